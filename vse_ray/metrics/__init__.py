@@ -1,0 +1,1 @@
+"""vse_ray.metrics"""
