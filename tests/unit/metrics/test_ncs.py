@@ -1,0 +1,105 @@
+"""NCS@K (SAM eq. 5) and Semantic Recall (SAM eq. 4) against explicit per-query loops."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.unit.metrics._inputs import retrieval_input, stable_ranking
+from vse_ray.metrics import ncs, ncs_at_ks, semantic_recall, semantic_recall_at_ks
+
+
+def _kept_ranking(scores: np.ndarray, dropped: np.ndarray) -> list[int]:
+    return [j for j in stable_ranking(scores) if not dropped[j]]
+
+
+def _ncs_reference(sims, relevance, k, exclude, intersect) -> float:
+    """Eq. 5 per query; ``intersect=False`` is the released code's numerator (relevance of all retrieved)."""
+    values = []
+    for s, r, dropped in zip(sims, relevance, exclude, strict=True):
+        retrieved = _kept_ranking(s, dropped)[:k]
+        ideal = _kept_ranking(r, dropped)[:k]
+        gained = sum(r[j] for j in retrieved if (j in ideal or not intersect))
+        values.append(gained / sum(r[j] for j in ideal))
+    return float(np.mean(values))
+
+
+def _sr_reference(sims, relevance, k, m, exclude) -> float:
+    values = []
+    for s, r, dropped in zip(sims, relevance, exclude, strict=True):
+        relevant = set(_kept_ranking(r, dropped)[:m])
+        values.append(len(relevant & set(_kept_ranking(s, dropped)[:k])) / m)
+    return float(np.mean(values))
+
+
+@pytest.mark.parametrize("k", [1, 5, 9])
+@pytest.mark.parametrize("ties", [False, True])
+@pytest.mark.parametrize("without_gt", [False, True])
+@pytest.mark.parametrize("intersect", [True, False])
+def test_ncs_equals_loop(k: int, ties: bool, without_gt: bool, intersect: bool) -> None:
+    sims, img_of_cap, relevance = retrieval_input(ties=ties, seed=k)
+    truth = img_of_cap[None, :] == np.arange(sims.shape[0])[:, None]
+    exclude = truth if without_gt else np.zeros_like(truth)
+    for direction in (lambda a: a, np.transpose):
+        got = ncs(
+            direction(sims),
+            direction(relevance),
+            k,
+            exclude=direction(exclude) if without_gt else None,
+            intersect=intersect,
+            chunk_size=5,
+        )
+        want = _ncs_reference(direction(sims), direction(relevance), k, direction(exclude), intersect)
+        assert got == pytest.approx(want, abs=1e-12)
+
+
+def test_ncs_bounds_and_ideal_model() -> None:
+    _, _, relevance = retrieval_input(seed=3)
+    assert ncs(relevance, relevance, 5) == pytest.approx(1.0)
+    assert 0.0 <= ncs(-relevance, relevance, 5) < 1.0
+
+
+def test_ncs_skips_queries_without_relevance() -> None:
+    relevance = np.array([[0.0, 0.0, 0.0], [1.0, 0.5, 0.0]])
+    sims = np.array([[1.0, 2.0, 3.0], [2.0, 1.0, 3.0]])
+    assert ncs(sims, relevance, 1) == pytest.approx(0.0)
+    assert ncs(sims, relevance, 2) == pytest.approx(1.0 / 1.5)
+    assert ncs(sims, relevance, 2, intersect=False) == pytest.approx(1.0 / 1.5)
+    assert np.isnan(ncs(sims[:1], relevance[:1], 2))
+
+
+@pytest.mark.parametrize(("k", "m"), [(1, 1), (5, 3), (10, 2), (3, 8)])
+@pytest.mark.parametrize("ties", [False, True])
+def test_semantic_recall_equals_loop(k: int, m: int, ties: bool) -> None:
+    sims, img_of_cap, relevance = retrieval_input(ties=ties, seed=m)
+    truth = img_of_cap[None, :] == np.arange(sims.shape[0])[:, None]
+    got = semantic_recall(sims.T, relevance.T, k, m, exclude=truth.T, chunk_size=7)
+    assert got == pytest.approx(_sr_reference(sims.T, relevance.T, k, m, truth.T), abs=1e-12)
+    plain = semantic_recall(sims, relevance, k, m)
+    assert plain == pytest.approx(_sr_reference(sims, relevance, k, m, np.zeros_like(truth)), abs=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda s, r, x: ncs(s, -r, 2), "non-negative"),
+        (lambda s, r, x: ncs(s, r, 35, exclude=x), "keep fewer than k=35"),
+        (lambda s, r, x: ncs(s, r[:, :3], 2), "relevance: shape"),
+        (lambda s, r, x: semantic_recall(s, r, 2, 0), "m: expected"),
+        (lambda s, r, x: semantic_recall(s, r, 2, 2, exclude=x[:, :4]), "exclude: expected shape"),
+    ],
+)
+def test_bad_input(call, message: str) -> None:
+    sims, img_of_cap, relevance = retrieval_input()
+    truth = img_of_cap[None, :] == np.arange(sims.shape[0])[:, None]
+    with pytest.raises(ValueError, match=message):
+        call(sims, relevance, truth)
+
+
+def test_several_cutoffs_equal_single_calls() -> None:
+    sims, img_of_cap, relevance = retrieval_input(ties=True, seed=11)
+    truth = img_of_cap[None, :] == np.arange(sims.shape[0])[:, None]
+    many = ncs_at_ks(sims, relevance, (1, 4, 9), exclude=truth, chunk_size=5)
+    assert many == {k: ncs(sims, relevance, k, exclude=truth) for k in (1, 4, 9)}
+    many_sr = semantic_recall_at_ks(sims, relevance, (2, 7), 3, exclude=truth)
+    assert many_sr == {k: semantic_recall(sims, relevance, k, 3, exclude=truth) for k in (2, 7)}
