@@ -1,0 +1,139 @@
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.cluster import KMeans
+from sklearn.metrics import silhouette_score
+
+from tests.unit.losses._reference import silhouette_ref
+from vse_ray.losses.clustering import adaptive_levels, kmeans_1d_sorted, silhouette_1d_sorted
+
+
+def random_rows(n_rows=24, seed=0):
+    """Relevance-like rows: a tight group plus uniform values; every third row rounded (ties), some short."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r in range(n_rows):
+        n = int(rng.integers(4, 9)) if r % 4 == 0 else int(rng.integers(20, 60))
+        x = np.concatenate([rng.normal(rng.uniform(0.2, 0.8), 0.04, n // 2), rng.uniform(0, 1, n - n // 2)])
+        rows.append(np.sort(np.round(x, 1) if r % 3 == 0 else x))
+    return rows
+
+
+def padded(rows):
+    n = max(len(x) for x in rows)
+    xs = torch.full((len(rows), n), float("inf"), dtype=torch.float64)
+    for i, x in enumerate(rows):
+        xs[i, : len(x)] = torch.from_numpy(x)
+    return xs, torch.tensor([len(x) for x in rows])
+
+
+def labels_from_ends(ends, n):
+    return torch.searchsorted(ends, torch.arange(n), right=True).numpy()
+
+
+def same_partition(a, b):
+    return np.array_equal(a[:, None] == a[None, :], b[:, None] == b[None, :])
+
+
+def on_a_tie(x, centres):
+    """True if some point is (numerically) equidistant from its two nearest distinct centres."""
+    c = np.unique(centres)
+    d = np.sort(np.abs(x[:, None] - c[None, :]), axis=1)
+    return len(c) > 1 and bool(np.any(np.abs(d[:, 0] - d[:, 1]) < 1e-9))
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_lloyd_matches_sklearn_from_the_same_init(k):
+    rows = random_rows()
+    xs, counts = padded(rows)
+    ends = kmeans_1d_sorted(xs, counts, torch.full((len(rows),), k))
+    compared = 0
+    for r, x in enumerate(rows):
+        init = x[np.floor((np.arange(k) + 0.5) * len(x) / k).astype(int)]
+        if len(np.unique(init)) < k:
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ref = KMeans(k, init=init.reshape(-1, 1), n_init=1, tol=0.0, max_iter=300).fit(x.reshape(-1, 1))
+        if on_a_tie(x, ref.cluster_centers_.ravel()):
+            continue  # float rounding decides exact ties differently in a distance and a midpoint test
+        assert same_partition(labels_from_ends(ends[r], len(x)), ref.labels_), (r, k)
+        compared += 1
+    assert compared >= len(rows) // 2
+
+
+def test_partition_equals_sklearn_restarts_where_both_reach_the_same_optimum():
+    rows = random_rows(n_rows=8, seed=1)
+    xs, counts = padded(rows)
+    same_optimum = 0
+    for k in (2, 3):
+        ends = kmeans_1d_sorted(xs, counts, torch.full((len(rows),), k))
+        for r, x in enumerate(rows):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ref = KMeans(k, n_init=5, random_state=0).fit(x.reshape(-1, 1))
+            ours = labels_from_ends(ends[r], len(x))
+            inertia = sum(((x[ours == t] - x[ours == t].mean()) ** 2).sum() for t in np.unique(ours))
+            reached = np.isclose(inertia, ref.inertia_, rtol=1e-9, atol=1e-12)
+            if reached and not on_a_tie(x, ref.cluster_centers_.ravel()):
+                assert same_partition(ours, ref.labels_), (r, k)
+                same_optimum += 1
+    assert same_optimum >= len(rows)  # Lloyd from quantiles is a local method, but mostly finds the optimum
+
+
+def test_silhouette_matches_sklearn_and_loops():
+    rows = random_rows(seed=2)
+    xs, counts = padded(rows)
+    for k in (2, 3, 4):
+        ends = kmeans_1d_sorted(xs, counts, torch.full((len(rows),), k))
+        sil = silhouette_1d_sorted(xs, counts, ends)
+        for r, x in enumerate(rows):
+            labels = labels_from_ends(ends[r], len(x))
+            assert float(sil[r]) == pytest.approx(silhouette_ref(x.tolist(), labels.tolist()), abs=1e-12)
+            if 2 <= len(np.unique(labels)) <= len(x) - 1:
+                assert float(sil[r]) == pytest.approx(silhouette_score(x.reshape(-1, 1), labels), abs=1e-12)
+
+
+def test_silhouette_of_singletons_and_duplicates_is_zero():
+    xs = torch.tensor([[0.1, 0.5, 0.9], [0.3, 0.3, 0.3]], dtype=torch.float64)
+    counts = torch.tensor([3, 3])
+    ends = torch.tensor([[1, 2, 3], [1, 3, 3]])
+    assert silhouette_1d_sorted(xs, counts, ends).tolist() == [0.0, 0.0]
+
+
+def test_adaptive_levels_choose_k_like_sklearn():
+    gen = torch.Generator().manual_seed(0)
+    centres = torch.tensor([0.1, 0.45, 0.8], dtype=torch.float64)
+    rel = centres[torch.randint(0, 3, (20, 12), generator=gen)] + 0.03 * torch.randn(
+        20, 12, generator=gen, dtype=torch.float64
+    )
+    rel[::2, :] = torch.rand(10, 12, generator=gen, dtype=torch.float64)  # unstructured rows too
+    cand = torch.ones(20, 12, dtype=torch.bool)
+    cand[:, 0] = False
+    levels, n_levels = adaptive_levels(rel, cand, 2, 4)
+    for r in range(20):
+        x = rel[r, 1:].numpy()
+        scores = []
+        for k in (2, 3, 4):
+            init = np.sort(x)[np.floor((np.arange(k) + 0.5) * len(x) / k).astype(int)].reshape(-1, 1)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                labels = KMeans(k, init=init, n_init=1, tol=0.0).fit(x.reshape(-1, 1)).labels_
+            scores.append(silhouette_score(x.reshape(-1, 1), labels))
+        assert int(n_levels[r]) == 2 + int(np.argmax(scores)), r
+        ours = levels[r, 1:].numpy()
+        assert levels[r, 0] == 0 and ours.min() == 1 and ours.max() == n_levels[r]
+        # level 1 holds the most relevant values: levels decrease as relevance increases
+        order = np.argsort(x)
+        assert np.all(np.diff(ours[order]) <= 0)
+
+
+def test_adaptive_levels_with_too_few_candidates():
+    rel = torch.tensor([[1.0, 0.2, 0.7], [0.2, 1.0, 0.5], [0.3, 0.3, 1.0]], dtype=torch.float64)
+    cand = ~torch.eye(3, dtype=torch.bool)
+    cand[2] = torch.tensor([True, False, False])
+    levels, n_levels = adaptive_levels(rel, cand, 2, 4)
+    assert n_levels.tolist() == [2, 2, 1]
+    assert levels.tolist() == [[0, 2, 1], [2, 0, 1], [1, 0, 0]]

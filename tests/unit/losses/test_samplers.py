@@ -1,0 +1,80 @@
+import pytest
+import torch
+
+from vse_ray.losses.samplers import (
+    FurthestSampler,
+    HardContrastivePairSampler,
+    HardestSampler,
+    RandomSampler,
+    Selection,
+    masked_logsumexp,
+    soft_hardest_similarity,
+)
+
+SCORES = torch.tensor(
+    [[0.9, 0.1, 0.5, -0.2], [0.3, 0.8, 0.7, 0.6], [0.0, 0.0, 0.0, 0.0]], dtype=torch.float64
+)
+CANDS = torch.tensor([[False, True, True, True], [True, False, True, True], [False, False, False, False]])
+
+
+def test_hardest_and_furthest_pick_extremes_among_candidates():
+    hard = HardestSampler()(SCORES, CANDS)
+    far = FurthestSampler()(SCORES, CANDS)
+    assert hard.index[:2, 0].tolist() == [2, 2]
+    assert far.index[:2, 0].tolist() == [3, 0]
+    assert hard.valid[:, 0].tolist() == [True, True, False] == far.valid[:, 0].tolist()
+
+
+def test_selection_gather_keeps_gradients():
+    scores = SCORES.clone().requires_grad_()
+    pick = HardestSampler()(scores, CANDS)
+    (pick.gather(scores) * pick.valid).sum().backward()
+    expected = torch.zeros_like(SCORES)
+    expected[0, 2] = expected[1, 2] = 1
+    torch.testing.assert_close(scores.grad, expected)
+
+
+def test_random_sampler_picks_only_candidates_and_covers_them():
+    gen = torch.Generator().manual_seed(0)
+    picks = torch.stack([RandomSampler(gen)(SCORES, CANDS).index[:2, 0] for _ in range(200)])
+    assert set(picks[:, 0].tolist()) == {1, 2, 3}
+    assert set(picks[:, 1].tolist()) == {0, 2, 3}
+
+
+def test_hard_contrastive_pair():
+    upper = torch.tensor([[False, True, True, False]] * 3)
+    lower = torch.tensor([[False, False, False, True]] * 3)
+    i_star, j_star = HardContrastivePairSampler()(SCORES, upper, lower)
+    assert i_star.index[:, 0].tolist() == [1, 2, 1] and j_star.index[:, 0].tolist() == [3, 3, 3]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_masked_logsumexp_matches_torch_and_handles_empty_rows(dtype):
+    values = SCORES.to(dtype).clone().requires_grad_()
+    out, valid = masked_logsumexp(values, CANDS)
+    for row in range(2):
+        torch.testing.assert_close(out[row], values[row][CANDS[row]].logsumexp(0))
+    assert valid.tolist() == [True, True, False] and float(out[2]) == 0.0
+    out.sum().backward()
+    assert torch.isfinite(values.grad).all() and torch.all(values.grad[2] == 0)
+
+
+def test_soft_hardest_tends_to_the_max():
+    value, _ = soft_hardest_similarity(SCORES, CANDS, gamma=1e4)
+    torch.testing.assert_close(value[:2], torch.tensor([0.5, 0.7], dtype=torch.float64), atol=1e-3, rtol=0)
+
+
+def test_contract_errors():
+    with pytest.raises(ValueError, match="candidates"):
+        HardestSampler()(SCORES, CANDS.float())
+    with pytest.raises(ValueError, match="candidates"):
+        HardestSampler()(SCORES, CANDS[:, :2])
+    with pytest.raises(ValueError, match="scores"):
+        HardestSampler()(torch.zeros(3), torch.zeros(3, dtype=torch.bool))
+
+    class Broken(HardestSampler):
+        def select(self, scores, candidates):
+            return Selection(torch.zeros(scores.shape[0], dtype=torch.int64), candidates.any(-1))
+
+    with pytest.raises(ValueError, match="shape"):
+        Broken()(SCORES, CANDS)

@@ -1,0 +1,117 @@
+"""Template for every VSE loss: similarity matrix once, checks, one hook, reduction."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import torch
+from torch import Tensor, nn
+
+REDUCTIONS = ("sum", "mean", "none")
+
+
+def negative_mask(batch_size: int, image_ids: Tensor | None, device: torch.device) -> Tensor:
+    """(B, B) bool: True where caption j is a negative of image i: j != i and image_ids[j] != image_ids[i]."""
+    eye = torch.eye(batch_size, dtype=torch.bool, device=device)
+    if image_ids is None:
+        return ~eye
+    return image_ids[:, None] != image_ids[None, :]
+
+
+def check_non_negative(**values: float) -> None:
+    """Raise ValueError naming the first parameter that is negative (margins, weights)."""
+    for name, value in values.items():
+        items = value if isinstance(value, tuple | list) else (value,)
+        if any(v < 0 for v in items):
+            raise ValueError(f"{name} must be >= 0, got {value}")
+
+
+class BaseVSELoss(nn.Module):
+    """Bidirectional image-text ranking loss over a batch of B positive pairs (row b of each input).
+
+    ``forward`` validates inputs, builds ``sims = img_emb @ txt_emb.T`` once, and calls ``compute_loss``,
+    which by default stacks both directions as query-major matrices of shape (2, B, B) - image->text
+    (``sims``, ``relevance``) and text->image (``sims.T``, ``relevance.T``) - and sums the per-query
+    results of ``query_loss``. The positive of query q is column q in both directions.
+
+    Args:
+        reduction: "sum" over the batch (as VSE++ does), "mean", or "none" (per-pair losses, shape (B,)).
+    """
+
+    relevance_source: ClassVar[str | None] = None
+
+    def __init__(self, reduction: str = "sum") -> None:
+        super().__init__()
+        if reduction not in REDUCTIONS:
+            raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+        self.reduction = reduction
+
+    def forward(
+        self,
+        img_emb: Tensor,
+        txt_emb: Tensor,
+        relevance: Tensor | None = None,
+        image_ids: Tensor | None = None,
+    ) -> Tensor:
+        """Loss of a batch: img_emb, txt_emb (B, D) L2-normalised; relevance (B, B); image_ids (B,)."""
+        self._check_inputs(img_emb, txt_emb, relevance, image_ids)
+        sims = img_emb @ txt_emb.T
+        if relevance is not None:
+            relevance = relevance.detach().to(dtype=sims.dtype, device=sims.device)
+        if image_ids is not None:
+            image_ids = image_ids.to(sims.device)
+        per_pair = self.compute_loss(sims, relevance, negative_mask(sims.shape[0], image_ids, sims.device))
+        if self.reduction == "sum":
+            return per_pair.sum()
+        return per_pair.mean() if self.reduction == "mean" else per_pair
+
+    def compute_loss(self, sims: Tensor, relevance: Tensor | None, neg_mask: Tensor) -> Tensor:
+        """Per-pair loss (B,): image->text plus text->image terms of ``query_loss``."""
+        stacked_sims = torch.stack((sims, sims.T))
+        stacked_rel = None if relevance is None else torch.stack((relevance, relevance.T))
+        return self.query_loss(stacked_sims, stacked_rel, torch.stack((neg_mask, neg_mask.T))).sum(0)
+
+    def query_loss(self, sims: Tensor, relevance: Tensor | None, candidates: Tensor) -> Tensor:
+        """Loss per query (..., Q) from query-major sims, relevance and negatives mask, each (..., Q, C)."""
+        raise NotImplementedError
+
+    def _check_inputs(
+        self, img_emb: Tensor, txt_emb: Tensor, relevance: Tensor | None, image_ids: Tensor | None
+    ) -> None:
+        if img_emb.dim() != 2 or not img_emb.is_floating_point():
+            raise ValueError(f"img_emb must be a floating (B, D) tensor, got shape {tuple(img_emb.shape)}")
+        if txt_emb.shape != img_emb.shape or txt_emb.dtype != img_emb.dtype:
+            raise ValueError(
+                f"txt_emb must match img_emb's shape {tuple(img_emb.shape)} and dtype {img_emb.dtype}, "
+                f"got {tuple(txt_emb.shape)} {txt_emb.dtype}"
+            )
+        batch = img_emb.shape[0]
+        if relevance is None and self.relevance_source is not None:
+            raise ValueError(
+                f"relevance is required by {type(self).__name__} (source {self.relevance_source!r}), got None"
+            )
+        if relevance is not None:
+            if relevance.shape != (batch, batch):
+                raise ValueError(
+                    f"relevance must have shape ({batch}, {batch}), got {tuple(relevance.shape)}"
+                )
+            if not torch.isfinite(relevance).all():
+                raise ValueError("relevance contains non-finite values")
+        if image_ids is not None and (image_ids.shape != (batch,) or image_ids.is_floating_point()):
+            raise ValueError(
+                f"image_ids must be an integer tensor of shape ({batch},), got {tuple(image_ids.shape)}"
+            )
+
+
+class MarginVSELoss(BaseVSELoss):
+    """A BaseVSELoss with one fixed triplet margin α >= 0 (VSE0, VSE++).
+
+    Args:
+        margin: α (default 0.2).
+        reduction: see BaseVSELoss.
+    """
+
+    def __init__(self, margin: float = 0.2, reduction: str = "sum") -> None:
+        super().__init__(reduction)
+        check_non_negative(margin=margin)
+        self.margin = margin

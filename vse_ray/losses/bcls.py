@@ -1,0 +1,65 @@
+"""BCLS: Triplet-SN on binary labels plus a Kendall ranking loss on continuous pseudo labels."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from vse_ray.losses.base import BaseVSELoss, check_non_negative
+from vse_ray.losses.hinge import positive_sims
+from vse_ray.losses.kendall import kendall_full, kendall_sliding_window
+from vse_ray.losses.samplers import SlidingWindowSampler, soft_hardest_similarity
+from vse_ray.losses.samplers.sliding_window import EDGE_TOLERANCE
+
+KENDALL_FORMS = ("sw_hs", "full")
+
+
+class BCLSLoss(BaseVSELoss):
+    """Binary and Continuous Label Supervision: L_T-SN (eq. 14-15) + L_K (eq. 19, or eq. 17).
+
+    Triplet-SN per query: [(1/γ) log Σ_{j: r_qj < 1} exp(γ s_qj) - s_qq + m]_+ over in-batch negatives.
+    Kendall: with ``kendall="sw_hs"`` the sliding-window hard-sample form (eq. 18-20, window α, stride β,
+    M = (2 - α)/β windows; see SlidingWindowSampler); with ``kendall="full"`` the O(B³) sum of eq. 17
+    (all j, k of the batch, the positive included). The positive pair's relevance is set to 1, the paper's
+    normalisation of the S-BERT pseudo labels r in [-1, 1].
+
+    Args:
+        margin: m of eq. 14 (default 0.2).
+        gamma: γ of eq. 15 (default 50).
+        alpha: relaxation α of eq. 17, in (0, 2) (default 0.2).
+        beta: sliding-window stride β (default 0.1).
+        kendall: "sw_hs" | "full".
+        reduction: see BaseVSELoss.
+    """
+
+    relevance_source = "sbert"
+
+    def __init__(
+        self,
+        margin: float = 0.2,
+        gamma: float = 50.0,
+        alpha: float = 0.2,
+        beta: float = 0.1,
+        kendall: str = "sw_hs",
+        reduction: str = "sum",
+    ) -> None:
+        super().__init__(reduction)
+        check_non_negative(margin=margin)
+        if gamma <= 0:
+            raise ValueError(f"gamma must be > 0, got {gamma}")
+        if kendall not in KENDALL_FORMS:
+            raise ValueError(f"kendall must be one of {KENDALL_FORMS}, got {kendall!r}")
+        self.sampler = SlidingWindowSampler(alpha, beta)
+        self.margin, self.gamma, self.alpha, self.beta, self.kendall = margin, gamma, alpha, beta, kendall
+
+    def query_loss(self, sims: Tensor, relevance: Tensor | None, candidates: Tensor) -> Tensor:
+        relevance = relevance.diagonal_scatter(
+            torch.ones_like(relevance.diagonal(dim1=-2, dim2=-1)), 0, -2, -1
+        )
+        positive = positive_sims(sims)
+        negatives = candidates & (relevance < 1.0 - EDGE_TOLERANCE)
+        soft_max, valid = soft_hardest_similarity(sims, negatives, self.gamma)
+        triplet = (soft_max - positive + self.margin).clamp(min=0) * valid
+        if self.kendall == "full":
+            return triplet + kendall_full(sims, relevance, self.alpha)
+        return triplet + kendall_sliding_window(sims, relevance, self.sampler)

@@ -1,0 +1,61 @@
+"""SAM: triplet loss with a semantic adaptive margin from a captioning metric (CIDEr)."""
+
+from __future__ import annotations
+
+from torch import Tensor
+
+from vse_ray.losses.base import BaseVSELoss, check_non_negative
+from vse_ray.losses.hinge import max_of_hinges, positive_sims
+from vse_ray.losses.samplers import BaseSampler, FurthestSampler, HardestSampler, RandomSampler
+
+SAMPLERS: dict[str, type[BaseSampler]] = {"rs": RandomSampler, "hn": HardestSampler, "sn": FurthestSampler}
+
+
+class SAMLoss(BaseVSELoss):
+    """Semantic Adaptive Margin, SAM paper eq. 7, with RS / HN / SN negative sampling (Sec. 5.4).
+
+    For query q and one sampled negative n: [α_qn + s(q, n) - s(q, q)]_+ with α_qn = (φ_qq - φ_qn) / τ,
+    where φ = ``relevance`` (rows: images, ``relevance[i, j]`` = φ(G_i, c_j), e.g. CIDEr of caption j against
+    the references of image i). Image->text uses φ(G_p, c_p) - φ(G_p, c_n); text->image (query caption p,
+    negative image n) uses φ(G_p, c_p) - φ(G_n, c_p), i.e. ``relevance.T``. Eq. 7 as printed swaps the
+    negative indices of the two margins; this follows the reading where each margin belongs to its own
+    sampled negative. Margins are not clipped (the authors' code clips them at 1).
+
+    Sampling: "rs" a random negative, "hn" the closest (hardest), "sn" the furthest - as defined in Sec. 5.4.
+
+    Args:
+        tau: temperature τ > 0 (default 5).
+        sampling: "rs" | "hn" | "sn" (default "sn").
+        triplet: also add the plain VSE++ triplet (eq. 6) with ``triplet_margin`` (default True).
+        triplet_margin: margin of that triplet (default 0.2).
+        reduction: see BaseVSELoss.
+    """
+
+    relevance_source = "cider"
+
+    def __init__(
+        self,
+        tau: float = 5.0,
+        sampling: str = "sn",
+        triplet: bool = True,
+        triplet_margin: float = 0.2,
+        reduction: str = "sum",
+    ) -> None:
+        super().__init__(reduction)
+        if tau <= 0:
+            raise ValueError(f"tau must be > 0, got {tau}")
+        if sampling not in SAMPLERS:
+            raise ValueError(f"sampling must be one of {tuple(SAMPLERS)}, got {sampling!r}")
+        check_non_negative(triplet_margin=triplet_margin)
+        self.tau, self.sampling, self.triplet, self.triplet_margin = tau, sampling, triplet, triplet_margin
+        self.sampler = SAMPLERS[sampling]()
+
+    def query_loss(self, sims: Tensor, relevance: Tensor | None, candidates: Tensor) -> Tensor:
+        positive = positive_sims(sims)
+        pick = self.sampler(sims, candidates)
+        margin = (positive_sims(relevance).unsqueeze(-1) - pick.gather(relevance)) / self.tau
+        hinge = (margin + pick.gather(sims) - positive.unsqueeze(-1)).clamp(min=0) * pick.valid
+        loss = hinge.squeeze(-1)
+        if self.triplet:
+            loss = loss + max_of_hinges(sims, positive, candidates, self.triplet_margin)
+        return loss
