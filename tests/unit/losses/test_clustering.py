@@ -137,3 +137,14 @@ def test_adaptive_levels_with_too_few_candidates():
     levels, n_levels = adaptive_levels(rel, cand, 2, 4)
     assert n_levels.tolist() == [2, 2, 1]
     assert levels.tolist() == [[0, 2, 1], [2, 0, 1], [1, 0, 0]]
+
+
+def test_several_k_per_row_equal_one_k_per_call():
+    xs, counts = padded(random_rows(seed=3))
+    ks = torch.tensor([2, 3, 4])
+    ends = kmeans_1d_sorted(xs, counts, ks.expand(len(xs), -1))
+    sil = silhouette_1d_sorted(xs, counts, ends)
+    for g, k in enumerate(ks.tolist()):
+        ends_k = kmeans_1d_sorted(xs, counts, torch.full((len(xs),), k))
+        assert torch.equal(ends[:, g, :k], ends_k[:, :k])
+        assert torch.equal(sil[:, g], silhouette_1d_sorted(xs, counts, ends_k))

@@ -35,15 +35,14 @@ def adaptive_levels(
     xs, order = keyed.masked_fill(~mask, float("inf")).sort(-1)
     counts = mask.sum(-1)
     ks = torch.arange(l_min, l_max + 1, device=xs.device)
-    n_rows, n_k = xs.shape[0], ks.shape[0]
-    rep_xs, rep_counts = xs.repeat_interleave(n_k, 0), counts.repeat_interleave(n_k)
-    ends = kmeans_1d_sorted(rep_xs, rep_counts, ks.repeat(n_rows), max_iter)
-    scores = silhouette_1d_sorted(rep_xs, rep_counts, ends).view(n_rows, n_k)
+    n_rows = xs.shape[0]
+    ends = kmeans_1d_sorted(xs, counts, ks.expand(n_rows, -1), max_iter)
+    scores = silhouette_1d_sorted(xs, counts, ends)
     scores = scores.masked_fill(ks > counts.unsqueeze(-1), float("-inf"))
     best = scores.argmax(-1)
     clustered = torch.isfinite(scores).any(-1)
     chosen_k = torch.where(clustered, ks[best], 1)
-    chosen_ends = ends.view(n_rows, n_k, -1)[torch.arange(n_rows, device=xs.device), best]
+    chosen_ends = ends[torch.arange(n_rows, device=xs.device), best]
     chosen_ends = torch.where(clustered.unsqueeze(-1), chosen_ends, counts.unsqueeze(-1))
     pos = torch.arange(n_cols, device=xs.device).expand(n_rows, n_cols).contiguous()
     cluster = torch.searchsorted(chosen_ends, pos, right=True)
