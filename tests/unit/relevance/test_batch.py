@@ -1,0 +1,51 @@
+import numpy as np
+import pytest
+import torch
+
+from vse_ray.relevance import batch_relevance, cider_doc_freq, cider_matrix
+
+from ._inputs import make_captions, make_reference_sets
+
+
+def _cosine_loop(vectors: torch.Tensor) -> torch.Tensor:
+    out = torch.empty(len(vectors), len(vectors), dtype=vectors.dtype)
+    for i, a in enumerate(vectors):
+        for j, b in enumerate(vectors):
+            out[i, j] = torch.dot(a, b) / (a.norm() * b.norm())
+    return out
+
+
+@pytest.mark.parametrize("source", ["sbert", "svd"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_cosine_sources_equal_explicit_loop(source: str, dtype: torch.dtype) -> None:
+    vectors = torch.randn(6, 5, dtype=dtype)
+    got = batch_relevance(source, **{source: vectors})
+    assert got.shape == (6, 6) and got.dtype == dtype
+    torch.testing.assert_close(got, _cosine_loop(vectors))
+    torch.testing.assert_close(got.diagonal(), torch.ones(6, dtype=dtype))
+
+
+def test_cider_equals_cider_matrix_transposed() -> None:
+    refs = make_reference_sets(5, seed=7)
+    texts = [ref_set[0] for ref_set in refs[1:]] + make_captions(1, seed=8)
+    doc_freq = cider_doc_freq(make_reference_sets(12, seed=9))
+    got = batch_relevance("cider", texts=texts, references=refs, doc_freq=doc_freq)
+    expected = cider_matrix(texts, refs, doc_freq).T
+    assert got.shape == (5, 5) and got.dtype == torch.float32
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-6)
+    assert got[1, 0] > got[0, 0]  # texts[0] is a reference of image 1: rows are images
+
+
+@pytest.mark.parametrize(
+    ("source", "kwargs", "message"),
+    [
+        ("spice", {}, "unknown relevance source 'spice'"),
+        ("sbert", {}, "needs sbert="),
+        ("svd", {"svd": torch.randn(4)}, r"svd must have shape \(B, d\)"),
+        ("cider", {"texts": ["a dog"]}, "needs texts= and references="),
+        ("cider", {"texts": ["a dog"], "references": [["a"], ["b"]]}, "got 1 and 2"),
+    ],
+)
+def test_bad_arguments_raise_value_error(source, kwargs, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        batch_relevance(source, **kwargs)

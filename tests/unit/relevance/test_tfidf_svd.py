@@ -1,0 +1,71 @@
+import numpy as np
+import pytest
+from sklearn.decomposition import TruncatedSVD
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import normalize
+
+from vse_ray.relevance import TfidfSvd
+
+from ._inputs import make_captions
+
+
+@pytest.fixture(scope="module")
+def captions() -> list[str]:
+    return make_captions(60, seed=6) + ["Two DOGS, playing!", "42 x y zz"]
+
+
+def test_transform_equals_sklearn_tfidf_svd_pipeline(captions) -> None:
+    model = TfidfSvd(k=8, seed=3).fit(captions)
+    pipeline = make_pipeline(
+        TfidfVectorizer(stop_words="english", token_pattern=r"(?u)\b[^\W\d_]{3,}\b"),
+        TruncatedSVD(n_components=8, random_state=3),
+    ).fit(captions)
+    expected = normalize(pipeline.transform(captions[:10]))
+    got = model.transform(captions[:10])
+    assert got.dtype == np.float32 and got.shape == (10, 8) == (10, model.dim)
+    np.testing.assert_allclose(got, expected, atol=1e-6)
+
+
+def test_preprocessing_drops_stop_words_short_words_and_digits(captions) -> None:
+    model = TfidfSvd(k=4).fit(captions)
+    vocabulary = set(model._vectorizer.vocabulary_)
+    assert {"dogs", "playing", "bike"} <= vocabulary
+    assert not {"a", "the", "on", "42", "x", "zz"} & vocabulary
+
+
+def test_k_is_capped_by_vocabulary_minus_one() -> None:
+    texts = ["red bike", "blue horse", "green fence", "red horse", "blue bike"]  # 6 terms
+    model = TfidfSvd(k=400).fit(texts)
+    assert model.dim == 5
+    assert model.transform(texts).shape == (5, 5)
+
+
+def test_rows_are_unit_norm_and_unknown_words_give_zero_rows(captions) -> None:
+    model = TfidfSvd(k=6).fit(captions)
+    vectors = model.transform(captions[:5] + ["zebra xylophone"])
+    np.testing.assert_allclose(np.linalg.norm(vectors[:5], axis=1), 1.0, atol=1e-6)
+    np.testing.assert_array_equal(vectors[5], 0.0)
+
+
+def test_bytes_round_trip(captions) -> None:
+    model = TfidfSvd(k=5, seed=1).fit(captions)
+    restored = TfidfSvd.from_bytes(model.to_bytes())
+    assert (restored.k, restored.seed, restored.dim) == (5, 1, 5)
+    np.testing.assert_array_equal(restored.transform(captions), model.transform(captions))
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: TfidfSvd(k=0), "k must be >= 1"),
+        (lambda: TfidfSvd().transform(["a dog"]), "not fitted"),
+        (lambda: TfidfSvd().to_bytes(), "not fitted"),
+        (lambda: TfidfSvd().fit(["a an the", "of it"]), "no usable terms"),
+        (lambda: TfidfSvd().fit(["horse", "horse horse"]), "vocabulary has 1 term"),
+        (lambda: TfidfSvd().fit(["horse", None]), r"texts\[1\] must be a str"),
+    ],
+)
+def test_bad_input_raises_value_error(call, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        call()

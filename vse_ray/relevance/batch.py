@@ -1,0 +1,64 @@
+"""The (B, B) relevance matrix of one training batch, built on the fly from per-caption data."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+
+from vse_ray.relevance.cider import cider_matrix
+from vse_ray.relevance.cider_doc_freq import CiderDocFreq
+
+RELEVANCE_SOURCES = ("sbert", "svd", "cider")
+
+
+def _caption_cosine(name: str, vectors: torch.Tensor | None) -> torch.Tensor:
+    """``R[i, j] = cos(v_i, v_j)``: caption i stands for image i (ladder eq. 1, LSEH eq. 6)."""
+    if vectors is None:
+        raise ValueError(f"batch_relevance(source={name!r}) needs {name}= (B, d) caption vectors")
+    if vectors.ndim != 2:
+        raise ValueError(f"{name} must have shape (B, d), got {tuple(vectors.shape)}")
+    unit = F.normalize(vectors, dim=1)
+    return unit @ unit.T
+
+
+def batch_relevance(
+    source: str,
+    *,
+    sbert: torch.Tensor | None = None,
+    svd: torch.Tensor | None = None,
+    texts: Sequence[str] | None = None,
+    references: Sequence[Sequence[str]] | None = None,
+    doc_freq: CiderDocFreq | None = None,
+) -> torch.Tensor:
+    """Relevance of every batch caption (columns) to every batch image (rows).
+
+    Args:
+        source: ``"sbert"`` (ladder, BCLS), ``"svd"`` (LSEH) or ``"cider"`` (SAM).
+        sbert: (B, d) Sentence-BERT vectors of the batch captions, for ``"sbert"``.
+        svd: (B, k) TF-IDF+SVD vectors of the batch captions, for ``"svd"``.
+        texts: The B pre-tokenised batch captions (hypotheses), for ``"cider"``.
+        references: ``references[i]`` = pre-tokenised reference captions of image i, for ``"cider"``.
+        doc_freq: CIDEr document frequencies (train split); ``None`` counts them over ``references``.
+
+    Returns:
+        (B, B) tensor; the diagonal holds the positive pairs. Cosine sources keep the input's
+        dtype and device, ``"cider"`` returns float32 on the CPU (``cider_matrix(texts, references).T``).
+
+    Raises:
+        ValueError: For an unknown ``source``, a missing input or mismatched lengths.
+    """
+    if source == "sbert":
+        return _caption_cosine("sbert", sbert)
+    if source == "svd":
+        return _caption_cosine("svd", svd)
+    if source != "cider":
+        raise ValueError(f"unknown relevance source {source!r}; expected one of {RELEVANCE_SOURCES}")
+    if texts is None or references is None:
+        raise ValueError("batch_relevance(source='cider') needs texts= and references=")
+    if len(texts) != len(references):
+        raise ValueError(
+            f"texts and references must both have B entries, got {len(texts)} and {len(references)}"
+        )
+    return torch.from_numpy(cider_matrix(texts, references, doc_freq).T.astype("float32"))
