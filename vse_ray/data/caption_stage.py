@@ -1,0 +1,86 @@
+"""Stage 1b: captions → vocabulary, CIDEr document frequencies, TF-IDF+SVD model and ``captions/`` shards."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import ray
+
+from vse_ray.data.caption_vectors import CaptionVectorizer
+from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
+from vse_ray.data.ray_stages import map_in_actor_pool, write_shards
+from vse_ray.data.resources import plan_resources
+from vse_ray.data.schema import captions_table
+from vse_ray.data.shards import (
+    ShardLedger,
+    plan_shards,
+    shard_input,
+    write_json_atomic,
+)
+from vse_ray.data.sources import SplitSource
+from vse_ray.data.vocab import build_vocab
+from vse_ray.relevance import TfidfSvd, cider_doc_freq, tokenize
+
+
+def caption_columns(split: SplitSource, kept_ids: np.ndarray) -> dict[str, np.ndarray]:
+    """``caption_id``, ``image_id``, ``text`` of the captions of the kept images, sorted by ``caption_id``."""
+    keep = np.isin(split.image_ids, kept_ids)
+    per_image = split.caption_ids.shape[1]
+    caption_id = split.caption_ids[keep].reshape(-1)
+    image_id = np.repeat(split.image_ids[keep], per_image)
+    text = np.array(
+        [t for caps, k in zip(split.captions, keep, strict=True) if k for t in caps], dtype=object
+    )
+    order = np.argsort(caption_id, kind="stable")
+    return {"caption_id": caption_id[order], "image_id": image_id[order], "text": text[order]}
+
+
+def fit_train_models(train: dict[str, np.ndarray], config: PrecomputeConfig, out: Path) -> tuple[dict, bytes]:
+    """Vocabulary, CIDEr doc freqs and TF-IDF+SVD of the train captions; reused when already saved."""
+    vocab_path, svd_path, df_path = out / "vocab.json", out / "tfidf_svd.bin", out / "cider_df.json"
+    if not (vocab_path.exists() and svd_path.exists() and df_path.exists()):
+        texts = [str(t) for t in train["text"]]
+        tokenised = [tokenize(t) for t in texts]
+        write_json_atomic(build_vocab(tokenised, config.vocab_min_count), vocab_path)
+        refs: dict[int, list[str]] = {}
+        for image_id, text in zip(train["image_id"].tolist(), tokenised, strict=True):
+            refs.setdefault(image_id, []).append(text)
+        write_json_atomic(cider_doc_freq(list(refs.values())).to_dict(), df_path)
+        tmp = svd_path.with_name(".tfidf_svd.bin.tmp")
+        tmp.write_bytes(TfidfSvd(k=config.svd_dim, seed=config.seed).fit(texts).to_bytes())
+        tmp.replace(svd_path)
+    return json.loads(vocab_path.read_text()), svd_path.read_bytes()
+
+
+def run_caption_stage(
+    columns: dict[str, dict[str, np.ndarray]], config: PrecomputeConfig, options: ExecutionOptions, out: Path
+) -> int:
+    """Write the ``captions/`` shards that are not complete yet; returns the number of captions processed.
+
+    Args:
+        columns: Per split, the output of :func:`caption_columns`; vocabulary, SVD and document
+            frequencies are fitted on ``train`` only.
+        config: The resolved config.
+        options: Pool sizes and batch sizes.
+        out: The output folder.
+    """
+    vocab, svd_bytes = fit_train_models(columns["train"], config, out)
+    ledger = ShardLedger(out, "captions")
+    todo = [
+        shard
+        for split, cols in columns.items()
+        for shard in ledger.pending(
+            plan_shards(split, len(cols["caption_id"]), config.shard_size * config.captions_per_image)
+        )
+    ]
+    if not todo:
+        return 0
+    kwargs = {"vocab": vocab, "svd_bytes": svd_bytes, "sbert_model": config.sbert_model}
+    kwargs["batch_size"] = options.sbert_batch_size
+    ds = ray.data.from_arrow([shard_input(s, columns[s.split]) for s in todo])
+    ds = map_in_actor_pool(
+        ds, CaptionVectorizer, kwargs, plan_resources(options.sbert_actors, "sbert_actors")
+    )
+    return write_shards(ds, ledger, todo, captions_table)

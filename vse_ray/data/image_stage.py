@@ -1,0 +1,66 @@
+"""Stage 1a: images → ``features/`` (read → decode/resize → CNN actor pool → Parquet) or given features."""
+
+from __future__ import annotations
+
+from functools import partial
+from pathlib import Path
+
+import ray
+
+from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
+from vse_ray.data.image_io import FileImages, SyntheticImages, load_images
+from vse_ray.data.precomp import read_precomp_rows
+from vse_ray.data.ray_stages import map_in_actor_pool, write_shards
+from vse_ray.data.resources import TASK_CPUS, plan_resources
+from vse_ray.data.schema import features_table
+from vse_ray.data.shards import ShardLedger, plan_shards, shard_input
+from vse_ray.data.sources import Source
+from vse_ray.features import CNNFeatureExtractor
+
+
+def run_image_stage(source: Source, config: PrecomputeConfig, options: ExecutionOptions, out: Path) -> int:
+    """Write the ``features/`` shards that are not complete yet; returns the number of images processed.
+
+    File and synthetic images go through decode tasks, the CNN actor pool (``num_gpus=1`` per actor when the
+    cluster has GPUs) and write tasks; precomp features through read and write tasks.
+    """
+    ledger = ShardLedger(out, "features")
+    todo = [
+        shard
+        for split, data in source.splits.items()
+        for shard in ledger.pending(plan_shards(split, len(data.image_ids), config.shard_size))
+    ]
+    if not todo:
+        return 0
+    blocks = [
+        shard_input(s, {"image_id": source.splits[s.split].image_ids, "ref": source.splits[s.split].refs})
+        for s in todo
+    ]
+    ds = ray.data.from_arrow(blocks)
+    if source.features is not None:
+        ds = ds.map_batches(
+            read_precomp_rows, fn_kwargs={"features": source.features}, batch_size=None, num_cpus=TASK_CPUS
+        )
+        with_image = False
+    else:
+        ds = _cnn_features(ds, source.images, config, options)
+        with_image = bool(config.keep_images)
+    return write_shards(ds, ledger, todo, partial(features_table, with_image=with_image))
+
+
+def _cnn_features(
+    ds: ray.data.Dataset,
+    images: FileImages | SyntheticImages,
+    config: PrecomputeConfig,
+    options: ExecutionOptions,
+) -> ray.data.Dataset:
+    res = plan_resources(options.cnn_actors, "cnn_actors")
+    ds = ds.map_batches(
+        load_images,
+        fn_kwargs={"source": images, "size": config.resize, "keep_png": bool(config.keep_images)},
+        batch_size=None,
+        num_cpus=TASK_CPUS,
+    )
+    kwargs = {"cnn": config.cnn, "weights": config.weights, "crop": config.crop, "ten_crop": config.ten_crop}
+    kwargs.update(init_seed=config.init_seed, batch_size=options.cnn_batch_size)
+    return map_in_actor_pool(ds, CNNFeatureExtractor, kwargs, res)

@@ -1,0 +1,74 @@
+"""Karpathy-split JSON (``dataset_coco.json``, ``dataset_flickr30k.json``, ``dataset_flickr8k.json``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from vse_ray.data.sources import SPLIT_NAMES, SplitSource, check_captions, select_splits
+
+SPLIT_OF = {
+    "train": "train",
+    "restval": "train",
+    "val": "val",
+    "test": "test",
+}  # restval → train (VSE++ "rV")
+
+
+def read_karpathy(
+    json_path: str, splits: Sequence[str], captions_per_image: int = 5
+) -> dict[str, SplitSource]:
+    """Read the images and first ``captions_per_image`` raw captions of each split.
+
+    ``image_id`` is the JSON ``imgid`` and ``caption_id`` the ``sentid``; an image's ref is
+    ``filepath/filename`` (COCO) or ``filename`` (Flickr), relative to the image root.
+
+    Args:
+        json_path: The Karpathy JSON file.
+        splits: Splits to return (``train`` includes ``restval``).
+        captions_per_image: Captions kept per image.
+
+    Raises:
+        ValueError: Naming the file and ``images[row]`` of an unknown split name, a missing field, an image
+            with too few captions or an empty caption; or a requested split the file does not have.
+    """
+    path = Path(json_path)
+    if not path.is_file():
+        raise ValueError(f"karpathy_json: file {json_path} does not exist")
+    images = json.loads(path.read_text()).get("images")
+    if not isinstance(images, list) or not images:
+        raise ValueError(f"{json_path}: expected a non-empty 'images' list")
+    rows: dict[str, list[int]] = {split: [] for split in SPLIT_NAMES}
+    for row, image in enumerate(images):
+        for key in ("split", "filename", "imgid", "sentences"):
+            if key not in image:
+                raise ValueError(f"{json_path}: images[{row}] has no {key!r} field")
+        if image["split"] not in SPLIT_OF:
+            raise ValueError(
+                f"{json_path}: images[{row}] has unknown split {image['split']!r}, expected {list(SPLIT_OF)}"
+            )
+        rows[SPLIT_OF[image["split"]]].append(row)
+    available = {
+        split: _split_source(json_path, images, index, captions_per_image)
+        for split, index in rows.items()
+        if index
+    }
+    return select_splits(available, splits, json_path)
+
+
+def _split_source(json_path: str, images: list[dict], rows: list[int], per_image: int) -> SplitSource:
+    where = [f"{json_path}: images[{row}] ({images[row]['filename']})" for row in rows]
+    sentences = [images[row]["sentences"] for row in rows]
+    check_captions([[s.get("raw", "") for s in sents] for sents in sentences], per_image, where)
+    refs = [str(Path(images[row].get("filepath", "")) / images[row]["filename"]) for row in rows]
+    return SplitSource(
+        image_ids=np.array([images[row]["imgid"] for row in rows], dtype=np.int64),
+        refs=np.array(refs, dtype=object),
+        captions=tuple(tuple(s["raw"] for s in sents[:per_image]) for sents in sentences),
+        caption_ids=np.array(
+            [[s["sentid"] for s in sents[:per_image]] for sents in sentences], dtype=np.int64
+        ),
+    )

@@ -1,0 +1,88 @@
+"""VSE++/SCAN "precomp" folders: ``{split}_ims.npy`` features and ``{split}_caps.txt`` captions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from vse_ray.data.sources import PrecompFeatures, SplitSource, check_captions, select_splits
+
+FILE_SPLITS = {"train": "train", "val": "dev", "test": "test"}  # our split name → precomp file prefix
+_CHECK_ROWS = 4096
+
+
+def _check_finite(features: np.ndarray, path: Path) -> None:
+    """ValueError naming the first row with NaN or inf, scanning the memory map in chunks."""
+    for start in range(0, len(features), _CHECK_ROWS):
+        chunk = np.asarray(features[start : start + _CHECK_ROWS]).reshape(
+            min(_CHECK_ROWS, len(features) - start), -1
+        )
+        bad = ~np.isfinite(chunk).all(axis=1)
+        if bad.any():
+            raise ValueError(f"{path}: row {start + int(bad.argmax())} has NaN or inf features")
+
+
+def _read_split(
+    folder: Path, prefix: str, per_image: int, first_id: int
+) -> tuple[SplitSource, PrecompFeatures]:
+    ims, caps = folder / f"{prefix}_ims.npy", folder / f"{prefix}_caps.txt"
+    features = np.load(ims, mmap_mode="r")
+    lines = caps.read_text().splitlines()
+    if len(lines) % per_image:
+        raise ValueError(f"{caps}: {len(lines)} lines is not a multiple of {per_image} captions per image")
+    n = len(lines) // per_image
+    if len(features) not in (n, n * per_image):
+        raise ValueError(
+            f"{ims}: {len(features)} rows do not match {caps} "
+            f"({len(lines)} captions = {n} images x {per_image}); "
+            f"expected {n} rows (one per image) or {n * per_image} (one per caption)"
+        )
+    _check_finite(features, ims)
+    captions = [lines[k * per_image : (k + 1) * per_image] for k in range(n)]
+    check_captions(
+        captions, per_image, [f"{caps}: lines {k * per_image + 1}-{(k + 1) * per_image}" for k in range(n)]
+    )
+    source = SplitSource(
+        image_ids=np.arange(first_id, first_id + n, dtype=np.int64),
+        refs=np.arange(n).astype(str).astype(object),
+        captions=tuple(tuple(c.strip() for c in caps_k) for caps_k in captions),
+        caption_ids=(
+            np.arange(first_id, first_id + n, dtype=np.int64)[:, None] * per_image + np.arange(per_image)
+        ),
+    )
+    return source, PrecompFeatures(path=str(ims), stride=len(features) // n if n else 1)
+
+
+def read_precomp(
+    folder: str, splits: Sequence[str], captions_per_image: int = 5
+) -> tuple[dict[str, SplitSource], dict[str, PrecompFeatures]]:
+    """Read the captions and locate the features of each split (``val`` is the ``dev`` files).
+
+    Image ids run over the splits in the order train, val, test (so they are unique across splits) and
+    caption ``j`` of image ``i`` has id ``i * captions_per_image + j``.
+
+    Raises:
+        ValueError: Naming the file and row of a features/captions row-count mismatch, NaN/inf features,
+            an empty caption; or a requested split whose files are missing.
+    """
+    root = Path(folder)
+    available = [s for s, prefix in FILE_SPLITS.items() if (root / f"{prefix}_ims.npy").is_file()]
+    chosen = select_splits(dict.fromkeys(available), splits, f"precomp folder {folder}")
+    sources, features, next_id = {}, {}, 0
+    for split in (s for s in FILE_SPLITS if s in chosen):
+        sources[split], features[split] = _read_split(root, FILE_SPLITS[split], captions_per_image, next_id)
+        next_id += len(sources[split].image_ids)
+    return {s: sources[s] for s in splits}, {s: features[s] for s in splits}
+
+
+def read_precomp_rows(
+    batch: dict[str, np.ndarray], *, features: dict[str, PrecompFeatures]
+) -> dict[str, np.ndarray]:
+    """Ray Data stage: the given features of each row (row ``ref * stride`` of its split's ``_ims.npy``)."""
+    split = str(batch["split"][0])
+    given = features[split]
+    rows = np.asarray(batch["ref"]).astype(np.int64) * given.stride
+    batch["feature"] = np.asarray(np.load(given.path, mmap_mode="r")[rows], dtype=np.float32)
+    return batch

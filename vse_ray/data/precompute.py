@@ -1,0 +1,162 @@
+"""Stage 1 of the data flow: raw data → features, captions and relevance files (``vse-ray precompute``)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import ray
+
+from vse_ray.data.caption_stage import caption_columns, run_caption_stage
+from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
+from vse_ray.data.image_io import FileImages, SyntheticImages
+from vse_ray.data.image_stage import run_image_stage
+from vse_ray.data.karpathy import read_karpathy
+from vse_ray.data.manifest import claim_output, table_counts, write_manifest
+from vse_ray.data.precomp import read_precomp
+from vse_ray.data.relevance_stage import run_relevance_stage
+from vse_ray.data.sources import Source, SplitSource, select_splits
+from vse_ray.data.store import load_vocab
+from vse_ray.data.summary import PrecomputeSummary
+from vse_ray.data.synthetic import generate_synthetic
+from vse_ray.features import check_weights
+
+
+def load_source(config: PrecomputeConfig) -> Source:
+    """Read and validate the input described by a resolved config (no Ray needed)."""
+    if config.dataset == "karpathy":
+        splits = read_karpathy(config.karpathy_json, config.splits, config.captions_per_image)
+        return Source(splits=splits, images=FileImages(config.image_root))
+    if config.dataset == "precomp":
+        splits, features = read_precomp(config.precomp_dir, config.splits, config.captions_per_image)
+        return Source(splits=splits, features=features)
+    data = generate_synthetic(
+        config.n_train,
+        config.n_val,
+        config.n_test,
+        config.image_size,
+        config.seed,
+        config.captions_per_image,
+        render=False,
+    )
+    per_image = config.captions_per_image
+    available = {}
+    for split in dict.fromkeys(data.splits):
+        ids = data.image_ids[np.asarray(data.splits) == split]
+        available[split] = SplitSource(
+            image_ids=ids,
+            refs=ids.astype(str).astype(object),
+            captions=tuple(data.captions[k] for k in ids),
+            caption_ids=ids[:, None] * per_image + np.arange(per_image),
+        )
+    splits = select_splits(available, config.splits, "the synthetic dataset (a split of size 0?)")
+    return Source(splits=splits, images=SyntheticImages(config.seed, config.image_size))
+
+
+def check_rejects(rejects: list[dict], source: Source, max_fraction: float) -> None:
+    """RuntimeError when a split rejected more than ``max_fraction`` of its images, listing a few of them."""
+    for split, data in source.splits.items():
+        bad = [r for r in rejects if r["split"] == split]
+        if len(bad) > max_fraction * len(data.image_ids):
+            examples = "; ".join(f"{r['path']}: {r['reason']}" for r in bad[:3])
+            raise RuntimeError(
+                f"{len(bad)} of {len(data.image_ids)} {split} images were rejected, more than "
+                f"max_reject_fraction={max_fraction}; e.g. {examples}"
+            )
+
+
+def write_rejects(out: Path, rejects: list[dict]) -> None:
+    columns = {k: [r[k] for r in rejects] for k in ("image_id", "split", "path", "reason")}
+    schema = pa.schema(
+        [("image_id", pa.int64()), ("split", pa.string()), ("path", pa.string()), ("reason", pa.string())]
+    )
+    pq.write_table(pa.table(columns, schema=schema), out / "rejects.parquet")
+
+
+def _vector_width(out: Path, table: str, column: str) -> int:
+    """Width of a vector column, read from the schema of one train shard."""
+    path = next((out / table / "split=train").glob("part-*.parquet"))
+    return int(pq.read_schema(path).field(column).type.list_size)
+
+
+def ensure_ray(address: str | None = None) -> None:
+    """Connect to the running cluster (``RAY_ADDRESS`` or the latest local one), else start a local Ray."""
+    if not ray.is_initialized():
+        ray.init(address=address, log_to_driver=False)
+
+
+def precompute(
+    config: PrecomputeConfig, out: str, options: ExecutionOptions | None = None, verbose: bool = True
+) -> PrecomputeSummary:
+    """Run (or resume) the whole precompute of one dataset into ``out``.
+
+    Shards already complete for the same config are skipped; a folder written with another config is refused
+    unless ``options.overwrite``. Uses this process's Ray instance if there is one, else :func:`ensure_ray`.
+
+    Args:
+        config: What to compute.
+        out: Output folder (local or shared filesystem).
+        options: How to run it.
+        verbose: Print the summary.
+
+    Returns:
+        Counts, rejects and timings.
+    """
+    options = options or ExecutionOptions()
+    config = config.resolved()
+    if config.dataset != "precomp":
+        check_weights(config.cnn, config.weights)
+    folder = Path(out)
+    source = load_source(config)
+    claim_output(folder, config, options.overwrite)
+    ensure_ray()
+    seconds, processed = {}, {}
+
+    start = time.perf_counter()
+    processed["images"] = run_image_stage(source, config, options, folder)
+    seconds["images"] = time.perf_counter() - start
+    images, _, rejects = table_counts(folder, "features", config.splits)
+    check_rejects(rejects, source, options.max_reject_fraction)
+    write_rejects(folder, rejects)
+
+    start = time.perf_counter()
+    rejected = {(r["split"], r["image_id"]) for r in rejects}
+    columns = {
+        split: caption_columns(
+            data, np.array([i for i in data.image_ids if (split, int(i)) not in rejected], dtype=np.int64)
+        )
+        for split, data in source.splits.items()
+    }
+    processed["captions"] = run_caption_stage(columns, config, options, folder)
+    seconds["captions"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    skipped = run_relevance_stage(folder, config.splits, config.relevance_sources, options.relevance_block)
+    seconds["relevance"] = time.perf_counter() - start
+
+    dims = {
+        name: _vector_width(folder, table, name)
+        for table, name in (("captions", "sbert"), ("captions", "svd"))
+    }
+    dims["feature"] = _vector_width(folder, "features", "feature")
+    given = source.features is not None
+    dims["feature_shape"] = (
+        list(np.load(source.features["train"].path, mmap_mode="r").shape[1:]) if given else [dims["feature"]]
+    )
+    extra = {"dims": dims, "vocab_size": len(load_vocab(str(folder))), "seconds": seconds, "skipped": skipped}
+    manifest = write_manifest(folder, config, extra)
+    summary = PrecomputeSummary(
+        out=str(folder),
+        images=images,
+        captions=manifest["rows"]["captions"],
+        rejects=rejects,
+        processed=processed,
+        seconds=seconds,
+        skipped=skipped,
+    )
+    if verbose:
+        print(summary.format())
+    return summary

@@ -1,0 +1,46 @@
+"""The two Ray Data steps every precompute table shares: a model in an actor pool, and the shard writer."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+import ray
+
+from vse_ray.data.resources import TASK_CPUS, StageResources
+from vse_ray.data.shards import Shard, ShardLedger, record_pieces, write_pieces
+
+
+def map_in_actor_pool(
+    ds: ray.data.Dataset, model: type, kwargs: dict, res: StageResources
+) -> ray.data.Dataset:
+    """``map_batches`` of a callable model class, one block (= one shard) per call, on ``res.actors`` actors.
+
+    The class receives ``kwargs`` plus ``device`` and ``num_threads`` from the resource plan.
+    """
+    return ds.map_batches(
+        model,
+        fn_constructor_kwargs={**kwargs, "device": res.device, "num_threads": res.torch_threads},
+        batch_size=None,
+        compute=ray.data.ActorPoolStrategy(size=res.actors),
+        num_cpus=res.actor_cpus,
+        num_gpus=res.actor_gpus,
+    )
+
+
+def write_shards(
+    ds: ray.data.Dataset,
+    ledger: ShardLedger,
+    shards: list[Shard],
+    to_table: Callable[[dict[str, np.ndarray]], pa.Table],
+) -> int:
+    """Stream ``ds`` through the Parquet writer, marking each shard once complete; returns rows processed."""
+    ds = ds.map_batches(
+        write_pieces,
+        fn_kwargs={"table_dir": str(ledger.table_dir), "to_table": to_table},
+        batch_size=None,
+        num_cpus=TASK_CPUS,
+    )
+    record_pieces(ds.iter_rows(), ledger, shards)
+    return sum(shard.size for shard in shards)

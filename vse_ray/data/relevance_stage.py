@@ -1,0 +1,111 @@
+"""Stage 1c: full query x gallery relevance matrices of the evaluation splits, written in row blocks.
+
+``relevance/<split>/<source>.npy`` is (n_images, n_captions) float32; rows follow ascending ``image_id``
+(the order of :func:`~vse_ray.data.store.load_features`), columns ascending ``caption_id`` (the order of
+:func:`~vse_ray.data.store.load_captions`). ``R[i, j]`` is:
+
+- ``sbert`` / ``svd``: the mean cosine between caption j and the reference captions of image i (the
+  ladder loss relevance, eq. 1, averaged over the image's captions);
+- ``cider``: CIDEr-D of caption j against the reference captions of image i (SAM/NCS ``N_ij``), with
+  document frequencies counted over the reference sets of the split itself, as pycocoevalcap does for
+  the images it scores (not the train frequencies of ``cider_df.json``);
+- ``spice``: SPICE of caption j against the references of image i (needs Java and CoreNLP).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import ray
+
+from vse_ray.data.schema import vectors
+from vse_ray.data.store import load_captions
+from vse_ray.relevance import CiderDocFreq, cider_doc_freq, cider_matrix, spice_matrix, tokenize
+
+EVAL_SPLITS = ("val", "test")
+
+
+def image_of_caption(image_ids: np.ndarray, caption_image_ids: np.ndarray) -> np.ndarray:
+    """Row index (in ``image_ids``, sorted ascending) of each caption's image."""
+    return np.searchsorted(image_ids, caption_image_ids)
+
+
+def mean_cosine(
+    caption_vectors: np.ndarray, img_of_cap: np.ndarray, n_images: int
+) -> Callable[[slice], np.ndarray]:
+    """Row blocks of ``R[i, j] = mean_{r in refs(i)} cos(v_r, v_j)`` for L2-normalised (or zero) vectors."""
+    sums = np.zeros((n_images, caption_vectors.shape[1]), dtype=np.float64)
+    np.add.at(sums, img_of_cap, caption_vectors)
+    means = (sums / np.bincount(img_of_cap, minlength=n_images)[:, None]).astype(np.float32)
+    return lambda rows: means[rows] @ caption_vectors.T
+
+
+@ray.remote
+def _cider_rows(hypotheses: list[str], references: list[list[str]], doc_freq: CiderDocFreq) -> np.ndarray:
+    """Rows of the CIDEr matrix for a block of images (doc_freq of the whole split keeps them exact)."""
+    return cider_matrix(hypotheses, references, doc_freq).T.astype(np.float32)
+
+
+def write_row_blocks(path: Path, shape: tuple[int, int], blocks: Iterable[tuple[slice, np.ndarray]]) -> None:
+    """Write a float32 .npy row block by row block through a temporary file renamed into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npy")
+    out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=shape)
+    for rows, block in blocks:
+        out[rows] = block
+    out.flush()
+    del out
+    os.replace(tmp, path)
+
+
+def _row_slices(n: int, block: int) -> list[slice]:
+    return [slice(start, min(start + block, n)) for start in range(0, n, block)]
+
+
+def split_relevance(out: Path, split: str, sources: tuple[str, ...], block: int) -> dict[str, str]:
+    """Write the missing matrices of one split; returns ``{source: reason}`` for sources that were skipped."""
+    image_ids = np.sort(
+        pq.read_table(out / "features" / f"split={split}", columns=["image_id"])["image_id"].to_numpy()
+    )
+    captions = load_captions(str(out), split)
+    img_of_cap = image_of_caption(image_ids, captions["image_id"].to_numpy())
+    shape = (len(image_ids), captions.num_rows)
+    slices = _row_slices(shape[0], block)
+    texts = [tokenize(t) for t in captions["text"].to_pylist()]
+    references: list[list[str]] = [[] for _ in image_ids]
+    for row, text in zip(img_of_cap.tolist(), texts, strict=True):
+        references[row].append(text)
+    skipped = {}
+    for source in sources:
+        path = out / "relevance" / split / f"{source}.npy"
+        if path.exists():
+            continue
+        if source in ("sbert", "svd"):
+            rows_of = mean_cosine(vectors(captions[source]), img_of_cap, shape[0])
+            write_row_blocks(path, shape, ((rows, rows_of(rows)) for rows in slices))
+        elif source == "cider" and len(slices) == 1:  # one block: no task start-up cost
+            write_row_blocks(path, shape, [(slices[0], cider_matrix(texts, references).T)])
+        elif source == "cider":
+            hyps, doc_freq = ray.put(texts), ray.put(cider_doc_freq(references))
+            refs = [(rows, _cider_rows.remote(hyps, references[rows], doc_freq)) for rows in slices]
+            write_row_blocks(path, shape, ((rows, ray.get(ref)) for rows, ref in refs))
+        else:
+            try:
+                write_row_blocks(path, shape, [(slice(None), spice_matrix(texts, references).T)])
+            except RuntimeError as err:
+                skipped[source] = str(err)
+    return skipped
+
+
+def run_relevance_stage(
+    out: Path, splits: tuple[str, ...], sources: tuple[str, ...], block: int
+) -> dict[str, str]:
+    """Matrices of every evaluation split in ``splits``; returns skip reasons (e.g. SPICE without Java)."""
+    skipped = {}
+    for split in (s for s in splits if s in EVAL_SPLITS):
+        skipped.update({f"{split}/{k}": v for k, v in split_relevance(out, split, sources, block).items()})
+    return skipped

@@ -1,0 +1,53 @@
+"""Ray resources of the precompute stages: actor pool sizes and CPU shares that cannot deadlock."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import ray
+
+ACTOR_CPUS = 0.75  # a CPU actor runs torch with one thread; the rest is left to decode/write tasks
+TASK_CPUS = 0.25
+
+
+@dataclass(frozen=True)
+class StageResources:
+    """Pool size and per-actor / per-task resources of one model stage."""
+
+    actors: int
+    actor_cpus: float
+    actor_gpus: float
+    task_cpus: float
+
+    @property
+    def device(self) -> str:
+        return "cuda" if self.actor_gpus else "cpu"
+
+    @property
+    def torch_threads(self) -> int | None:
+        return None if self.actor_gpus else 1
+
+
+def plan_resources(requested_actors: int | None, what: str) -> StageResources:
+    """One actor per GPU when the cluster has GPUs, else one per CPU.
+
+    CPU actors take :data:`ACTOR_CPUS` and tasks :data:`TASK_CPUS`, so the pool always leaves room for the
+    decode and write tasks (a pool holding every CPU would hang the stream on a small node).
+
+    Args:
+        requested_actors: Pool size asked for, or None for the default.
+        what: Name of the option, for messages.
+    """
+    resources = ray.cluster_resources()
+    cpus, gpus = resources.get("CPU", 0.0), int(resources.get("GPU", 0))
+    if gpus:
+        actors = requested_actors or gpus
+        if actors > gpus:
+            raise ValueError(f"{what}={actors} exceeds the cluster's {gpus} GPUs")
+        return StageResources(actors=actors, actor_cpus=1.0, actor_gpus=1.0, task_cpus=1.0)
+    fit = max(1, math.floor((cpus - TASK_CPUS) / ACTOR_CPUS))
+    actors = requested_actors or min(fit, max(1, int(cpus)))
+    if actors > fit:
+        raise ValueError(f"{what}={actors} does not fit the cluster's {cpus:g} CPUs (at most {fit})")
+    return StageResources(actors=actors, actor_cpus=ACTOR_CPUS, actor_gpus=0.0, task_cpus=TASK_CPUS)

@@ -1,0 +1,91 @@
+"""Scene descriptions of the embedded synthetic dataset: which objects, where, on what background.
+
+A scene is the single source of truth of a synthetic image: the pixels are rendered from it
+(:func:`vse_ray.data.synthetic.render_scene`) and the captions are written from it
+(:func:`vse_ray.data.scene_captions.describe_scene`); neither ever sees the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+SHAPES = ("circle", "square", "triangle", "diamond", "star", "cross")
+COLOURS: dict[str, tuple[int, int, int]] = {
+    "red": (220, 30, 30),
+    "green": (30, 180, 40),
+    "blue": (30, 70, 230),
+    "yellow": (250, 220, 20),
+    "purple": (140, 40, 200),
+    "orange": (250, 130, 10),
+    "pink": (250, 110, 190),
+    "cyan": (20, 210, 220),
+}
+SIZES = ("small", "medium", "large")
+POSITIONS = ("left", "right", "top", "bottom", "center")
+BACKGROUNDS: dict[str, tuple[int, int, int]] = {
+    "gray": (128, 128, 128),
+    "black": (20, 20, 20),
+    "white": (238, 238, 238),
+    "brown": (110, 75, 45),
+}
+TEXTURES = ("plain", "striped", "checkered", "dotted")
+MAX_OBJECTS = 4
+MAX_GROUPS = 3
+
+
+@dataclass(frozen=True)
+class ObjectGroup:
+    """``count`` identical objects (same shape, colour and size) clustered at one position."""
+
+    shape: str
+    colour: str
+    size: str
+    position: str
+    count: int
+
+
+@dataclass(frozen=True)
+class Scene:
+    """A background (colour and texture) and 1-3 object groups at distinct positions, 1-4 objects in all."""
+
+    background: str
+    texture: str
+    groups: tuple[ObjectGroup, ...]
+
+    @property
+    def n_objects(self) -> int:
+        return sum(group.count for group in self.groups)
+
+
+def sample_scene(rng: np.random.Generator) -> Scene:
+    """Draw a scene uniformly over the attribute grid.
+
+    The number of groups is uniform in 1..3; group counts are drawn so the scene holds at most
+    :data:`MAX_OBJECTS` objects; positions are distinct so groups never overlap.
+
+    Args:
+        rng: The generator; the same state always gives the same scene.
+    """
+    n_groups = int(rng.integers(1, MAX_GROUPS + 1))
+    positions = rng.choice(len(POSITIONS), size=n_groups, replace=False)
+    budget = MAX_OBJECTS - n_groups
+    groups = []
+    for pos in positions:
+        extra = int(rng.integers(0, budget + 1)) if rng.random() < 0.4 else 0
+        budget -= extra
+        groups.append(
+            ObjectGroup(
+                shape=SHAPES[rng.integers(len(SHAPES))],
+                colour=list(COLOURS)[rng.integers(len(COLOURS))],
+                size=SIZES[rng.integers(len(SIZES))],
+                position=POSITIONS[pos],
+                count=1 + extra,
+            )
+        )
+    return Scene(
+        background=list(BACKGROUNDS)[rng.integers(len(BACKGROUNDS))],
+        texture=TEXTURES[rng.integers(len(TEXTURES))],
+        groups=tuple(groups),
+    )

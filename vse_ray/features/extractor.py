@@ -1,0 +1,98 @@
+"""CNN image features as a stateful callable for ``Dataset.map_batches`` in an actor pool."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torchvision
+
+from vse_ray.features.crops import crop_batch
+from vse_ray.models.cnn import CNN_NAMES, build_cnn
+
+
+def check_weights(cnn: str, weights: str | None) -> None:
+    """Early ValueError when ``weights`` is not a torchvision weights name of ``cnn`` (no download)."""
+    if cnn not in CNN_NAMES:
+        raise ValueError(f"cnn must be one of {CNN_NAMES}, got {cnn!r}")
+    if weights is None:
+        return
+    if cnn == "small":
+        raise ValueError("weights must be None for cnn='small' (it has no pretrained weights)")
+    names = ["DEFAULT", *torchvision.models.get_model_weights(cnn).__members__]
+    if weights not in names:
+        raise ValueError(f"weights {weights!r} is not one of {names} for cnn={cnn!r}")
+
+
+def build_frozen_cnn(cnn: str, weights: str | None, init_seed: int = 0) -> tuple[torch.nn.Module, int]:
+    """The backbone in eval mode, no gradients; random weights are seeded: every actor builds the same net.
+
+    Args:
+        cnn: A name of :data:`vse_ray.models.cnn.CNN_NAMES` (``"small"`` is the tiny test option).
+        weights: torchvision weights name (e.g. ``"IMAGENET1K_V1"``, loaded through torchvision's cache and
+            downloaded on first use) or None for a random initialisation from ``init_seed``.
+        init_seed: Seed of the random initialisation.
+
+    Returns:
+        The model and its feature dimension (ResNet-152 2048, VGG19 4096, ResNet-18 512).
+    """
+    check_weights(cnn, weights)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(init_seed)
+        model, dim = build_cnn(cnn, weights)
+    return model.eval().requires_grad_(False), dim
+
+
+class CNNFeatureExtractor:
+    """Adds a ``feature`` (n, D) float32 column computed from a ``pixels`` (n, H, W, 3) uint8 column.
+
+    Rows whose ``reject`` column is non-empty (images that failed to load) get a zero vector and are not
+    sent through the CNN. Use with ``map_batches(CNNFeatureExtractor, fn_constructor_kwargs=...,
+    compute=ray.data.ActorPoolStrategy(size=n), num_gpus=...)``.
+
+    Args:
+        cnn: Backbone name.
+        weights: torchvision weights name or None (random, seeded by ``init_seed``).
+        crop: Side of the square crops; None = whole image.
+        ten_crop: Mean of the 10-crop features (VSE++ "10C") instead of the centre crop.
+        init_seed: Seed of a random initialisation.
+        device: ``"cuda"`` when a GPU is assigned, else ``"cpu"``; None picks by availability.
+        batch_size: Images per forward pass.
+        num_threads: torch intra-op threads on CPU (None leaves torch's default).
+    """
+
+    def __init__(
+        self,
+        cnn: str,
+        weights: str | None = None,
+        crop: int | None = None,
+        ten_crop: bool = False,
+        init_seed: int = 0,
+        device: str | None = None,
+        batch_size: int = 64,
+        num_threads: int | None = None,
+    ):
+        if num_threads is not None:
+            torch.set_num_threads(num_threads)
+        self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.model, self.dim = build_frozen_cnn(cnn, weights, init_seed)
+        self.model.to(self.device)
+        self.crop, self.ten_crop, self.batch_size = crop, ten_crop, batch_size
+
+    @torch.inference_mode()
+    def features(self, pixels: np.ndarray) -> np.ndarray:
+        """(n, H, W, 3) uint8 → (n, D) float32, the mean over crops of the penultimate-layer output."""
+        out = np.zeros((len(pixels), self.dim), dtype=np.float32)
+        for start in range(0, len(pixels), self.batch_size):
+            crops = crop_batch(pixels[start : start + self.batch_size], self.crop, self.ten_crop)
+            n, n_crops = crops.shape[:2]
+            feats = self.model(crops.flatten(0, 1).to(self.device)).reshape(n, n_crops, -1).mean(dim=1)
+            out[start : start + n] = feats.float().cpu().numpy()
+        return out
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        pixels = batch.pop("pixels")
+        ok = np.array([not reason for reason in batch.get("reject", [""] * len(pixels))], dtype=bool)
+        batch["feature"] = np.zeros((len(pixels), self.dim), dtype=np.float32)
+        if ok.any():
+            batch["feature"][ok] = self.features(pixels[ok])
+        return batch

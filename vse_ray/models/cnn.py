@@ -1,0 +1,49 @@
+"""Image backbones φ for fine-tuning from raw pixels: torchvision CNNs or a small CNN for 64×64 images."""
+
+from __future__ import annotations
+
+import torch
+import torchvision
+from torch import nn
+
+TORCHVISION_CNNS = ("resnet18", "resnet34", "resnet50", "resnet152", "vgg19")
+CNN_NAMES = ("small", *TORCHVISION_CNNS)
+
+
+class SmallCNN(nn.Module):
+    """Four conv-BN-ReLU-pool blocks and global average pooling: a cheap φ for small images."""
+
+    def __init__(self, width: int = 32):
+        super().__init__()
+        chans = [3, width, width * 2, width * 4, width * 8]
+        blocks = []
+        for c_in, c_out in zip(chans[:-1], chans[1:], strict=True):
+            blocks += [nn.Conv2d(c_in, c_out, 3, padding=1, bias=False), nn.BatchNorm2d(c_out), nn.ReLU()]
+            blocks.append(nn.MaxPool2d(2))
+        self.body = nn.Sequential(*blocks[:-1], nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.out_dim = chans[-1]
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.body(images)
+
+
+def build_cnn(name: str, weights: str | None = None) -> tuple[nn.Module, int]:
+    """Return (backbone without classifier, feature dim) for `name` in CNN_NAMES.
+
+    Args:
+        name: "small" or a torchvision model name.
+        weights: torchvision weights name (e.g. "IMAGENET1K_V1"); None = random init. Ignored for "small".
+    """
+    if name == "small":
+        cnn = SmallCNN()
+        return cnn, cnn.out_dim
+    if name not in TORCHVISION_CNNS:
+        raise ValueError(f"cnn must be one of {CNN_NAMES}, got {name!r}")
+    model = getattr(torchvision.models, name)(weights=weights)
+    if name.startswith("resnet"):
+        dim = model.fc.in_features
+        model.fc = nn.Identity()
+    else:  # vgg19: keep FC7 (penultimate layer), as in VSE++ Sec. 3
+        dim = model.classifier[-1].in_features
+        model.classifier = model.classifier[:-1]
+    return model, dim
