@@ -4,9 +4,12 @@ and the adaptive ladder's batched K-Means + Silhouette against per-query scikit-
 Relevance is realistic: bag-of-words cosines of real Flickr30K captions (one caption of each of B images;
 structured, in [0, 1]) for the S-BERT/SVD sources, and CIDEr-D of each caption against the 5 references of
 each image for SAM; without the captions file, cosines of random topic-mixture vectors stand in.
+The losses are timed round-robin (each repeat runs every loss once) and medians are reported, so that
+changing machine load affects all of them alike.
 
     python benchmarks/bench_losses.py
     python benchmarks/bench_losses.py --threads 1 --repeats 200
+    python benchmarks/bench_losses.py --threads 2
 """
 
 from __future__ import annotations
@@ -42,9 +45,11 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--batch", type=int, default=128, help="batch size B")
     parser.add_argument("--dim", type=int, default=1024, help="embedding size D")
-    parser.add_argument("--repeats", type=int, default=100, help="timed fwd+bwd runs per loss")
+    parser.add_argument(
+        "--repeats", type=int, default=100, help="timed rounds; each round runs every loss once, in turn"
+    )
     parser.add_argument("--ref-repeats", type=int, default=1, help="timed runs of the scikit-learn reference")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: leave torch's default)")
+    parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args()
 
@@ -86,6 +91,22 @@ def relevance_matrices(args: argparse.Namespace, gen: torch.Generator) -> tuple[
     return {"sbert": cos, "svd": cos, "cider": cider}, f"Flickr30K captions: bag-of-words cosine, {source}"
 
 
+def round_robin_median_ms(
+    fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 5
+) -> dict[str, float]:
+    """Median ms of each function, timed in turn within every repeat so that load changes hit all alike."""
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: 1e3 * statistics.median(values) for name, values in times.items()}
+
+
 def median_ms(fn: Callable[[], object], repeats: int, warmup: int = 5) -> float:
     for _ in range(warmup):
         fn()
@@ -123,13 +144,12 @@ def main() -> None:
         f"B = {args.batch}, D = {args.dim}, torch threads = {torch.get_num_threads()}, relevance: {source}\n"
     )
 
-    times = {}
+    steps = {}
     for name in LOSS_NAMES:
         loss = make_loss(name)
         relevance = rel[loss.relevance_source] if loss.relevance_source else None
-        times[name] = median_ms(
-            lambda loss=loss, relevance=relevance: loss(img, txt, relevance).backward(), args.repeats
-        )
+        steps[name] = lambda loss=loss, relevance=relevance: loss(img, txt, relevance).backward()
+    times = round_robin_median_ms(steps, args.repeats)
     print(f"{'loss':<12} {'fwd+bwd ms':>10} {'x vsepp':>8} {'target':>7}  ok")
     for name, ms in times.items():
         ratio, target = ms / times["vsepp"], TARGET_RATIO.get(name, DEFAULT_TARGET)

@@ -34,23 +34,21 @@ def ladder_terms(
     sum over all (i, j) pairs of eq. 7. L^1 is then the VSE++ (eq. 6) resp. VSE0 (eq. 5) triplet.
     """
     n_levels = margins.shape[0]
-    upper, lower = level_sets(levels, n_levels)
-    per_query_shape = (-1, *([1] * (sims.dim() - 1)))
     if hard_contrastive:
-        i_star, j_star = HardContrastivePairSampler()(sims.expand_as(upper), upper, lower)
-        hinge = (margins.view(*per_query_shape, 1) - i_star.gather(sims) + j_star.gather(sims)).clamp(min=0)
-        per_level = (hinge * (i_star.valid & j_star.valid)).squeeze(-1)
-    else:
-        per_level = torch.stack(
-            [
-                (
-                    (margins[level] - sims.unsqueeze(-1) + sims.unsqueeze(-2)).clamp(min=0)
-                    * (upper[level].unsqueeze(-1) & lower[level].unsqueeze(-2))
-                ).sum((-1, -2))
-                for level in range(n_levels)
-            ]
-        )
-    return (betas.view(per_query_shape) * per_level).sum(0)
+        i_star, j_star = HardContrastivePairSampler().per_level(sims, levels, n_levels)
+        hinge = (margins - i_star.gather(sims) + j_star.gather(sims)).clamp(min=0)
+        return (hinge * (i_star.valid & j_star.valid)) @ betas
+    upper, lower = level_sets(levels, n_levels)
+    per_level = torch.stack(
+        [
+            (
+                (margins[level] - sims.unsqueeze(-1) + sims.unsqueeze(-2)).clamp(min=0)
+                * (upper[level].unsqueeze(-1) & lower[level].unsqueeze(-2))
+            ).sum((-1, -2))
+            for level in range(n_levels)
+        ]
+    )
+    return (betas.view(-1, *([1] * (sims.dim() - 1))) * per_level).sum(0)
 
 
 class BaseLadderLoss(BaseVSELoss):

@@ -78,3 +78,30 @@ def test_contract_errors():
 
     with pytest.raises(ValueError, match="shape"):
         Broken()(SCORES, CANDS)
+
+
+@pytest.mark.parametrize("n_levels", [1, 2, 4])
+def test_per_level_pairs_match_the_mask_based_sampler(n_levels):
+    gen = torch.Generator().manual_seed(n_levels)
+    scores = torch.randn(2, 7, 7, dtype=torch.float64, generator=gen).requires_grad_()
+    levels = torch.randint(0, n_levels + 1, (2, 7, 7), generator=gen)
+    levels.diagonal(dim1=-2, dim2=-1).zero_()
+    levels[0, 3] = 0  # a query without negatives
+    upper, lower = HardContrastivePairSampler().per_level(scores, levels, n_levels)
+    for ell in range(1, n_levels + 1):
+        up = torch.eye(7, dtype=torch.bool).expand(2, 7, 7) if ell == 1 else levels == ell - 1
+        ref_up, ref_low = HardContrastivePairSampler()(scores, up.contiguous(), levels >= ell)
+        assert torch.equal(upper.valid[..., ell - 1], ref_up.valid[..., 0])
+        assert torch.equal(lower.valid[..., ell - 1], ref_low.valid[..., 0])
+        for got, ref in ((upper, ref_up), (lower, ref_low)):
+            ok = ref.valid[..., 0]
+            assert torch.equal(got.index[..., ell - 1][ok], ref.index[..., 0][ok])
+    upper.gather(scores).sum().backward()
+    assert torch.isfinite(scores.grad).all()
+
+
+def test_per_level_contract_errors():
+    with pytest.raises(ValueError, match="levels"):
+        HardContrastivePairSampler().per_level(SCORES, CANDS, 2)
+    with pytest.raises(ValueError, match="n_levels"):
+        HardContrastivePairSampler().per_level(SCORES, CANDS.long(), 0)

@@ -7,6 +7,7 @@ from torch import Tensor
 
 from vse_ray.losses.clustering.kmeans_1d import kmeans_1d_sorted
 from vse_ray.losses.clustering.silhouette_1d import silhouette_1d_sorted
+from vse_ray.losses.sorting import argsort_rows
 
 
 def adaptive_levels(
@@ -32,7 +33,9 @@ def adaptive_levels(
     lead, n_cols = relevance.shape[:-1], relevance.shape[-1]
     keyed = relevance.detach().to(torch.float64).reshape(-1, n_cols)
     mask = candidates.reshape(-1, n_cols)
-    xs, order = keyed.masked_fill(~mask, float("inf")).sort(-1)
+    keyed = keyed.masked_fill(~mask, float("inf"))
+    order = argsort_rows(keyed)
+    xs = keyed.gather(-1, order)
     counts = mask.sum(-1)
     ks = torch.arange(l_min, l_max + 1, device=xs.device)
     n_rows = xs.shape[0]

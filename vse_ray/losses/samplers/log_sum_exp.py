@@ -11,13 +11,21 @@ from vse_ray.losses.samplers.base import check_scores_and_mask
 def masked_logsumexp(values: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
     """log Σ_{j: mask} exp(values_j) over the last dim, with finite gradients on empty rows.
 
+    Computed as m + log Σ_j mask_j exp(values_j - m) with m the masked maximum, so no exponential of a
+    huge negative fill value is taken (slow on CPU); masked entries with values above m are clamped to m
+    before the exponential and then multiplied by 0.
+
     Returns:
         (result (...,), valid (...,)); rows with no True entry give 0 and valid False.
     """
     check_scores_and_mask(values, mask, "mask")
-    filled = values.masked_fill(~mask, torch.finfo(values.dtype).min)
-    valid = mask.any(-1)
-    return torch.where(valid, filled.logsumexp(-1), values.new_zeros(())), valid
+    weight = mask.to(values.dtype)
+    with torch.no_grad():
+        top = (values + (weight - 1) * torch.finfo(values.dtype).max).amax(-1, keepdim=True)
+    total = ((values - top).clamp(max=0).exp() * weight).sum(-1)
+    valid = total > 0
+    result = top.squeeze(-1) + torch.where(valid, total, 1.0).log()
+    return torch.where(valid, result, 0.0), valid
 
 
 def soft_hardest_similarity(scores: Tensor, candidates: Tensor, gamma: float) -> tuple[Tensor, Tensor]:

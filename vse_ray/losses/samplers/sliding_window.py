@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from vse_ray.losses.samplers.base import Selection, check_scores_and_mask, check_selection
+from vse_ray.losses.samplers.base import Selection, check_selection
+from vse_ray.losses.sorting import argsort_rows
 
 EDGE_TOLERANCE = 1e-6
 
@@ -41,16 +42,28 @@ class SlidingWindowSampler:
 
     def __call__(self, scores: Tensor, relevance: Tensor) -> tuple[Selection, Selection]:
         """(positive, negative) selections, each (..., Q, M), for scores and relevance (..., Q, C)."""
-        check_scores_and_mask(scores, relevance.isfinite(), "relevance")
+        if not scores.is_floating_point() or scores.dim() < 2:
+            raise ValueError(
+                f"scores must be a floating tensor of shape (..., Q, C), got {tuple(scores.shape)}"
+            )
+        if relevance.shape != scores.shape or not relevance.is_floating_point():
+            raise ValueError(
+                f"relevance must be a floating tensor of shape {tuple(scores.shape)}, got "
+                f"{relevance.dtype} {tuple(relevance.shape)}"
+            )
         with torch.no_grad():
             pair = self._select(scores.detach(), relevance.detach())
         return tuple(check_selection(s, scores.shape[:-1]) for s in pair)  # type: ignore[return-value]
 
     def _select(self, scores: Tensor, relevance: Tensor) -> tuple[Selection, Selection]:
         lead, n_cols = scores.shape[:-1], scores.shape[-1]
-        rel_sorted, order = relevance.reshape(-1, n_cols).sort(-1)
+        flat = relevance.reshape(-1, n_cols)
+        order = argsort_rows(flat)
+        rel_sorted = flat.gather(-1, order)
         sims_sorted = scores.reshape(-1, n_cols).gather(-1, order)
-        lo = self.lower_edges(rel_sorted.dtype, rel_sorted.device).expand(rel_sorted.shape[0], -1)
+        lo = (
+            self.lower_edges(rel_sorted.dtype, rel_sorted.device).expand(rel_sorted.shape[0], -1).contiguous()
+        )
         n_neg = torch.searchsorted(rel_sorted, lo - EDGE_TOLERANCE)
         first_pos = torch.searchsorted(rel_sorted, lo + self.alpha - EDGE_TOLERANCE)
         closest = torch.cummax(sims_sorted, -1).indices.gather(-1, (n_neg - 1).clamp(min=0))
