@@ -1,0 +1,134 @@
+"""Whole training step per loss (GRU + projection + loss, forward + backward + Adam, plus building the batch
+relevance the loss needs) at B = 128 with the VSE++ dims, as ratios to VSE++ in the same run (target ≤ 1.3×).
+
+Captions come from the Flickr30K file when present (5 per image: the batch takes one caption of each of B
+images as hypotheses and all 5 as CIDEr references); otherwise random word sequences stand in.
+
+    python benchmarks/bench_train_step.py
+    python benchmarks/bench_train_step.py --repeats 20 --dim 256 --word-dim 128
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from vse_ray.losses import LOSS_NAMES, make_loss
+from vse_ray.relevance import tokenize
+from vse_ray.relevance.cider_doc_freq import cider_doc_freq
+from vse_ray.train.batches import BatchBuilder
+from vse_ray.train.engine import train_step
+from vse_ray.train.split_data import ImageStore
+from vse_ray.train.training_data import build_model
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CAPTIONS = "../shared/data/f30k_test_caps.txt"
+TARGET = 1.3
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--captions", default=DEFAULT_CAPTIONS, help="captions file, 5 per image, image order"
+    )
+    parser.add_argument("--batch", type=int, default=128, help="batch size B")
+    parser.add_argument("--dim", type=int, default=1024, help="joint embedding / GRU size D")
+    parser.add_argument("--word-dim", type=int, default=300, help="word embedding size")
+    parser.add_argument("--feature-dim", type=int, default=2048, help="image feature size (ResNet-152)")
+    parser.add_argument("--repeats", type=int, default=10, help="timed steps per loss")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--seed", type=int, default=0)
+    return parser.parse_args()
+
+
+def caption_groups(path: Path, n_images: int, rng: np.random.Generator) -> list[list[str]]:
+    """n_images groups of 5 tokenised captions: from the file, or random 8-15 word sequences."""
+    if path.is_file():
+        lines = [tokenize(line) for line in path.read_text().splitlines() if line.strip()]
+        groups = [lines[i : i + 5] for i in range(0, len(lines) - 4, 5)]
+        return [groups[i] for i in rng.choice(len(groups), n_images, replace=False)]
+    words = [f"w{i}" for i in range(2000)]
+    return [[" ".join(rng.choice(words, rng.integers(8, 16))) for _ in range(5)] for _ in range(n_images)]
+
+
+def batch_rows(groups: list[list[str]], args: argparse.Namespace, rng: np.random.Generator) -> dict:
+    """One batch as a dict of numpy columns, as Ray Data hands it to the worker."""
+    vocab: dict[str, int] = {}
+    texts = [g[0] for g in groups]
+    tokens = [
+        np.array([vocab.setdefault(w, len(vocab) + 4) for w in t.split()], dtype=np.int64) for t in texts
+    ]
+    unit = lambda x: (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)  # noqa: E731
+    return {
+        "image_id": np.arange(args.batch, dtype=np.int64),
+        "tokens": np.array(tokens, dtype=object),
+        "text": np.array(texts, dtype=object),
+        "sbert": unit(rng.normal(size=(args.batch, 384))),
+        "svd": unit(rng.normal(size=(args.batch, 400))),
+    }
+
+
+def make_step(name: str, rows: dict, groups: list[list[str]], args: argparse.Namespace) -> Callable[[], None]:
+    """A closure running one relevance build + training step for loss `name` on its own model copy."""
+    torch.manual_seed(args.seed)
+    features = np.random.default_rng(0).normal(size=(args.batch, args.feature_dim)).astype(np.float32)
+    loss = make_loss(name)
+    refs = dict(enumerate(groups))
+    builder = BatchBuilder(
+        ImageStore(np.arange(args.batch), features), loss.relevance_source, refs, cider_doc_freq(groups)
+    )
+    model = build_model(
+        {
+            "vocab_size": 20_000,
+            "feature_dim": args.feature_dim,
+            "word_dim": args.word_dim,
+            "embed_dim": args.dim,
+        }
+    )
+    optimizer = torch.optim.Adam(model.parameters(), lr=2e-4)
+    return lambda: train_step(model, loss, optimizer, builder(rows), 2.0)
+
+
+def time_round_robin(steps: dict[str, Callable[[], None]], repeats: int) -> dict[str, float]:
+    """Median seconds per step of each loss, timed in interleaved rounds so load drift hits all alike."""
+    times: dict[str, list[float]] = {name: [] for name in steps}
+    for repeat in range(repeats + 1):
+        for name, step in steps.items():
+            start = time.perf_counter()
+            step()
+            if repeat:  # round 0 warms up allocators
+                times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def main() -> None:
+    args = parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    rng = np.random.default_rng(args.seed)
+    path = (REPO_ROOT / args.captions).resolve()
+    groups = caption_groups(path, args.batch, rng)
+    rows = batch_rows(groups, args, rng)
+    threads = torch.get_num_threads()
+    print(f"B={args.batch} D={args.dim} word={args.word_dim} features={args.feature_dim} threads={threads}")
+    print(f"captions: {path if path.is_file() else 'random words (file not found)'}")
+    medians = time_round_robin(
+        {name: make_step(name, rows, groups, args) for name in LOSS_NAMES}, args.repeats
+    )
+    print(f"{'loss':>12}  {'ms/step':>8}  {'× vsepp':>8}  target ≤ {TARGET}")
+    for name, seconds in medians.items():
+        ratio = seconds / medians["vsepp"]
+        flag = "" if ratio <= TARGET else "  (over target)"
+        print(f"{name:>12}  {1000 * seconds:8.1f}  {ratio:8.2f}{flag}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""`vse-ray demo` at a tiny size: generate → precompute → train two losses → evaluate → table."""
+
+from __future__ import annotations
+
+import pytest
+
+from vse_ray.demo import DemoSettings, run_demo
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
+
+
+def test_tiny_demo_end_to_end(ray_session, tmp_path, capsys):
+    settings = DemoSettings(
+        output_dir=str(tmp_path / "demo"),
+        losses=("vsepp", "sam"),
+        n_train=60,
+        n_val=20,
+        n_test=20,
+        epochs=1,
+        batch_size=32,
+        word_dim=16,
+        embed_dim=32,
+    )
+    result = run_demo(settings)
+    assert set(result.test_metrics) == {"vsepp", "sam"}
+    assert all(0 <= m["R_at_10_t2i"] <= 100 and "CS_at_10_i2t" in m for m in result.test_metrics.values())
+    out = capsys.readouterr().out
+    assert "(chance)" in out and "mlflow ui --backend-store-uri sqlite:///" in out
+    assert f"#/experiments/{result.experiment_id}/runs" in out

@@ -1,0 +1,20 @@
+"""Fixtures of the model tests: a tiny precompute folder shared by the session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.model.tiny_store import tiny_config, write_tiny_store
+from vse_ray.train.config import TrainConfig
+
+
+@pytest.fixture(scope="session")
+def tiny_data_dir(tmp_path_factory) -> Path:
+    return write_tiny_store(tmp_path_factory.mktemp("tiny") / "tiny")
+
+
+@pytest.fixture()
+def tiny_cfg(tiny_data_dir, tmp_path) -> TrainConfig:
+    return tiny_config(tiny_data_dir, tmp_path / "out")

@@ -1,0 +1,83 @@
+"""Training batches: seeded, sharded, equal-size epochs; per-batch relevance built from the batch rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import torch
+
+from vse_ray.data.store import load_captions, load_features
+from vse_ray.relevance import tokenize
+from vse_ray.relevance.cider import cider_matrix
+from vse_ray.train.batches import BatchBuilder, TableBatches, reference_texts, train_columns
+from vse_ray.train.split_data import ImageStore, pad_tokens
+
+
+def _table(n: int) -> pa.Table:
+    return pa.table({"caption_id": np.arange(n), "image_id": np.arange(n) // 5})
+
+
+def test_epochs_are_seeded_permutations_and_shards_are_disjoint():
+    shards = [TableBatches(_table(103), batch_size=10, seed=7, rank=r, world_size=2) for r in range(2)]
+    ep1 = [[b["caption_id"] for b in s.epoch_batches(1)] for s in shards]
+    assert [len(e) for e in ep1] == [5, 5] and all(len(b) == 10 for e in ep1 for b in e)
+    seen = np.concatenate([np.concatenate(e) for e in ep1])
+    assert len(np.unique(seen)) == len(seen) == 100
+    again = [b["caption_id"] for b in shards[0].epoch_batches(1)]
+    assert all(np.array_equal(a, b) for a, b in zip(again, ep1[0], strict=True))
+    ep2 = np.concatenate([b["caption_id"] for b in shards[0].epoch_batches(2)])
+    assert not np.array_equal(ep2, np.concatenate(ep1[0]))
+
+
+def test_batch_size_larger_than_shard_is_an_error():
+    with pytest.raises(ValueError, match="batch_size 60"):
+        TableBatches(_table(100), batch_size=60, seed=0, world_size=2)
+
+
+def test_pad_tokens():
+    tokens, lengths = pad_tokens([np.array([5, 6, 7]), np.array([8]), np.array([], dtype=np.int64)])
+    assert tokens.tolist() == [[5, 6, 7], [8, 0, 0], [0, 0, 0]] and lengths.tolist() == [3, 1, 1]
+
+
+def test_image_store_lookup_and_unknown_id():
+    store = ImageStore(np.array([30, 10, 20]), np.arange(6, dtype=np.float32).reshape(3, 2))
+    assert store.tensor(np.array([20, 30, 20])).tolist() == [[4, 5], [0, 1], [4, 5]]
+    with pytest.raises(ValueError, match="image_id 11"):
+        store.rows(np.array([10, 11]))
+
+
+@pytest.fixture()
+def train_rows(tiny_data_dir):
+    table = load_captions(str(tiny_data_dir), "train")
+    images = ImageStore(*load_features(str(tiny_data_dir), "train"))
+    rows = {name: table[name].to_numpy(zero_copy_only=False)[::7][:12] for name in train_columns("sbert")}
+    return table, images, rows
+
+
+def test_sbert_relevance_is_the_cosine_of_the_batch_captions(train_rows):
+    _, images, rows = train_rows
+    batch = BatchBuilder(images, "sbert")(rows)
+    vectors = np.stack(rows["sbert"]).astype(np.float64)
+    expected = [[float(np.dot(vectors[i], vectors[j])) for j in range(12)] for i in range(12)]
+    assert torch.allclose(batch.relevance.double(), torch.tensor(expected, dtype=torch.float64), atol=1e-5)
+    assert batch.images.shape == (12, 32) and batch.tokens.shape[0] == 12
+
+
+def test_cider_relevance_uses_each_image_reference_set(train_rows):
+    table, images, rows = train_rows
+    refs = reference_texts(table)
+    batch = BatchBuilder(images, "cider", refs)(rows)
+    texts = table["text"].to_pylist()
+    owner = table["image_id"].to_numpy()
+    ref_sets = [[tokenize(t) for t, o in zip(texts, owner, strict=True) if o == i] for i in rows["image_id"]]
+    expected = cider_matrix([tokenize(t) for t in rows["text"]], ref_sets).T
+    assert np.allclose(batch.relevance.numpy(), expected, atol=1e-5)
+    assert batch.relevance.shape == (12, 12)
+
+
+def test_vsepp_batches_carry_no_relevance(train_rows):
+    _, images, rows = train_rows
+    assert BatchBuilder(images, None)(rows).relevance is None
+    with pytest.raises(ValueError, match="references"):
+        BatchBuilder(images, "cider")

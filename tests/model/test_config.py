@@ -1,0 +1,60 @@
+"""TrainConfig: validation names the field, flat MLflow params, dict round trip, derived names."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from vse_ray.train.config import TrainConfig
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("loss", "triplet"),
+        ("epochs", 0),
+        ("batch_size", 1),
+        ("lr", -1.0),
+        ("grad_clip", float("nan")),
+        ("cpus_per_worker", 0),
+        ("cs_ks", ()),
+        ("max_failures", -2),
+        ("loss_params", [1]),
+        ("data_dir", ""),
+    ],
+)
+def test_validate_names_the_field(field, value):
+    with pytest.raises(ValueError, match=field):
+        dataclasses.replace(TrainConfig(data_dir="d"), **{field: value}).validate()
+
+
+def test_finetune_checks_the_cnn_name():
+    with pytest.raises(ValueError, match="cnn"):
+        TrainConfig(data_dir="d", finetune=True, cnn="alexnet").validate()
+
+
+def test_flat_dict_is_scalar_and_flattens_loss_params():
+    cfg = TrainConfig(data_dir="d", loss="ladder", loss_params={"margins": (0.2, 0.01), "beta": 1.0})
+    flat = cfg.to_flat_dict()
+    assert (
+        flat["loss.margins"] == "0.2,0.01" and flat["loss.beta"] == 1.0 and flat["cs_ks"] == "5,10,100,1000"
+    )
+    assert all(isinstance(v, str | int | float | bool) for v in flat.values())
+    assert not any("@" in k for k in flat) and "fail_once_marker" not in flat
+
+
+def test_dict_round_trip_and_unknown_key():
+    cfg = TrainConfig(data_dir="d", loss="sam", loss_params={"tau": 0.1}, cs_ks=(3, 7))
+    assert TrainConfig.from_dict(cfg.to_dict()) == cfg
+    with pytest.raises(ValueError, match="bogus"):
+        TrainConfig.from_dict({**cfg.to_dict(), "bogus": 1})
+
+
+def test_resolved_fills_stable_names(tmp_path):
+    cfg = TrainConfig(data_dir=str(tmp_path / "coco"), loss="bcls", seed=3, output_dir=str(tmp_path / "o"))
+    r = cfg.resolved()
+    assert r.run_name == "coco-bcls-s3" and r.experiment == "coco"
+    assert r.storage_path == str(tmp_path / "o" / "ray_results")
+    assert r.tracking_uri == f"sqlite:///{tmp_path / 'o' / 'mlflow.db'}"
+    assert cfg.resolved() == r

@@ -1,0 +1,59 @@
+"""MLflow tracking on a throwaway sqlite store: URIs, run reuse, exactly-once epochs, best run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mlflow import MlflowClient
+
+from vse_ray.tracking import (
+    get_best_run,
+    get_or_create_experiment,
+    get_or_create_run,
+    log_epoch_metrics,
+    log_params_flat,
+    resolve_tracking_uri,
+    runs_table_url,
+    ui_command,
+)
+
+
+def test_resolve_tracking_uri(tmp_path, monkeypatch):
+    assert resolve_tracking_uri(None, tmp_path / "o") == f"sqlite:///{tmp_path / 'o' / 'mlflow.db'}"
+    monkeypatch.chdir(tmp_path)
+    assert resolve_tracking_uri("sqlite:///rel/x.db", "unused") == f"sqlite:///{tmp_path / 'rel' / 'x.db'}"
+    assert resolve_tracking_uri("y.db", "unused") == f"sqlite:///{tmp_path / 'y.db'}"
+    assert resolve_tracking_uri("http://host:5000", "unused") == "http://host:5000"
+    assert Path(tmp_path / "o").is_dir()
+
+
+def test_links():
+    assert runs_table_url("sqlite:////a/mlflow.db", "3") == "http://127.0.0.1:5000/#/experiments/3/runs"
+    assert runs_table_url("http://h:5000/", "3") == "http://h:5000/#/experiments/3/runs"
+    assert ui_command("sqlite:////a/mlflow.db").startswith(
+        "mlflow ui --backend-store-uri sqlite:////a/mlflow.db"
+    )
+
+
+def test_run_reuse_params_and_exactly_once_epochs(mlflow_uri):
+    exp = get_or_create_experiment("tiny", mlflow_uri)
+    assert get_or_create_experiment("tiny", mlflow_uri) == exp
+    run = get_or_create_run(exp, "tiny-vsepp-s0", mlflow_uri)
+    assert get_or_create_run(exp, "tiny-vsepp-s0", mlflow_uri) == run
+    assert get_or_create_run(exp, "tiny-sam-s0", mlflow_uri) != run
+    log_params_flat({f"p{i}": i for i in range(150)}, run, mlflow_uri)
+    history = [{"epoch": e, "rsum": 10.0 * e, "R_at_1_i2t": e, "note": "x"} for e in (1, 2, 3)]
+    assert log_epoch_metrics(history[:2], run, mlflow_uri) == 2
+    assert log_epoch_metrics(history, run, mlflow_uri) == 1  # a retried worker re-sends epochs 1-2
+    client = MlflowClient(mlflow_uri)
+    assert sorted(m.step for m in client.get_metric_history(run, "rsum")) == [1, 2, 3]
+    assert sorted(m.value for m in client.get_metric_history(run, "R_at_1_i2t")) == [1, 2, 3]
+    assert len(client.get_run(run).data.params) == 150
+
+
+def test_get_best_run(mlflow_uri):
+    exp = get_or_create_experiment("best", mlflow_uri)
+    runs = {name: get_or_create_run(exp, name, mlflow_uri) for name in ("a", "b", "c")}
+    for name, rsum in (("a", 100.0), ("b", 250.0)):
+        log_epoch_metrics([{"epoch": 1, "rsum": rsum}], runs[name], mlflow_uri)
+    assert get_best_run("best", tracking_uri=mlflow_uri).info.run_id == runs["b"]

@@ -1,0 +1,79 @@
+"""`vse-ray sweep`: a Ray Tune sweep over a tune_spaces/*.yaml search space."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+import yaml
+
+from vse_ray.tune.sweep import run_sweep
+from vse_ray.tune.sweep_config import SweepConfig
+
+
+def sweep(
+    space: Annotated[str, typer.Option(help="Search-space YAML, e.g. tune_spaces/ladder_auto.yaml.")],
+    data_dir: Annotated[str, typer.Option(help="Precompute output folder every trial trains on.")],
+    num_samples: Annotated[int, typer.Option(help="Trials drawn (grid leaves multiply it).")] = 8,
+    scheduler: Annotated[str, typer.Option(help="'asha' (early-stop weak trials) or 'fifo'.")] = "asha",
+    epochs: Annotated[int, typer.Option(help="Epochs per trial (ASHA's max_t).")] = 30,
+    grace_period: Annotated[int, typer.Option(help="Epochs before ASHA may stop a trial.")] = 1,
+    reduction_factor: Annotated[int, typer.Option(help="ASHA keeps the top 1/N per rung.")] = 2,
+    max_concurrent: Annotated[int, typer.Option(help="Trials running at once (0: as resources allow).")] = 0,
+    trial_mode: Annotated[
+        str, typer.Option(help="'process': one process per trial; 'ddp': a TorchTrainer per trial.")
+    ] = "process",
+    cpus_per_trial: Annotated[float, typer.Option(help="CPUs of a 'process' trial.")] = 1.0,
+    gpus_per_trial: Annotated[float, typer.Option(help="GPUs of a 'process' trial (0.25: 4 per GPU).")] = 0.0,
+    name: Annotated[str | None, typer.Option(help="Sweep name; reuse it to resume.")] = None,
+    resume: Annotated[bool, typer.Option(help="Resume an interrupted sweep of the same name.")] = True,
+    stop_after_trials: Annotated[
+        int, typer.Option(help="End this run after N finished trials; rerun to resume (0: no limit).")
+    ] = 0,
+    seed: Annotated[int, typer.Option(help="Random seed of the search.")] = 0,
+    output_dir: Annotated[str, typer.Option(help="Output folder.")] = "vse_ray_out",
+    storage_path: Annotated[str | None, typer.Option(help="Shared storage for trials.")] = None,
+    tracking_uri: Annotated[
+        str | None,
+        typer.Option(envvar="MLFLOW_TRACKING_URI", help="MLflow store URI."),
+    ] = None,
+    experiment: Annotated[str | None, typer.Option(help="MLflow experiment (default: dataset).")] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="Fixed TrainConfig field KEY=VALUE (YAML value); repeatable."),
+    ] = None,
+) -> None:
+    """Tune over the space; print and log the best trial; `vse-ray compare` or the MLflow UI show the runs."""
+    train: dict = {"epochs": epochs}
+    for item in set_ or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise typer.BadParameter(f"--set {item!r}: expected KEY=VALUE")
+        train[key.strip()] = yaml.safe_load(value)
+    cfg = SweepConfig(
+        space=space,
+        data_dir=data_dir,
+        train=train,
+        num_samples=num_samples,
+        scheduler=scheduler,
+        grace_period=grace_period,
+        reduction_factor=reduction_factor,
+        max_concurrent=max_concurrent,
+        trial_mode=trial_mode,
+        cpus_per_trial=cpus_per_trial,
+        gpus_per_trial=gpus_per_trial,
+        name=name,
+        resume=resume,
+        stop_after_trials=stop_after_trials,
+        seed=seed,
+        output_dir=output_dir,
+        storage_path=storage_path,
+        tracking_uri=tracking_uri,
+        experiment=experiment,
+    )
+    try:
+        result = run_sweep(cfg)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
+    if not result.finished:
+        raise typer.Exit(code=3)

@@ -1,0 +1,147 @@
+"""`vse-ray evaluate`: score a trained run on a split (every metric, both directions), report and log it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from mlflow import MlflowClient
+from mlflow.entities import Metric
+
+from vse_ray.evaluation.eccv import eccv_positives
+from vse_ray.evaluation.embed import split_similarities
+from vse_ray.evaluation.examples import plot_retrieval_examples
+from vse_ray.evaluation.plots import plot_metric_at_k
+from vse_ray.metrics import coco_1k_folds, evaluate_all, mean_over_folds, recall_at_k
+from vse_ray.tracking import get_best_checkpoint, resolve_tracking_uri
+from vse_ray.tracking.artifacts import log_figures, log_json
+from vse_ray.train.checkpoint import load_checkpoint
+from vse_ray.train.config import TrainConfig
+from vse_ray.train.split_data import SplitData, load_image_store, load_split
+from vse_ray.train.training_data import build_model
+
+PROTOCOLS = ("full", "coco1k", "coco5k")
+CURVE_KS = (1, 2, 3, 5, 10, 20, 50, 100)
+
+
+@dataclass
+class EvaluationReport:
+    """Result of one evaluation: where it came from and every metric."""
+
+    run_id: str | None
+    checkpoint: str
+    split: str
+    protocol: str
+    metrics: dict[str, float]
+    path: Path
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(self).items()}
+
+
+def resolve_run(run: str, tracking_uri: str) -> tuple[Path, str | None]:
+    """`run` is a checkpoint file/folder, or an MLflow run id whose best checkpoint is downloaded."""
+    path = Path(run).expanduser()
+    if path.exists():
+        return path.resolve(), None
+    try:
+        MlflowClient(tracking_uri).get_run(run)
+    except Exception as err:
+        raise ValueError(f"run: {run!r} is neither a checkpoint path nor a run id in {tracking_uri}") from err
+    return get_best_checkpoint(run, tracking_uri), run
+
+
+def score_split(
+    sims: np.ndarray, split: SplitData, protocol: str, metric_kwargs: dict[str, Any]
+) -> dict[str, float]:
+    """evaluate_all on the whole split (full/coco5k) or averaged over 5 folds of 1,000 images (coco1k)."""
+    if protocol == "coco5k" and sims.shape[0] != 5000:
+        raise ValueError(
+            f"protocol 'coco5k' needs the 5,000-image COCO test split, got {sims.shape[0]} images"
+        )
+    if protocol == "coco1k":
+        if sims.shape[0] != 5000:
+            raise ValueError(f"protocol 'coco1k' needs the 5,000-image COCO test split, got {sims.shape[0]}")
+        folds = coco_1k_folds(sims, split.img_of_cap, split.relevance)
+        return mean_over_folds([evaluate_all(s, i, r or None, **metric_kwargs) for s, i, r in folds])
+    return evaluate_all(sims, split.img_of_cap, split.relevance or None, **metric_kwargs)
+
+
+def evaluate_run(
+    run: str,
+    split: str = "test",
+    protocol: str = "full",
+    data_dir: str | None = None,
+    tracking_uri: str | None = None,
+    output_dir: str = "vse_ray_out",
+    coco_ids: str | None = None,
+) -> EvaluationReport:
+    """Evaluate the best checkpoint of `run` on `split`, write a JSON report and log it to the run.
+
+    Args:
+        run: MLflow run id, or a checkpoint file/folder.
+        split: Split of the precompute folder to score.
+        protocol: "full" (whole split), "coco5k" or "coco1k" (COCO test: 5 folds of 1,000 images).
+        data_dir: Precompute folder (default: the one the run trained on).
+        tracking_uri: MLflow store (default: sqlite in `output_dir`).
+        output_dir: Where the JSON report goes (`<output_dir>/reports/`).
+        coco_ids: JSON mapping image/caption ids to COCO ids: adds the ECCV Caption metrics.
+    """
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol: must be one of {PROTOCOLS}, got {protocol!r}")
+    uri = resolve_tracking_uri(tracking_uri, output_dir)
+    checkpoint, run_id = resolve_run(run, uri)
+    state = load_checkpoint(checkpoint)
+    cfg = TrainConfig.from_dict(state["config"])
+    model = build_model(state["model_args"], pretrained=False)
+    model.load_state_dict(state["model"])
+    data = load_split(data_dir or cfg.data_dir, split, raw=state["model_args"]["cnn"] is not None)
+    sims = split_similarities(model, data, cfg.eval_batch_size, torch.device("cpu"))
+    kwargs: dict[str, Any] = {"ks": cfg.eval_ks, "cs_ks": cfg.cs_ks, "ncs_ks": cfg.ncs_ks}
+    if coco_ids:
+        kwargs["eccv_positives"] = eccv_positives(coco_ids, data.images.image_ids, data.caption_ids)
+    metrics = score_split(sims, data, protocol, kwargs)
+    name = f"{run_id or Path(checkpoint).stem}_{split}_{protocol}.json"
+    path = Path(output_dir).expanduser().resolve() / "reports" / name
+    report = EvaluationReport(run_id, str(checkpoint), split, protocol, metrics, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report.to_dict(), indent=2))
+    if run_id is not None:
+        pixels = data.images.values if data.images.raw else _pixels(data_dir or cfg.data_dir, split)
+        _log_to_run(MlflowClient(uri), run_id, report, sims, data, pixels)
+    return report
+
+
+def _pixels(data_dir: str, split: str) -> np.ndarray | None:
+    """The split's stored images, aligned with its features, when precompute kept them."""
+    try:
+        return load_image_store(data_dir, split, raw=True).values
+    except (ValueError, KeyError):
+        return None
+
+
+def _log_to_run(
+    client: MlflowClient,
+    run_id: str,
+    report: EvaluationReport,
+    sims: np.ndarray,
+    data: SplitData,
+    pixels: np.ndarray | None,
+) -> None:
+    prefix = f"{report.split}_" if report.protocol == "full" else f"{report.split}_{report.protocol}_"
+    rows = [Metric(prefix + k, float(v), 0, 0) for k, v in report.metrics.items() if np.isfinite(v)]
+    for start in range(0, len(rows), 100):
+        client.log_batch(run_id, metrics=rows[start : start + 100])
+    log_json(client, run_id, report.to_dict(), f"evaluation/{report.path.name}")
+    curve = recall_at_k(sims, data.img_of_cap, tuple(k for k in CURVE_KS if k <= min(sims.shape)))
+    figures = {
+        f"{report.split}_recall_at_k": plot_metric_at_k(curve, "R", f"R@K ({report.split})"),
+        f"{report.split}_cs_at_k": plot_metric_at_k(report.metrics, "CS", f"CS@K ({report.split})"),
+        f"{report.split}_ncs_at_k": plot_metric_at_k(report.metrics, "NCS", f"NCS@K ({report.split})"),
+        **plot_retrieval_examples(sims, data, report.split, pixels),
+    }
+    log_figures(client, run_id, figures, "plots")

@@ -1,0 +1,46 @@
+"""Image side f(i) = W_f^T φ(i) (VSE++ eq. 1), normalised unless disabled (VSE0 variant, Sec. 3)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import nn
+
+from vse_ray.models.cnn import build_cnn
+from vse_ray.models.normalize import l2_normalize
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+class ImageProjection(nn.Module):
+    """Linear projection W_f of precomputed features φ(i), Xavier-uniform initialised as in VSE++."""
+
+    def __init__(self, feature_dim: int, embed_dim: int, normalize: bool = True):
+        super().__init__()
+        self.fc = nn.Linear(feature_dim, embed_dim)
+        bound = float(np.sqrt(6.0) / np.sqrt(feature_dim + embed_dim))
+        nn.init.uniform_(self.fc.weight, -bound, bound)
+        nn.init.zeros_(self.fc.bias)
+        self.normalize = normalize
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        emb = self.fc(features)
+        return l2_normalize(emb) if self.normalize else emb
+
+
+class CNNImageEncoder(nn.Module):
+    """φ = CNN on raw uint8 images (B, H, W, 3), then the projection W_f: fine-tuned end to end."""
+
+    def __init__(self, cnn: str, embed_dim: int, normalize: bool = True, weights: str | None = None):
+        super().__init__()
+        self.cnn, feature_dim = build_cnn(cnn, weights)
+        self.proj = ImageProjection(feature_dim, embed_dim, normalize)
+        self.register_buffer("mean", torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1), persistent=False)
+        self.register_buffer("std", torch.tensor(IMAGENET_STD).view(1, 3, 1, 1), persistent=False)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        if images.dim() != 4 or images.shape[-1] != 3:
+            raise ValueError(f"images must be (B, H, W, 3) uint8, got shape {tuple(images.shape)}")
+        x = images.permute(0, 3, 1, 2).float().div_(255.0)
+        return self.proj(self.cnn((x - self.mean) / self.std))

@@ -1,0 +1,53 @@
+"""The visual-semantic embedding model: s(i, c) = f(i) · g(c) (VSE++ eq. 3)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from vse_ray.models.image_encoder import CNNImageEncoder, ImageProjection
+from vse_ray.models.text_encoder import GRUTextEncoder
+
+
+class VSEModel(nn.Module):
+    """Image encoder + caption encoder into one joint space of dimension `embed_dim`.
+
+    Args:
+        vocab_size: Caption vocabulary size.
+        feature_dim: Size of precomputed image features (ignored when `cnn` is given).
+        word_dim: Word embedding size.
+        embed_dim: Joint embedding size D.
+        normalize_image: L2-normalise image embeddings (False: the VSE0 variant of VSE++ Sec. 3).
+        cnn: Backbone name to fine-tune from raw images, or None to project precomputed features.
+        cnn_weights: torchvision weights for `cnn` (None: random init).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        feature_dim: int,
+        word_dim: int = 300,
+        embed_dim: int = 1024,
+        normalize_image: bool = True,
+        cnn: str | None = None,
+        cnn_weights: str | None = None,
+    ):
+        super().__init__()
+        if cnn is None:
+            self.image_encoder: nn.Module = ImageProjection(feature_dim, embed_dim, normalize_image)
+        else:
+            self.image_encoder = CNNImageEncoder(cnn, embed_dim, normalize_image, cnn_weights)
+        self.text_encoder = GRUTextEncoder(vocab_size, word_dim, embed_dim)
+
+    def encode_images(self, images: torch.Tensor) -> torch.Tensor:
+        """(B, D_φ) features or (B, H, W, 3) uint8 images → (B, D)."""
+        return self.image_encoder(images)
+
+    def encode_texts(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """(B, L) token ids + (B,) lengths → (B, D) unit vectors."""
+        return self.text_encoder(tokens, lengths)
+
+    def forward(
+        self, images: torch.Tensor, tokens: torch.Tensor, lengths: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.encode_images(images), self.encode_texts(tokens, lengths)

@@ -1,0 +1,29 @@
+"""Run artifacts: figures and JSON documents attached to a run."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+from mlflow import MlflowClient
+
+
+def log_figures(
+    client: MlflowClient, run_id: str, figures: dict[str, Figure | None], artifact_path: str
+) -> None:
+    """Save each figure as `<artifact_path>/<name>.png` (None entries are skipped) and close it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, fig in figures.items():
+            if fig is None:
+                continue
+            fig.savefig(Path(tmp) / f"{name}.png", dpi=110)
+            plt.close(fig)
+        client.log_artifacts(run_id, tmp, artifact_path)
+
+
+def log_json(client: MlflowClient, run_id: str, document: dict[str, Any], artifact_file: str) -> None:
+    """Write `document` as a JSON artifact."""
+    client.log_dict(run_id, document, artifact_file)

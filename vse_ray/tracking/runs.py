@@ -1,0 +1,112 @@
+"""One MLflow run per training: find-or-create, params, per-epoch metrics exactly once, best run."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import mlflow
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param, Run
+
+RUN_NAME_TAG = "vse_ray.run_name"
+CHECKPOINT_ARTIFACT_DIR = "checkpoint"
+_BATCH = 100
+
+
+def _client(tracking_uri: str | None) -> MlflowClient:
+    return MlflowClient(tracking_uri or mlflow.get_tracking_uri())
+
+
+def get_or_create_experiment(name: str, tracking_uri: str | None = None) -> str:
+    """Id of the experiment called `name`, created when missing."""
+    client = _client(tracking_uri)
+    found = client.get_experiment_by_name(name)
+    return found.experiment_id if found is not None else client.create_experiment(name)
+
+
+def get_or_create_run(experiment_id: str, run_name: str, tracking_uri: str | None = None) -> str:
+    """The run tagged with this stable `run_name` (an interrupted training continues it), else a new one."""
+    client = _client(tracking_uri)
+    query = f"tags.`{RUN_NAME_TAG}` = '{run_name}'"
+    runs = client.search_runs(
+        [experiment_id], filter_string=query, max_results=1, order_by=["start_time DESC"]
+    )
+    if runs:
+        client.update_run(runs[0].info.run_id, status="RUNNING")
+        return runs[0].info.run_id
+    run = client.create_run(experiment_id, run_name=run_name, tags={RUN_NAME_TAG: run_name})
+    return run.info.run_id
+
+
+def log_params_flat(
+    params: dict[str, Any], run_id: str | None = None, tracking_uri: str | None = None
+) -> None:
+    """Log scalar params (values as strings, ≤ 6000 chars) to `run_id`, or to the active run."""
+    items = [Param(str(k), str(v)[:6000]) for k, v in params.items()]
+    if run_id is None:
+        mlflow.log_params({p.key: p.value for p in items})
+        return
+    client = _client(tracking_uri)
+    for start in range(0, len(items), _BATCH):
+        client.log_batch(run_id, params=items[start : start + _BATCH])
+
+
+def logged_epochs(client: MlflowClient, run_id: str) -> set[int]:
+    """Epochs already logged to the run (steps of its `rsum` history)."""
+    return {m.step for m in client.get_metric_history(run_id, "rsum")}
+
+
+def log_epoch_metrics(
+    history: Iterable[dict[str, Any]], run_id: str, tracking_uri: str | None = None, prefix: str = ""
+) -> int:
+    """Log each epoch's numeric metrics with step = epoch, skipping epochs the run already has.
+
+    Retried or resumed trainings re-send epochs; this keeps every epoch exactly once. Returns how many
+    epochs were logged.
+    """
+    client = _client(tracking_uri)
+    done = logged_epochs(client, run_id)
+    now, count = int(time.time() * 1000), 0
+    for metrics in history:
+        epoch = int(metrics["epoch"])
+        if epoch in done:
+            continue
+        rows = [
+            Metric(f"{prefix}{k}", float(v), now, epoch)
+            for k, v in metrics.items()
+            if k != "epoch" and isinstance(v, int | float) and math.isfinite(float(v))
+        ]
+        for start in range(0, len(rows), _BATCH):
+            client.log_batch(run_id, metrics=rows[start : start + _BATCH])
+        done.add(epoch)
+        count += 1
+    return count
+
+
+def get_best_run(experiment: str, metric: str = "rsum", tracking_uri: str | None = None) -> Run:
+    """The run of `experiment` (name or id) with the highest `metric` (its last logged value)."""
+    client = _client(tracking_uri)
+    found = client.get_experiment_by_name(experiment) or client.get_experiment(experiment)
+    runs = client.search_runs(
+        [found.experiment_id],
+        filter_string=f"metrics.`{metric}` > -1e30",
+        order_by=[f"metrics.`{metric}` DESC"],
+    )
+    if not runs:
+        raise ValueError(f"experiment {experiment!r}: no run has metric {metric!r}")
+    return runs[0]
+
+
+def get_best_checkpoint(run_id: str, tracking_uri: str | None = None, dst: str | Path | None = None) -> Path:
+    """Download the run's best checkpoint artifact; returns the local checkpoint directory."""
+    path = mlflow.artifacts.download_artifacts(
+        run_id=run_id,
+        artifact_path=CHECKPOINT_ARTIFACT_DIR,
+        dst_path=None if dst is None else str(dst),
+        tracking_uri=tracking_uri or mlflow.get_tracking_uri(),
+    )
+    return Path(path)

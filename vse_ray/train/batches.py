@@ -1,0 +1,145 @@
+"""Training batches: caption rows (shuffled, sharded) → tensors + the exact B×B relevance of the loss."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import pyarrow as pa
+import torch
+
+from vse_ray.relevance import CiderDocFreq, batch_relevance, tokenize
+from vse_ray.train.split_data import ImageStore, pad_tokens
+
+VECTOR_COLUMN = {"sbert": "sbert", "svd": "svd"}
+
+
+def train_columns(relevance_source: str | None) -> list[str]:
+    """Caption columns a training batch needs for a loss with this relevance source."""
+    extra = [VECTOR_COLUMN[relevance_source]] if relevance_source in VECTOR_COLUMN else []
+    return ["caption_id", "image_id", "tokens", "text", *extra]
+
+
+class BatchSource(Protocol):
+    """Yields the batches (dict of numpy columns) of one epoch for this worker."""
+
+    def epoch_batches(self, epoch: int) -> Iterable[dict[str, Any]]: ...
+
+
+class TableBatches:
+    """In-process source: a seeded permutation per epoch, sharded `rank::world_size`, equal batch counts.
+
+    Args:
+        table: Caption rows (at least `train_columns(...)`).
+        batch_size: Pairs per batch per worker; the last partial batch is dropped.
+        seed: Base seed; epoch e uses seed + e, so runs with the same seed see the same batches.
+        rank: This worker's rank.
+        world_size: Number of workers.
+    """
+
+    def __init__(self, table: pa.Table, batch_size: int, seed: int, rank: int = 0, world_size: int = 1):
+        self.columns = {name: table[name].to_numpy(zero_copy_only=False) for name in table.column_names}
+        self.num_rows, self.batch_size, self.seed = table.num_rows, batch_size, seed
+        self.rank, self.world_size = rank, world_size
+        if self.num_rows // world_size < batch_size:
+            raise ValueError(
+                f"batch_size {batch_size} exceeds the {self.num_rows // world_size} rows per worker"
+            )
+
+    def epoch_batches(self, epoch: int) -> Iterator[dict[str, Any]]:
+        perm = np.random.default_rng(self.seed + epoch).permutation(self.num_rows)
+        per_worker = self.num_rows // self.world_size
+        mine = perm[self.rank :: self.world_size][:per_worker]
+        for start in range(0, per_worker - self.batch_size + 1, self.batch_size):
+            idx = mine[start : start + self.batch_size]
+            yield {name: col[idx] for name, col in self.columns.items()}
+
+
+class RayShardBatches:  # pragma: no cover, runs inside Ray Train workers (covered by the integration tests)
+    """Ray Data shard source: `iter_batches` with a seeded local shuffle buffer per epoch."""
+
+    def __init__(self, shard: Any, batch_size: int, seed: int, shuffle_buffer: int = 20_000):
+        self.shard, self.batch_size, self.seed, self.shuffle_buffer = shard, batch_size, seed, shuffle_buffer
+
+    def epoch_batches(self, epoch: int) -> Iterator[dict[str, Any]]:
+        yield from self.shard.iter_batches(
+            batch_size=self.batch_size,
+            batch_format="numpy",
+            drop_last=True,
+            local_shuffle_buffer_size=self.shuffle_buffer,
+            local_shuffle_seed=self.seed + epoch,
+        )
+
+
+@dataclass
+class TrainBatch:
+    """Tensors of one step: images/features, padded tokens, lengths, image ids, (B, B) relevance or None."""
+
+    images: torch.Tensor
+    tokens: torch.Tensor
+    lengths: torch.Tensor
+    image_ids: torch.Tensor
+    relevance: torch.Tensor | None
+
+    def to(self, device: torch.device) -> TrainBatch:
+        move = {k: (v.to(device) if v is not None else None) for k, v in vars(self).items()}
+        return TrainBatch(**move)
+
+
+def reference_texts(table: pa.Table) -> dict[int, list[str]]:
+    """image_id → tokenised texts of all its captions (the CIDEr reference set of that image)."""
+    refs: dict[int, list[str]] = defaultdict(list)
+    for image_id, text in zip(table["image_id"].to_pylist(), table["text"].to_pylist(), strict=True):
+        refs[int(image_id)].append(tokenize(text))
+    return dict(refs)
+
+
+class BatchBuilder:
+    """Turns a dict of numpy columns into a `TrainBatch`, building the loss's relevance exactly per batch.
+
+    Args:
+        images: Image side of the training split.
+        relevance_source: `loss.relevance_source` ("sbert", "svd", "cider" or None).
+        references: image_id → reference texts (needed for "cider").
+        doc_freq: Training-split CIDEr document frequencies (for "cider").
+    """
+
+    def __init__(
+        self,
+        images: ImageStore,
+        relevance_source: str | None,
+        references: dict[int, list[str]] | None = None,
+        doc_freq: CiderDocFreq | None = None,
+    ):
+        if relevance_source == "cider" and references is None:
+            raise ValueError("references: required for relevance_source 'cider'")
+        self.images, self.source, self.references, self.doc_freq = (
+            images,
+            relevance_source,
+            references,
+            doc_freq,
+        )
+
+    def __call__(self, batch: dict[str, Any]) -> TrainBatch:
+        image_ids = np.array(batch["image_id"], dtype=np.int64)
+        tokens, lengths = pad_tokens(list(batch["tokens"]))
+        return TrainBatch(
+            images=self.images.tensor(image_ids),
+            tokens=tokens,
+            lengths=lengths,
+            image_ids=torch.from_numpy(image_ids),
+            relevance=self._relevance(batch, image_ids),
+        )
+
+    def _relevance(self, batch: dict[str, Any], image_ids: np.ndarray) -> torch.Tensor | None:
+        if self.source is None:
+            return None
+        if self.source == "cider":
+            texts = [tokenize(str(t)) for t in batch["text"]]
+            refs = [self.references[int(i)] for i in image_ids]
+            return batch_relevance("cider", texts=texts, references=refs, doc_freq=self.doc_freq).float()
+        vectors = torch.from_numpy(np.stack(list(batch[VECTOR_COLUMN[self.source]])).astype(np.float32))
+        return batch_relevance(self.source, **{self.source: vectors}).float()

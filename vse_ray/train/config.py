@@ -1,0 +1,145 @@
+"""TrainConfig: every knob of one training run, with defaults from VSE++ Sec. 3.2."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vse_ray.models.cnn import CNN_NAMES
+
+_TUPLE_FIELDS = ("eval_ks", "cs_ks", "ncs_ks")
+
+
+@dataclass
+class TrainConfig:
+    """One training run. Defaults: Adam 2e-4, ×0.1 after 15 epochs, 30 epochs, batch 128, clip 2 (VSE++).
+
+    `storage_path`, `run_name`, `tracking_uri` and `experiment` left empty are derived by `resolved()`:
+    `<output_dir>/ray_results`, `<dataset>-<loss>-s<seed>`, `sqlite:///<output_dir>/mlflow.db`, the dataset
+    name.
+    """
+
+    data_dir: str
+    loss: str = "vsepp"
+    loss_params: dict[str, Any] = field(default_factory=dict)
+    epochs: int = 30
+    batch_size: int = 128
+    lr: float = 2e-4
+    lr_update: int = 15
+    grad_clip: float = 2.0
+    word_dim: int = 300
+    embed_dim: int = 1024
+    normalize_image: bool = True
+    finetune: bool = False
+    cnn: str = "resnet152"
+    cnn_weights: str | None = "IMAGENET1K_V1"
+    num_workers: int = 1
+    cpus_per_worker: float = 1.0
+    use_gpu: bool = False
+    seed: int = 0
+    output_dir: str = "vse_ray_out"
+    storage_path: str | None = None
+    run_name: str | None = None
+    tracking_uri: str | None = None
+    experiment: str | None = None
+    max_failures: int = 1
+    eval_ks: tuple[int, ...] = (1, 5, 10)
+    cs_ks: tuple[int, ...] = (5, 10, 100, 1000)
+    ncs_ks: tuple[int, ...] = (1, 5, 10, 25, 50)
+    eval_batch_size: int = 512
+    fail_once_epoch: int = 0
+    fail_once_marker: str = ""
+
+    def validate(self) -> TrainConfig:
+        """Raise ValueError naming the first invalid field; return self."""
+        from vse_ray.losses import LOSS_NAMES
+
+        if not self.data_dir:
+            raise ValueError("data_dir: required (a precompute output folder)")
+        if self.loss not in LOSS_NAMES:
+            raise ValueError(f"loss: must be one of {LOSS_NAMES}, got {self.loss!r}")
+        if not isinstance(self.loss_params, dict):
+            raise ValueError(f"loss_params: must be a dict, got {type(self.loss_params).__name__}")
+        positive_ints = ("epochs", "batch_size", "lr_update", "word_dim", "embed_dim", "num_workers")
+        for name in (*positive_ints, "eval_batch_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name}: must be a positive integer, got {value!r}")
+        if self.batch_size < 2:
+            raise ValueError(
+                f"batch_size: needs at least 2 pairs for in-batch negatives, got {self.batch_size}"
+            )
+        for name in ("lr", "grad_clip", "cpus_per_worker"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+                raise ValueError(f"{name}: must be a positive finite number, got {value!r}")
+        if self.finetune and self.cnn not in CNN_NAMES:
+            raise ValueError(f"cnn: must be one of {CNN_NAMES}, got {self.cnn!r}")
+        if not isinstance(self.max_failures, int) or self.max_failures < -1:
+            raise ValueError(f"max_failures: must be an integer >= -1, got {self.max_failures!r}")
+        for name in _TUPLE_FIELDS:
+            ks = getattr(self, name)
+            if not ks or any(not isinstance(k, int) or k < 1 for k in ks):
+                raise ValueError(f"{name}: must be a non-empty tuple of positive integers, got {ks!r}")
+        return self
+
+    def resolved(self) -> TrainConfig:
+        """A copy with absolute paths and the derived names filled in."""
+        from vse_ray.tracking.uri import resolve_tracking_uri
+
+        out = Path(self.output_dir).expanduser().resolve()
+        dataset = Path(self.data_dir).expanduser().resolve().name
+        return dataclasses.replace(
+            self,
+            data_dir=str(Path(self.data_dir).expanduser().resolve()),
+            output_dir=str(out),
+            storage_path=str(Path(self.storage_path).expanduser().resolve())
+            if self.storage_path
+            else str(out / "ray_results"),
+            run_name=self.run_name or f"{dataset}-{self.loss}-s{self.seed}",
+            tracking_uri=resolve_tracking_uri(self.tracking_uri, out),
+            experiment=self.experiment or dataset,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain nested dict (JSON-safe) that `from_dict` reads back."""
+        d = dataclasses.asdict(self)
+        for name in _TUPLE_FIELDS:
+            d[name] = list(d[name])
+        return d
+
+    def to_flat_dict(self) -> dict[str, str | int | float | bool]:
+        """MLflow-safe scalar params: loss_params flattened as `loss.<name>`, tuples as comma lists."""
+        flat: dict[str, str | int | float | bool] = {}
+        for key, value in self.to_dict().items():
+            if key == "loss_params":
+                flat.update({f"loss.{k}": _scalar(v) for k, v in sorted(value.items())})
+            elif key in ("fail_once_epoch", "fail_once_marker"):
+                continue
+            else:
+                flat[key] = _scalar(value)
+        return flat
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TrainConfig:
+        """Build from a dict as written by `to_dict` (unknown keys → ValueError naming them)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"unknown TrainConfig field(s): {unknown}")
+        kwargs = dict(d)
+        for name in _TUPLE_FIELDS:
+            if name in kwargs:
+                kwargs[name] = tuple(int(k) for k in kwargs[name])
+        return cls(**kwargs)
+
+
+def _scalar(value: Any) -> str | int | float | bool:
+    if isinstance(value, list | tuple):
+        return ",".join(str(v) for v in value)
+    if value is None:
+        return "None"
+    return value

@@ -1,0 +1,167 @@
+"""The plain-PyTorch epoch loop (Ray-free): train one epoch, validate, checkpoint, report."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from vse_ray.evaluation.embed import evaluate_split
+from vse_ray.losses import make_loss
+from vse_ray.train.batches import BatchBuilder, BatchSource, TableBatches, TrainBatch
+from vse_ray.train.checkpoint import save_checkpoint
+from vse_ray.train.config import TrainConfig
+from vse_ray.train.relevance_histogram import RelevanceHistogram
+from vse_ray.train.reporter import Reporter
+from vse_ray.train.training_data import TrainingData, build_model
+
+
+class NonFiniteLossError(FloatingPointError):
+    """The loss became NaN or infinite; the message names the epoch, step and value."""
+
+
+@dataclass
+class WorkerContext:
+    """Where this process sits: its training batches, device, rank and world size."""
+
+    batches: BatchSource
+    device: torch.device
+    rank: int = 0
+    world_size: int = 1
+
+
+def local_context(cfg: TrainConfig, data: TrainingData) -> WorkerContext:
+    """Single process: seeded in-memory batches on CPU or the first GPU."""
+    device = torch.device("cuda" if cfg.use_gpu and torch.cuda.is_available() else "cpu")
+    return WorkerContext(TableBatches(data.train_captions, cfg.batch_size, cfg.seed), device)
+
+
+def train_step(
+    model: nn.Module,
+    loss_fn: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    batch: TrainBatch,
+    grad_clip: float,
+) -> torch.Tensor:
+    """One SGD step: forward both encoders, the loss, backward, clip the gradient norm, update."""
+    img_emb, txt_emb = model(batch.images, batch.tokens, batch.lengths)
+    loss = loss_fn(img_emb, txt_emb, relevance=batch.relevance, image_ids=batch.image_ids)
+    optimizer.zero_grad(set_to_none=True)
+    if not torch.isfinite(loss):
+        return loss.detach()
+    loss.backward()
+    nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    optimizer.step()
+    return loss.detach()
+
+
+def _maybe_inject_failure(cfg: TrainConfig, epoch: int) -> None:
+    """Fault injection for reliability tests: kill this process once, mid-epoch, guarded by a marker file."""
+    if cfg.fail_once_epoch == epoch and cfg.fail_once_marker and not Path(cfg.fail_once_marker).exists():
+        Path(cfg.fail_once_marker).write_text(f"killed at epoch {epoch}\n")
+        os._exit(1)
+
+
+def train_one_epoch(
+    cfg: TrainConfig,
+    epoch: int,
+    model: nn.Module,
+    loss_fn: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    builder: BatchBuilder,
+    ctx: WorkerContext,
+    histogram: RelevanceHistogram | None,
+) -> float:
+    """Run one epoch; return the mean loss over all workers. Raises NonFiniteLossError on NaN/inf."""
+    model.train()
+    total, steps = torch.zeros((), dtype=torch.float64), 0
+    for step, rows in enumerate(ctx.batches.epoch_batches(epoch), start=1):
+        batch = builder(rows).to(ctx.device)
+        if histogram is not None and batch.relevance is not None:
+            histogram.add(batch.relevance)
+        loss = train_step(model, loss_fn, optimizer, batch, cfg.grad_clip)
+        if not torch.isfinite(loss):
+            raise NonFiniteLossError(
+                f"loss is {loss.item()} at epoch {epoch}, step {step} (loss '{cfg.loss}')"
+            )
+        total += loss.double().cpu()
+        steps += 1
+        if step == 1:
+            _maybe_inject_failure(cfg, epoch)
+    summed = torch.stack([total, torch.tensor(float(steps), dtype=torch.float64)])
+    if ctx.world_size > 1:
+        dist.all_reduce(summed)
+    if summed[1] == 0:
+        raise ValueError(f"batch_size {cfg.batch_size}: no full batch in epoch {epoch}")
+    return float(summed[0] / summed[1])
+
+
+def run_training(
+    cfg: TrainConfig,
+    reporter: Reporter,
+    start_state: dict[str, Any] | None = None,
+    context: WorkerContext | None = None,
+) -> None:
+    """Train `cfg.loss` for `cfg.epochs`, validating and checkpointing after every epoch.
+
+    Args:
+        cfg: The run's configuration.
+        reporter: Receives `(metrics, checkpoint_dir)` once per epoch (checkpoint on rank 0 only).
+        start_state: A loaded checkpoint (see `load_checkpoint`) to resume from, or None.
+        context: Batches/device/rank of this worker; default: single process over the local train split.
+    """
+    cfg.validate()
+    torch.manual_seed(cfg.seed)
+    data = TrainingData.load(cfg, with_captions=context is None)
+    ctx = context or local_context(cfg, data)
+    model = build_model(data.model_args).to(ctx.device)
+    loss_fn = make_loss(cfg.loss, **cfg.loss_params).to(ctx.device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=cfg.lr_update, gamma=0.1)
+    source = loss_fn.relevance_source
+    histogram = RelevanceHistogram(source) if source and ctx.rank == 0 else None
+    history: list[dict[str, Any]] = []
+    first_epoch = 1
+    if start_state is not None:
+        model.load_state_dict(start_state["model"])
+        optimizer.load_state_dict(start_state["optimizer"])
+        scheduler.load_state_dict(start_state["scheduler"])
+        history = list(start_state["history"])
+        first_epoch = int(start_state["epoch"]) + 1
+        if histogram is not None and start_state.get("relevance_hist"):
+            histogram = RelevanceHistogram.from_dict(start_state["relevance_hist"])
+    builder = BatchBuilder(data.train_images, source, data.references, data.doc_freq)
+    net = nn.parallel.DistributedDataParallel(model) if ctx.world_size > 1 else model
+    for epoch in range(first_epoch, cfg.epochs + 1):
+        train_loss = train_one_epoch(cfg, epoch, net, loss_fn, optimizer, builder, ctx, histogram)
+        lr = optimizer.param_groups[0]["lr"]
+        scheduler.step()
+        metrics: dict[str, Any] = {"epoch": epoch, "train_loss": train_loss, "lr": lr}
+        if ctx.rank != 0:
+            reporter.report(metrics, None)
+            continue
+        metrics.update(evaluate_split(model, data.val, cfg.eval_batch_size, ctx.device, _metric_kwargs(cfg)))
+        history.append(metrics)
+        state = {
+            "epoch": epoch,
+            "model": model.state_dict(),
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            "config": cfg.to_dict(),
+            "model_args": data.model_args,
+            "history": history,
+            "relevance_hist": histogram.to_dict() if histogram is not None else {},
+        }
+        with tempfile.TemporaryDirectory(prefix="vse_ray_ckpt_") as tmp:
+            save_checkpoint(tmp, state)
+            reporter.report(metrics, tmp)
+
+
+def _metric_kwargs(cfg: TrainConfig) -> dict[str, Any]:
+    return {"ks": cfg.eval_ks, "cs_ks": cfg.cs_ks, "ncs_ks": cfg.ncs_ks}

@@ -1,0 +1,58 @@
+"""Where the epoch loop sends its per-epoch metrics and checkpoint: Ray Train, Ray Tune, or a local folder."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, Protocol
+
+
+class Reporter(Protocol):
+    """Called once per epoch by every worker; `checkpoint_dir` is None except on rank 0."""
+
+    def report(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None: ...
+
+
+class LocalReporter:
+    """Single-process runs and tests: keeps the metric history and copies each checkpoint to `directory`."""
+
+    def __init__(self, directory: str | Path):
+        self.directory = Path(directory)
+        self.history: list[dict[str, Any]] = []
+        self.checkpoints: list[Path] = []
+
+    def report(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
+        self.history.append(dict(metrics))
+        if checkpoint_dir is not None:
+            target = self.directory / f"checkpoint_epoch_{int(metrics['epoch']):04d}"
+            shutil.copytree(checkpoint_dir, target, dirs_exist_ok=True)
+            self.checkpoints.append(target)
+
+
+class RayTrainReporter:  # pragma: no cover, runs inside Ray Train workers (covered by the integration tests)
+    """`ray.train.report` with a directory checkpoint; rank 0 also logs the epoch to MLflow when asked.
+
+    Args:
+        epoch_logger: Called with the metrics of each epoch on rank 0 before reporting (live MLflow curves).
+    """
+
+    def __init__(self, epoch_logger: Any | None = None):
+        self.epoch_logger = epoch_logger
+
+    def report(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
+        import ray.train
+
+        if checkpoint_dir is not None and self.epoch_logger is not None:
+            self.epoch_logger([metrics])
+        checkpoint = ray.train.Checkpoint.from_directory(checkpoint_dir) if checkpoint_dir else None
+        ray.train.report(metrics, checkpoint=checkpoint)
+
+
+class TuneReporter:  # pragma: no cover, runs inside Ray Tune trials
+    """`ray.tune.report` for single-process Tune trials that call `run_training` directly."""
+
+    def report(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
+        import ray.tune
+
+        checkpoint = ray.tune.Checkpoint.from_directory(checkpoint_dir) if checkpoint_dir else None
+        ray.tune.report(metrics, checkpoint=checkpoint)

@@ -1,0 +1,114 @@
+"""In-memory view of one split of a precompute folder: image side, captions, relevance matrices."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+from PIL import Image
+
+from vse_ray.data.store import load_captions, load_features, load_relevance
+
+RELEVANCE_SOURCES = ("sbert", "cider", "svd", "spice")
+
+
+@dataclass
+class ImageStore:
+    """Image side of a split in stored order: features (n, D) or uint8 pixels (n, H, W, 3), one row per id."""
+
+    image_ids: np.ndarray
+    values: np.ndarray
+
+    def __post_init__(self) -> None:
+        self._order = np.argsort(self.image_ids, kind="stable")
+        self._sorted = self.image_ids[self._order]
+
+    @property
+    def raw(self) -> bool:
+        return self.values.ndim == 4
+
+    def rows(self, image_ids: np.ndarray, what: str = "image_id") -> np.ndarray:
+        """Row index of each id; ValueError naming the first id that the split does not hold."""
+        image_ids = np.asarray(image_ids, dtype=np.int64)
+        pos = np.searchsorted(self._sorted, image_ids).clip(max=len(self._sorted) - 1)
+        missing = self._sorted[pos] != image_ids
+        if missing.any():
+            raise ValueError(f"{what} {int(image_ids[missing.argmax()])} has no image row in the split")
+        return self._order[pos]
+
+    def tensor(self, image_ids: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(np.ascontiguousarray(self.values[self.rows(image_ids)]))
+
+
+def decode_png_column(column: pa.ChunkedArray) -> np.ndarray:
+    """PNG bytes column → uint8 (n, H, W, 3)."""
+    return np.stack([np.asarray(Image.open(io.BytesIO(b)).convert("RGB")) for b in column.to_pylist()])
+
+
+def load_image_store(data_dir: str, split: str, raw: bool) -> ImageStore:
+    """Precomputed features, or (raw=True) the decoded PNG `image` column of `features/split=<split>`."""
+    if not raw:
+        image_ids, features = load_features(data_dir, split)
+        return ImageStore(image_ids, np.asarray(features, dtype=np.float32))
+    path = Path(data_dir) / "features" / f"split={split}"
+    table = pq.read_table(path, columns=["image_id", "image"]) if path.exists() else None
+    if table is None or table.num_rows == 0:
+        raise ValueError(f"{path}: no raw images; re-run precompute keeping images to fine-tune the CNN")
+    return ImageStore(table["image_id"].to_numpy().astype(np.int64), decode_png_column(table["image"]))
+
+
+def pad_tokens(tokens: list[np.ndarray] | np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """List of token-id sequences → (B, L) int64 padded with 0, (B,) lengths."""
+    seqs = [np.asarray(t, dtype=np.int64) for t in tokens]
+    lengths = np.array([max(len(s), 1) for s in seqs], dtype=np.int64)
+    out = np.zeros((len(seqs), int(lengths.max())), dtype=np.int64)
+    for row, s in enumerate(seqs):
+        out[row, : len(s)] = s
+    return torch.from_numpy(out), torch.from_numpy(lengths)
+
+
+@dataclass
+class SplitData:
+    """A val/test split: images, captions (sorted by caption_id), and its stored relevance matrices."""
+
+    images: ImageStore
+    tokens: list[np.ndarray]
+    caption_ids: np.ndarray
+    caption_image_ids: np.ndarray
+    texts: list[str]
+    relevance: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def img_of_cap(self) -> np.ndarray:
+        """Row of each caption's image in `images` (the ground truth of R@K)."""
+        return self.images.rows(self.caption_image_ids, what="caption image_id")
+
+
+def load_split(
+    data_dir: str, split: str, raw: bool, sources: tuple[str, ...] = RELEVANCE_SOURCES
+) -> SplitData:
+    """Load a whole split in memory (val/test sizes: up to 5K images × 25K captions)."""
+    captions = load_captions(data_dir, split)
+    relevance = {
+        s: np.asarray(load_relevance(data_dir, split, s), dtype=np.float32)
+        for s in sources
+        if (Path(data_dir) / "relevance" / split / f"{s}.npy").exists()
+    }
+    split_data = SplitData(
+        images=load_image_store(data_dir, split, raw),
+        tokens=[np.asarray(t, dtype=np.int64) for t in captions["tokens"].to_pylist()],
+        caption_ids=captions["caption_id"].to_numpy().astype(np.int64),
+        caption_image_ids=captions["image_id"].to_numpy().astype(np.int64),
+        texts=captions["text"].to_pylist(),
+        relevance=relevance,
+    )
+    n_img, n_cap = len(split_data.images.image_ids), len(split_data.tokens)
+    for name, matrix in relevance.items():
+        if matrix.shape != (n_img, n_cap):
+            raise ValueError(f"relevance/{split}/{name}.npy: shape {matrix.shape} != ({n_img}, {n_cap})")
+    return split_data

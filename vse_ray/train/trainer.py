@@ -1,0 +1,101 @@
+"""Driver side: build the TorchTrainer, fit (resuming by stable run name), and record the run in MLflow."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ray
+import ray.train
+from mlflow import MlflowClient
+from ray.train.torch import TorchTrainer
+
+from vse_ray.losses import make_loss
+from vse_ray.tracking import get_or_create_experiment, get_or_create_run, log_epoch_metrics, log_params_flat
+from vse_ray.tracking.code_version import code_version
+from vse_ray.train.batches import train_columns
+from vse_ray.train.checkpoint import load_checkpoint
+from vse_ray.train.config import TrainConfig
+from vse_ray.train.run_artifacts import log_training_artifacts
+from vse_ray.train.worker import train_loop_per_worker
+
+
+@dataclass
+class TrainResult:
+    """What a finished training leaves behind."""
+
+    run_id: str
+    experiment_id: str
+    tracking_uri: str
+    best_metrics: dict[str, Any]
+    best_checkpoint: Path
+    history: list[dict[str, Any]]
+
+
+def train_dataset(cfg: TrainConfig) -> ray.data.Dataset:
+    """The train captions (only the columns the loss needs), read through Ray Data and materialised once."""
+    source = make_loss(cfg.loss, **cfg.loss_params).relevance_source
+    path = Path(cfg.data_dir) / "captions" / "split=train"
+    if not path.is_dir():
+        raise ValueError(f"{path}: no train captions; run precompute first")
+    return ray.data.read_parquet(str(path), columns=train_columns(source), partitioning=None).materialize()
+
+
+def build_trainer(
+    cfg: TrainConfig, *, callbacks: list | None = None, mlflow_run_id: str | None = None
+) -> TorchTrainer:
+    """A TorchTrainer with a stable `RunConfig(name=cfg.run_name, storage_path=...)`: re-fitting resumes."""
+    cfg = cfg.resolved().validate()
+    resources: dict[str, float] = {"CPU": cfg.cpus_per_worker}
+    if cfg.use_gpu:
+        resources["GPU"] = 1.0
+    return TorchTrainer(
+        train_loop_per_worker,
+        train_loop_config={"cfg": cfg.to_dict(), "mlflow_run_id": mlflow_run_id},
+        scaling_config=ray.train.ScalingConfig(
+            num_workers=cfg.num_workers, use_gpu=cfg.use_gpu, resources_per_worker=resources
+        ),
+        run_config=ray.train.RunConfig(
+            name=cfg.run_name,
+            storage_path=cfg.storage_path,
+            failure_config=ray.train.FailureConfig(max_failures=cfg.max_failures),
+            checkpoint_config=ray.train.CheckpointConfig(
+                num_to_keep=1, checkpoint_score_attribute="rsum", checkpoint_score_order="max"
+            ),
+            callbacks=callbacks,
+        ),
+        datasets={"train": train_dataset(cfg)},
+    )
+
+
+def fit(cfg: TrainConfig, *, callbacks: list | None = None) -> TrainResult:
+    """Train on Ray Train; log params, per-epoch metrics (each epoch once) and artifacts to MLflow."""
+    cfg = cfg.resolved().validate()
+    experiment_id = get_or_create_experiment(cfg.experiment, cfg.tracking_uri)
+    run_id = get_or_create_run(experiment_id, cfg.run_name, cfg.tracking_uri)
+    client = MlflowClient(cfg.tracking_uri)
+    if not client.get_run(run_id).data.params:
+        log_params_flat({**cfg.to_flat_dict(), "code_version": code_version()}, run_id, cfg.tracking_uri)
+    try:
+        result = build_trainer(cfg, callbacks=callbacks, mlflow_run_id=run_id).fit()
+    except Exception:
+        client.set_terminated(run_id, status="FAILED")
+        raise
+    with result.checkpoint.as_directory() as latest_dir:
+        latest = load_checkpoint(latest_dir)
+    log_epoch_metrics(latest["history"], run_id, cfg.tracking_uri)
+    best_checkpoint, best_metrics = max(result.best_checkpoints, key=lambda item: item[1]["rsum"])
+    best_dir = _local_dir(best_checkpoint)
+    log_training_artifacts(cfg, run_id, best_dir, latest, best_metrics)
+    client.set_terminated(run_id, status="FINISHED")
+    return TrainResult(
+        run_id, experiment_id, cfg.tracking_uri, dict(best_metrics), best_dir, latest["history"]
+    )
+
+
+def _local_dir(checkpoint: ray.train.Checkpoint) -> Path:
+    """The checkpoint's folder on this machine (downloaded when the storage is remote)."""
+    if checkpoint.filesystem.type_name == "local":
+        return Path(checkpoint.path)
+    return Path(checkpoint.to_directory())

@@ -1,0 +1,41 @@
+"""`train_loop_per_worker`: the Ray Train entry of each worker — resume state, data shard, then the engine."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from vse_ray.tracking.runs import log_epoch_metrics
+from vse_ray.train.batches import RayShardBatches
+from vse_ray.train.checkpoint import load_checkpoint
+from vse_ray.train.config import TrainConfig
+from vse_ray.train.engine import WorkerContext, run_training
+from vse_ray.train.reporter import RayTrainReporter
+
+
+def train_loop_per_worker(config: dict[str, Any]) -> None:  # pragma: no cover, runs inside Ray Train workers
+    """Config keys: `cfg` (TrainConfig.to_dict()), `mlflow_run_id` (rank 0 logs each epoch live) or None."""
+    import ray.train
+    import ray.train.torch
+
+    cfg = TrainConfig.from_dict(config["cfg"])
+    context = ray.train.get_context()
+    rank = context.get_world_rank()
+    start_state = None
+    checkpoint = ray.train.get_checkpoint()
+    if checkpoint is not None:
+        with checkpoint.as_directory() as directory:
+            start_state = load_checkpoint(directory)
+    run_id = config.get("mlflow_run_id")
+    logger = (
+        partial(log_epoch_metrics, run_id=run_id, tracking_uri=cfg.tracking_uri)
+        if run_id and rank == 0
+        else None
+    )
+    worker = WorkerContext(
+        batches=RayShardBatches(ray.train.get_dataset_shard("train"), cfg.batch_size, cfg.seed),
+        device=ray.train.torch.get_device(),
+        rank=rank,
+        world_size=context.get_world_size(),
+    )
+    run_training(cfg, RayTrainReporter(logger), start_state, worker)

@@ -1,0 +1,296 @@
+"""run_sweep: a Ray Tune sweep over a search space, tracked as an MLflow parent run with nested trial runs."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mlflow import MlflowClient
+from ray import tune
+from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
+from ray.tune.search import BasicVariantGenerator
+
+from vse_ray.tracking import (
+    get_or_create_experiment,
+    get_or_create_run,
+    log_epoch_metrics,
+    log_params_flat,
+    runs_table_url,
+    ui_command,
+)
+from vse_ray.tune.mlflow_trials import STOP_TAG, TRIAL_TAG, TUNE_BOOKKEEPING_KEYS, MLflowTrialsCallback
+from vse_ray.tune.search_space import SearchSpace, load_search_space
+from vse_ray.tune.space_checks import check_search_space, trial_config
+from vse_ray.tune.sweep_config import SweepConfig
+from vse_ray.tune.trial import run_trial
+from vse_ray.tune.trial_limit import LIMIT_FILE, TrialLimitStopper
+
+SPACE_TAG = "vse_ray.search_space"
+
+
+@dataclass
+class SweepResult:
+    """Outcome of one ``run_sweep`` call.
+
+    Attributes:
+        name: the sweep name (Tune folder and MLflow parent run name).
+        path: the Tune experiment folder (pass it back through ``run_sweep`` to resume).
+        finished: every trial ended (False when the run stopped early; rerun to resume).
+        num_trials / num_ended / num_errors: trials the sweep plans, how many have ended, how many failed.
+        best_trial_id: trial with the best ``metric`` at any epoch (None if no trial reported).
+        best_config: that trial's flat TrainConfig params.
+        best_metrics: its metrics at that best epoch.
+        best_checkpoint: the checkpoint of that trial closest to the best epoch (None if none kept).
+        parent_run_id / best_run_id / experiment_id: MLflow ids.
+        tracking_uri / runs_url: where to look (the runs table of the experiment).
+    """
+
+    name: str
+    path: str
+    finished: bool
+    num_trials: int
+    num_ended: int
+    num_errors: int
+    best_trial_id: str | None
+    best_config: dict[str, Any]
+    best_metrics: dict[str, Any]
+    best_checkpoint: str | None
+    parent_run_id: str
+    best_run_id: str | None
+    experiment_id: str
+    tracking_uri: str
+    runs_url: str
+
+
+def trial_params(config: dict[str, Any], *, space: SearchSpace, base: dict[str, Any]) -> dict[str, Any]:
+    """The flat MLflow params of the trial with Tune config ``config``."""
+    return trial_config(space, space.overrides(config), base).to_flat_dict()
+
+
+def run_sweep(cfg: SweepConfig) -> SweepResult:
+    """Check the space, run (or resume) the sweep, log the best trial on the parent run and return it.
+
+    Raises:
+        ValueError: for an invalid ``cfg`` or space, or an existing sweep folder with ``resume=False``.
+    """
+    cfg.validate()
+    space = load_search_space(cfg.space)
+    fixed = {
+        "data_dir": cfg.data_dir,
+        **cfg.train,
+        "output_dir": cfg.output_dir,
+        "storage_path": cfg.storage_path,
+        "tracking_uri": cfg.tracking_uri,
+        "experiment": cfg.experiment,
+    }
+    resolved = trial_config(space, {}, fixed).resolved()
+    name = cfg.sweep_name()
+    path = Path(resolved.storage_path) / name
+    base = {**resolved.to_dict(), "storage_path": str(path / "train_runs")}
+    if cfg.trial_mode == "process":  # the trial's own process trains on the GPU share Tune gives it
+        base["use_gpu"] = cfg.gpus_per_trial > 0
+    base.pop("loss")
+    check_search_space(space, base)
+    restoring = tune.Tuner.can_restore(path)
+    if restoring and not cfg.resume:
+        raise ValueError(f"name: sweep {name!r} already exists at {path}; resume it or pick another name")
+    uri = resolved.tracking_uri
+    experiment_id = get_or_create_experiment(resolved.experiment, uri)
+    parent = _parent_run(experiment_id, name, uri, cfg, space)
+
+    trainable = tune.with_parameters(run_trial, space=space, base=base, mode=cfg.trial_mode)
+    resources = (
+        {"cpu": cfg.cpus_per_trial, "gpu": cfg.gpus_per_trial}
+        if cfg.trial_mode == "process"
+        else {"cpu": 0.1}
+    )
+    trainable = tune.with_resources(trainable, resources)
+    TrialLimitStopper.write_limit(path / LIMIT_FILE, cfg.stop_after_trials)
+    if restoring:
+        print(f"Resuming sweep {name} from {path}")
+        tuner = tune.Tuner.restore(
+            str(path), trainable=trainable, resume_unfinished=True, resume_errored=True
+        )
+    else:
+        tuner = _new_tuner(cfg, space, base, trainable, name, path, uri, experiment_id, parent)
+    results = tuner.fit()
+    planned = int(MlflowClient(uri).get_run(parent).data.params["sweep.num_samples"]) * space.grid_size()
+    return _finish(results, planned, space, base, name, path, uri, experiment_id, parent)
+
+
+def _parent_run(experiment_id: str, name: str, uri: str, cfg: SweepConfig, space: SearchSpace) -> str:
+    parent = get_or_create_run(experiment_id, name, uri)
+    client = MlflowClient(uri)
+    if not client.get_run(parent).data.params:
+        log_params_flat(
+            {
+                "sweep.space": str(Path(cfg.space).resolve()),
+                "sweep.loss": space.loss,
+                "sweep.metric": space.metric,
+                "sweep.mode": space.mode,
+                "sweep.num_samples": cfg.num_samples,
+                "sweep.scheduler": cfg.scheduler,
+                "sweep.trial_mode": cfg.trial_mode,
+                "sweep.seed": cfg.seed,
+            },
+            parent,
+            uri,
+        )
+        client.set_tag(parent, SPACE_TAG, Path(cfg.space).read_text()[:5000])
+    return parent
+
+
+def _new_tuner(
+    cfg: SweepConfig,
+    space: SearchSpace,
+    base: dict[str, Any],
+    trainable: Any,
+    name: str,
+    path: Path,
+    uri: str,
+    experiment_id: str,
+    parent: str,
+) -> tune.Tuner:
+    epochs = int(base["epochs"])
+    scheduler = (
+        ASHAScheduler(
+            time_attr="training_iteration",
+            max_t=epochs,
+            grace_period=min(cfg.grace_period, epochs),
+            reduction_factor=cfg.reduction_factor,
+        )
+        if cfg.scheduler == "asha"
+        else FIFOScheduler()
+    )
+    callback = MLflowTrialsCallback(
+        uri, experiment_id, parent, name, functools.partial(trial_params, space=space, base=base)
+    )
+    return tune.Tuner(
+        trainable,
+        param_space=space.param_space(),
+        tune_config=tune.TuneConfig(
+            metric=space.metric,
+            mode=space.mode,
+            num_samples=cfg.num_samples,
+            scheduler=scheduler,
+            search_alg=BasicVariantGenerator(max_concurrent=cfg.max_concurrent, random_state=cfg.seed),
+        ),
+        run_config=tune.RunConfig(
+            name=name,
+            storage_path=str(path.parent),
+            callbacks=[callback],
+            stop=TrialLimitStopper(path / LIMIT_FILE, epochs),
+            checkpoint_config=tune.CheckpointConfig(
+                num_to_keep=2, checkpoint_score_attribute=space.metric, checkpoint_score_order=space.mode
+            ),
+            failure_config=tune.FailureConfig(max_failures=int(base.get("max_failures", 0))),
+            verbose=1,
+        ),
+    )
+
+
+def _finish(
+    results: tune.ResultGrid,
+    planned: int,
+    space: SearchSpace,
+    base: dict[str, Any],
+    name: str,
+    path: Path,
+    uri: str,
+    experiment_id: str,
+    parent: str,
+) -> SweepResult:
+    client = MlflowClient(uri)
+    finished = len(results) == planned and results.num_terminated + results.num_errors == planned
+    best = _best_trial(results, space, base)
+    if best["best_trial_id"] is not None:
+        runs = client.search_runs(
+            [experiment_id], f"tags.`{TRIAL_TAG}` = '{best['best_trial_id']}'", max_results=1
+        )
+        best["best_run_id"] = runs[0].info.run_id if runs else None
+        log_params_flat({f"best.{k}": v for k, v in best["best_config"].items()}, parent, uri)
+        log_epoch_metrics([best["best_metrics"]], parent, uri, prefix="best_")
+        for key in ("best_trial_id", "best_run_id", "best_checkpoint"):
+            client.set_tag(parent, f"vse_ray.{key}", best[key] or "")
+    client.set_tag(parent, STOP_TAG, "completed" if finished else "interrupted")
+    client.set_terminated(parent, status="FINISHED" if finished else "KILLED")
+    result = SweepResult(
+        name=name,
+        path=str(path),
+        finished=finished,
+        num_trials=planned,
+        num_ended=results.num_terminated + results.num_errors,
+        num_errors=results.num_errors,
+        parent_run_id=parent,
+        experiment_id=experiment_id,
+        tracking_uri=uri,
+        runs_url=runs_table_url(uri, experiment_id),
+        **best,
+    )
+    print(sweep_summary(result, space))
+    return result
+
+
+def _best_trial(results: tune.ResultGrid, space: SearchSpace, base: dict[str, Any]) -> dict[str, Any]:
+    """Best trial by its best epoch (VSE++ keeps the best validation snapshot), its metrics and checkpoint."""
+    best = {
+        "best_trial_id": None,
+        "best_config": {},
+        "best_metrics": {},
+        "best_checkpoint": None,
+        "best_run_id": None,
+    }
+    try:
+        result = results.get_best_result(space.metric, space.mode, scope="all")
+    except RuntimeError:
+        return best
+    history = result.metrics_dataframe
+    if history is None or space.metric not in history:
+        return best
+    row = history.loc[
+        history[space.metric].idxmax() if space.mode == "max" else history[space.metric].idxmin()
+    ]
+    metrics = {k: row[k] for k in history.columns if "/" not in k and k not in TUNE_BOOKKEEPING_KEYS}
+    sign = 1.0 if space.mode == "max" else -1.0
+    kept = [(c, m) for c, m in result.best_checkpoints or [] if space.metric in m]
+    checkpoint = max(kept, key=lambda item: sign * item[1][space.metric])[0] if kept else result.checkpoint
+    best.update(
+        best_trial_id=str(row["trial_id"]),
+        best_config=trial_params(result.config, space=space, base=base),
+        best_metrics={k: v.item() if hasattr(v, "item") else v for k, v in metrics.items()},
+        best_checkpoint=metrics.get("checkpoint_path")
+        or (checkpoint.path if checkpoint is not None else None),
+    )
+    return best
+
+
+def sweep_summary(result: SweepResult, space: SearchSpace) -> str:
+    """End-of-sweep report: status, best trial, its searched params and metrics, where to look."""
+    metric, tuned = space.metric, {"loss", *space.tuned_params()}
+    ended = f"{result.num_ended}/{result.num_trials} trials ended, {result.num_errors} failed"
+    lines = [
+        f"Sweep {result.name}: {ended}" + ("" if result.finished else " (interrupted: run again to resume)")
+    ]
+    if result.best_trial_id is None:
+        lines.append("No trial reported a result.")
+    else:
+        lines.append(f"Best trial {result.best_trial_id}: {metric} = {result.best_metrics.get(metric)}")
+        lines += [f"  {k} = {v}" for k, v in sorted(result.best_config.items()) if k in tuned]
+        lines.append(
+            "Best metrics: "
+            + ", ".join(f"{k}={v:.4g}" for k, v in sorted(result.best_metrics.items()) if _is_metric(v))
+        )
+        lines.append(f"Best checkpoint: {result.best_checkpoint}")
+    lines.append(
+        f"MLflow: {result.runs_url} (parent run {result.parent_run_id}, store {result.tracking_uri})"
+    )
+    ui = ui_command(result.tracking_uri)
+    if ui:
+        lines.append(f"Open the UI with: {ui}")
+    return "\n".join(lines)
+
+
+def _is_metric(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
