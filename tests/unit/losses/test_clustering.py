@@ -8,6 +8,7 @@ from sklearn.metrics import silhouette_score
 
 from tests.unit.losses._reference import silhouette_ref
 from vse_ray.losses.clustering import adaptive_levels, kmeans_1d_sorted, silhouette_1d_sorted
+from vse_ray.losses.clustering.adaptive_levels import distinct_rows
 
 
 def random_rows(n_rows=24, seed=0):
@@ -30,7 +31,7 @@ def padded(rows):
 
 
 def labels_from_ends(ends, n):
-    return torch.searchsorted(ends, torch.arange(n), right=True).numpy()
+    return np.searchsorted(ends, np.arange(n), side="right")
 
 
 def same_partition(a, b):
@@ -146,5 +147,20 @@ def test_several_k_per_row_equal_one_k_per_call():
     sil = silhouette_1d_sorted(xs, counts, ends)
     for g, k in enumerate(ks.tolist()):
         ends_k = kmeans_1d_sorted(xs, counts, torch.full((len(xs),), k))
-        assert torch.equal(ends[:, g, :k], ends_k[:, :k])
-        assert torch.equal(sil[:, g], silhouette_1d_sorted(xs, counts, ends_k))
+        assert np.array_equal(ends[:, g, :k], ends_k[:, :k])
+        assert np.array_equal(sil[:, g], silhouette_1d_sorted(xs, counts, ends_k))
+
+
+def test_distinct_rows_finds_equal_rows():
+    a, b, c = [0.1, 0.5, np.inf], [0.1, 0.6, np.inf], [0.2, 0.3, 0.4]
+    xs = np.array([a, b, a, c, b, c, c])
+    first, copy_of = distinct_rows(xs)
+    assert len(first) == 3 and np.array_equal(xs[first[copy_of]], xs)
+    assert copy_of[0] == copy_of[2] and copy_of[1] == copy_of[4] and len({*copy_of[[0, 1, 3]]}) == 3
+
+
+def test_kmeans_exact_where_search_keys_collide():
+    """Many rows are shifted far apart for one search; 1 + 2^-45 then shares the key of the midpoint 1."""
+    x = np.tile([0.0, 1.0 + 2.0**-45, 2.0], (5000, 1))
+    ends = kmeans_1d_sorted(x, np.full(5000, 3), np.full(5000, 2))
+    assert np.array_equal(ends, np.tile([1, 3], (5000, 1)))  # centres 0 and 2: only 0 is <= midpoint 1

@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import torch
-from torch import Tensor
+import numpy as np
+from numpy.typing import ArrayLike
 
-from vse_ray.losses.clustering.kmeans_1d import gather_rows, prefix_sums
+from vse_ray.losses.clustering.kmeans_1d import prefix_sums
 
-
-def cluster_of_positions(ends: Tensor, n: int) -> Tensor:
-    """Cluster index of every position 0..n-1 of the rows (..., n), from exclusive ``ends`` (..., K).
-
-    Counts the ends <= position (a running sum of end markers); positions past the last end get K - 1.
-    """
-    markers = torch.zeros((*ends.shape[:-1], n + 1), dtype=torch.long, device=ends.device)
-    markers.scatter_add_(-1, ends[..., :-1], torch.ones_like(ends[..., :-1]))
-    return markers[..., :n].cumsum(-1)
+TINY = 5e-324  # the smallest subnormal: max(denominator, TINY) only differs where the denominator is 0
 
 
-def silhouette_1d_sorted(xs: Tensor, counts: Tensor, ends: Tensor) -> Tensor:
+def silhouette_1d_sorted(
+    xs: ArrayLike, counts: ArrayLike, ends: ArrayLike, prefix: np.ndarray | None = None
+) -> np.ndarray:
     """Mean Silhouette (ladder eq. 10-12; Rousseeuw) of each row's interval clustering, shape (R,) or (R, G).
 
     a = mean distance to the other members of the own cluster (eq. 10), b = smallest mean distance to
@@ -27,52 +21,59 @@ def silhouette_1d_sorted(xs: Tensor, counts: Tensor, ends: Tensor) -> Tensor:
     Another cluster lies wholly on one side of x, so its mean distance is |x - its centre|, and the nearest
     one is the next non-empty cluster above or below. Members of the own interval [s, e) up to position p
     are <= x_p and the rest >= x_p, so the within-cluster distance sum is two prefix-sum differences:
-    x_p (2 (p + 1) - s - e) - 2 P[p + 1] + P[s] + P[e]; sums below the rounding noise of the prefix sums
-    are set to 0 (duplicated values). O(n) per row after O(k) per-cluster lookups.
+    2 ((p + 1) x_p - P[p + 1]) - (s + e) x_p + P[s] + P[e]; sums below the rounding noise of the prefix sums
+    are set to 0 (duplicated values). Per-cluster constants are spread onto their positions, the per-point
+    terms are computed in place over all rows and clusterings, and summed per cluster (``reduceat``).
 
     Args:
-        xs: (R, n) ascending rows, padding beyond counts[r].
+        xs: (R, n) ascending float64 rows, padding beyond counts[r].
         counts: (R,) number of real values per row.
         ends: (R, K) - or (R, G, K), G clusterings per row - exclusive cluster ends as returned by
-            ``kmeans_1d_sorted``.
+            ``kmeans_1d_sorted`` (the last one is counts[r]).
+        prefix: ``prefix_sums(xs, counts)`` when already computed.
     """
+    xs, counts, ends = np.asarray(xs, dtype=np.float64), np.asarray(counts), np.asarray(ends)
     n_rows, n = xs.shape
-    grouped = ends if ends.dim() == 3 else ends.unsqueeze(1)
-    prefix = prefix_sums(xs, counts)
-    starts = torch.nn.functional.pad(grouped[..., :-1], (1, 0))
+    grouped = ends.reshape(n_rows, -1, ends.shape[-1])
+    prefix = prefix_sums(xs, counts) if prefix is None else prefix
+    starts = np.concatenate((np.zeros_like(grouped[..., :1]), grouped[..., :-1]), axis=-1)
     sizes = grouped - starts
-    p_start, p_end = gather_rows(prefix, starts), gather_rows(prefix, grouped)
-    centres = (p_end - p_start) / sizes.clamp(min=1)
-    inf = torch.tensor(float("inf"), dtype=xs.dtype, device=xs.device)
-    above = torch.where(sizes > 0, centres, inf).flip(-1).cummin(-1).values.flip(-1)
-    below = torch.where(sizes > 0, centres, -inf).cummax(-1).values
-    next_above = torch.nn.functional.pad(above[..., 1:], (0, 1), value=float("inf"))
-    next_below = torch.nn.functional.pad(below[..., :-1], (1, 0), value=float("-inf"))
-    lonely = torch.isinf(next_above) & torch.isinf(next_below)
-    per_cluster = torch.stack(
-        (
-            p_start,
-            p_end,
-            (starts + grouped).to(xs.dtype),
-            (sizes - 1).clamp(min=1).to(xs.dtype),
-            next_above,
-            next_below,
-            ((sizes > 1) & ~lonely).to(xs.dtype),
-        )
+    row_at = (np.arange(n_rows) * (n + 1))[:, None, None]
+    p_start, p_end = prefix.take(starts + row_at), prefix.take(grouped + row_at)
+    centres = (p_end - p_start) / np.maximum(sizes, 1)
+    above = np.minimum.accumulate(np.where(sizes > 0, centres, np.inf)[..., ::-1], axis=-1)[..., ::-1]
+    below = np.maximum.accumulate(np.where(sizes > 0, centres, -np.inf), axis=-1)
+    next_above = np.concatenate((above[..., 1:], np.full_like(above[..., :1], np.inf)), axis=-1)
+    next_below = np.concatenate((np.full_like(below[..., :1], -np.inf), below[..., :-1]), axis=-1)
+    has_sil = (sizes > 1) & ~(np.isinf(next_above) & np.isinf(next_below))
+    # every position takes its cluster's constants; padding positions (past the last end) the last one's
+    seg_sizes = sizes.copy()
+    seg_sizes[..., -1] += n - grouped[..., -1]
+    shape, repeats = grouped.shape[:-1] + (n,), seg_sizes.ravel()
+    bounds, ends_sum, mates, centre_above, centre_below = (
+        np.repeat(v.ravel(), repeats).reshape(shape)
+        for v in ((starts + grouped).astype(np.float64), p_start + p_end, np.maximum(sizes - 1.0, 1.0))
+        + (next_above, next_below)
     )
-    own = cluster_of_positions(grouped, n)
-    own_start_p, own_end_p, own_bounds, own_mates, own_above, own_below, has_sil = per_cluster.gather(
-        -1, own.expand(per_cluster.shape[0], *own.shape)
-    )
-    pos = torch.arange(n, device=xs.device)
-    valid = pos < counts.unsqueeze(-1)
-    x = xs.masked_fill(~valid, 0.0).unsqueeze(1)
-    total = x * (2 * (pos + 1) - own_bounds) - 2 * prefix[:, None, 1:] + own_start_p + own_end_p
-    noise = 64 * torch.finfo(xs.dtype).eps * prefix.abs().amax(-1).view(-1, 1, 1)
-    a = total.masked_fill(total <= noise, 0.0) / own_mates
-    b = torch.minimum(own_above - x, x - own_below)
-    denom = torch.maximum(a, b)
-    defined = (has_sil > 0) & (denom > 0) & valid.unsqueeze(1)
-    sil = torch.where(defined, (b - a) / denom, 0.0)
-    scores = sil.sum(-1) / counts.clamp(min=1).unsqueeze(-1)
-    return scores if ends.dim() == 3 else scores.squeeze(1)
+    pos = np.arange(n)
+    x = np.where(pos < counts[:, None], xs, 0.0)[:, None, :]
+    # in place: a <- within-cluster distance sum / mates, b <- nearest other cluster, then the Silhouette
+    a = np.multiply(bounds, x, out=bounds)
+    np.subtract(2.0 * (pos + 1) * x - 2.0 * prefix[:, None, 1:], a, out=a)
+    np.add(a, ends_sum, out=a)
+    noise = 64 * np.finfo(np.float64).eps * np.abs(prefix).max(-1)[:, None, None]
+    np.copyto(a, 0.0, where=a <= noise)
+    np.divide(a, mates, out=a)
+    b = np.subtract(centre_above, x, out=centre_above)
+    np.minimum(b, np.subtract(x, centre_below, out=centre_below), out=b)
+    denom = np.maximum(np.maximum(a, b, out=mates), TINY, out=mates)
+    sil = np.subtract(b, a, out=b)
+    # sums over [s, e) of each cluster and, apart, over the padding [counts, n): the same whatever K is
+    offsets = n * np.arange(sil.size // n).reshape(shape[:-1] + (1,))
+    cuts = np.concatenate((starts, grouped[..., -1:]), axis=-1) + offsets
+    with np.errstate(invalid="ignore", over="ignore"):  # lonely clusters (inf / inf) and padding
+        np.divide(sil, denom, out=sil)
+        per_cluster = np.add.reduceat(np.append(sil.ravel(), 0.0), cuts.ravel())
+    per_cluster = per_cluster.reshape(cuts.shape)[..., :-1]
+    scores = np.where(has_sil, per_cluster, 0.0).sum(-1) / np.maximum(counts, 1)[:, None]
+    return scores.reshape(ends.shape[:-1])
