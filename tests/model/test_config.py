@@ -22,6 +22,9 @@ from vse_ray.train.config import TrainConfig
         ("max_failures", -2),
         ("loss_params", [1]),
         ("data_dir", ""),
+        ("warmup_epochs", 31),
+        ("warmup_epochs", -1),
+        ("init_checkpoint", "/no/such/checkpoint"),
     ],
 )
 def test_validate_names_the_field(field, value):

@@ -92,3 +92,34 @@ def test_train_step_skips_update_on_nonfinite_loss(tiny_cfg):
 
     loss = engine.train_step(fake_model, lambda a, b, **k: (a * b).sum() * float("inf"), opt, Batch, 2.0)
     assert not torch.isfinite(loss) and torch.equal(model.weight, before)
+
+
+def test_warmup_epochs_train_with_the_sum_of_hinges(tiny_cfg, tmp_path):
+    cfg = dataclasses.replace(tiny_cfg, epochs=2)
+    warm = _run(dataclasses.replace(cfg, warmup_epochs=1), tmp_path, "warm")
+    vse0 = _run(dataclasses.replace(cfg, loss="vse0", epochs=1), tmp_path, "vse0")
+    plain = _run(cfg, tmp_path, "plain")
+    assert warm.history[0] == vse0.history[0]
+    assert warm.history[0]["train_loss"] != plain.history[0]["train_loss"]
+
+
+def test_shared_warmup_checkpoint_gives_the_same_run(tiny_cfg, tmp_path):
+    cfg = dataclasses.replace(tiny_cfg, warmup_epochs=1)
+    straight = _run(cfg, tmp_path, "straight")
+    warmup = _run(dataclasses.replace(cfg, loss="vse0", epochs=1), tmp_path, "warmup")
+    shared = _run(dataclasses.replace(cfg, init_checkpoint=str(warmup.checkpoints[0])), tmp_path, "shared")
+    assert [m["epoch"] for m in shared.history] == [2, 3]
+    assert shared.history == straight.history[1:]
+
+
+def test_init_checkpoint_from_another_run_is_refused(tiny_cfg, tmp_path):
+    warmup = _run(dataclasses.replace(tiny_cfg, epochs=1, warmup_epochs=1), tmp_path, "warmup")
+    other = dataclasses.replace(
+        tiny_cfg, warmup_epochs=1, lr=1e-3, init_checkpoint=str(warmup.checkpoints[0])
+    )
+    with pytest.raises(ValueError, match=r"trained with other \['lr'\]"):
+        _run(other, tmp_path, "other")
+    longer = _run(dataclasses.replace(tiny_cfg, epochs=2, warmup_epochs=1), tmp_path, "longer")
+    late = dataclasses.replace(tiny_cfg, warmup_epochs=1, init_checkpoint=str(longer.checkpoints[1]))
+    with pytest.raises(ValueError, match="epoch 2 is past warmup_epochs 1"):
+        _run(late, tmp_path, "late")

@@ -44,6 +44,14 @@ def test_cnn_encoder_rejects_channels_first():
         CNNImageEncoder("small", 8)(torch.zeros(2, 3, 16, 16, dtype=torch.uint8))
 
 
+def test_tiny_cnn_is_the_small_cnn_at_half_width():
+    tiny, dim = build_cnn("tiny")
+    small, small_dim = build_cnn("small")
+    assert (dim, small_dim) == (128, 256)
+    assert tiny(torch.randn(2, 3, 64, 64)).shape == (2, 128)
+    assert sum(p.numel() for p in tiny.parameters()) < sum(p.numel() for p in small.parameters()) / 3
+
+
 def test_build_cnn_torchvision_without_download_and_unknown_name():
     model, dim = build_cnn("resnet18", weights=None)
     assert dim == 512

@@ -7,7 +7,8 @@ import torchvision
 from torch import nn
 
 TORCHVISION_CNNS = ("resnet18", "resnet34", "resnet50", "resnet152", "vgg19")
-CNN_NAMES = ("small", *TORCHVISION_CNNS)
+SMALL_CNN_WIDTHS = {"small": 32, "tiny": 16}
+CNN_NAMES = (*SMALL_CNN_WIDTHS, *TORCHVISION_CNNS)
 
 
 class SmallCNN(nn.Module):
@@ -31,11 +32,11 @@ def build_cnn(name: str, weights: str | None = None) -> tuple[nn.Module, int]:
     """Return (backbone without classifier, feature dim) for `name` in CNN_NAMES.
 
     Args:
-        name: "small" or a torchvision model name.
-        weights: torchvision weights name (e.g. "IMAGENET1K_V1"); None = random init. Ignored for "small".
+        name: "small" (SmallCNN, width 32), "tiny" (width 16, ~2.3× cheaper) or a torchvision model name.
+        weights: torchvision weights name (e.g. "IMAGENET1K_V1"); None = random init. Ignored for small/tiny.
     """
-    if name == "small":
-        cnn = SmallCNN()
+    if name in SMALL_CNN_WIDTHS:
+        cnn = SmallCNN(SMALL_CNN_WIDTHS[name])
         return cnn, cnn.out_dim
     if name not in TORCHVISION_CNNS:
         raise ValueError(f"cnn must be one of {CNN_NAMES}, got {name!r}")

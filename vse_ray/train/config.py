@@ -17,6 +17,13 @@ _TUPLE_FIELDS = ("eval_ks", "cs_ks", "ncs_ks")
 class TrainConfig:
     """One training run. Defaults: Adam 2e-4, ×0.1 after 15 epochs, 30 epochs, batch 128, clip 2 (VSE++).
 
+    `warmup_epochs` > 0 trains the first epochs with the sum-of-hinges loss (VSE++ eq. 5, margin 0.2) whatever
+    `loss` is, then switches to `loss`: hardest-negative losses need a reasonable embedding first (VSE++
+    Sec. 4.1 observes that max-of-hinges from a random start can stay near collapse). 0 = the paper recipe.
+    `init_checkpoint` starts a fresh run from a checkpoint of an identical run stopped after its warm-up (same
+    seed, model, optimiser and schedule): several losses can share one warm-up, with the result they would
+    reach training it each.
+
     `storage_path`, `run_name`, `tracking_uri` and `experiment` left empty are derived by `resolved()`:
     `<output_dir>/ray_results`, `<dataset>-<loss>-s<seed>`, `sqlite:///<output_dir>/mlflow.db`, the dataset
     name.
@@ -30,6 +37,8 @@ class TrainConfig:
     lr: float = 2e-4
     lr_update: int = 15
     grad_clip: float = 2.0
+    warmup_epochs: int = 0
+    init_checkpoint: str = ""
     word_dim: int = 300
     embed_dim: int = 1024
     normalize_image: bool = True
@@ -68,6 +77,10 @@ class TrainConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name}: must be a positive integer, got {value!r}")
+        if not isinstance(self.warmup_epochs, int) or not 0 <= self.warmup_epochs <= self.epochs:
+            raise ValueError(f"warmup_epochs: must be an integer in [0, epochs], got {self.warmup_epochs!r}")
+        if self.init_checkpoint and not Path(self.init_checkpoint).exists():
+            raise ValueError(f"init_checkpoint: no such file or folder: {self.init_checkpoint}")
         if self.batch_size < 2:
             raise ValueError(
                 f"batch_size: needs at least 2 pairs for in-batch negatives, got {self.batch_size}"

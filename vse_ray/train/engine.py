@@ -15,11 +15,32 @@ from torch import nn
 from vse_ray.evaluation.embed import evaluate_split
 from vse_ray.losses import make_loss
 from vse_ray.train.batches import BatchBuilder, BatchSource, TableBatches, TrainBatch
-from vse_ray.train.checkpoint import save_checkpoint
+from vse_ray.train.checkpoint import load_checkpoint, save_checkpoint
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.relevance_histogram import RelevanceHistogram
 from vse_ray.train.reporter import Reporter
 from vse_ray.train.training_data import TrainingData, build_model
+
+WARMUP_LOSS = "vse0"  # sum of hinges (VSE++ eq. 5), the loss of the first `cfg.warmup_epochs` epochs
+
+
+# Fields a shared warm-up checkpoint must agree on with the run that starts from it (`init_checkpoint`).
+WARMUP_SHARED_FIELDS = (
+    "data_dir",
+    "batch_size",
+    "lr",
+    "lr_update",
+    "grad_clip",
+    "word_dim",
+    "embed_dim",
+    "normalize_image",
+    "finetune",
+    "cnn",
+    "cnn_weights",
+    "num_workers",
+    "seed",
+    "warmup_epochs",
+)
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -102,13 +123,29 @@ def train_one_epoch(
     return float(summed[0] / summed[1])
 
 
+def warmup_state(cfg: TrainConfig) -> dict[str, Any]:
+    """The state of `cfg.init_checkpoint`, checked to be a warm-up this run would have trained itself."""
+    state = load_checkpoint(cfg.init_checkpoint)
+    theirs, ours = state["config"], cfg.to_dict()
+    differ = [k for k in WARMUP_SHARED_FIELDS if theirs.get(k) != ours[k]]
+    if differ:
+        raise ValueError(f"init_checkpoint {cfg.init_checkpoint}: trained with other {differ}")
+    if int(state["epoch"]) > cfg.warmup_epochs:
+        raise ValueError(
+            f"init_checkpoint {cfg.init_checkpoint}: epoch {state['epoch']} is past warmup_epochs "
+            f"{cfg.warmup_epochs}, so it was not trained with the warm-up loss only"
+        )
+    return state
+
+
 def run_training(
     cfg: TrainConfig,
     reporter: Reporter,
     start_state: dict[str, Any] | None = None,
     context: WorkerContext | None = None,
 ) -> None:
-    """Train `cfg.loss` for `cfg.epochs`, validating and checkpointing after every epoch.
+    """Train `cfg.loss` for `cfg.epochs` (the first `cfg.warmup_epochs` with WARMUP_LOSS), validating and
+    checkpointing after every epoch.
 
     Args:
         cfg: The run's configuration.
@@ -117,11 +154,14 @@ def run_training(
         context: Batches/device/rank of this worker; default: single process over the local train split.
     """
     cfg.validate()
+    if start_state is None and cfg.init_checkpoint:
+        start_state = warmup_state(cfg)
     torch.manual_seed(cfg.seed)
     data = TrainingData.load(cfg, with_captions=context is None)
     ctx = context or local_context(cfg, data)
     model = build_model(data.model_args).to(ctx.device)
     loss_fn = make_loss(cfg.loss, **cfg.loss_params).to(ctx.device)
+    warmup_fn = make_loss(WARMUP_LOSS).to(ctx.device)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=cfg.lr_update, gamma=0.1)
     source = loss_fn.relevance_source
@@ -139,7 +179,8 @@ def run_training(
     builder = BatchBuilder(data.train_images, source, data.references, data.doc_freq)
     net = nn.parallel.DistributedDataParallel(model) if ctx.world_size > 1 else model
     for epoch in range(first_epoch, cfg.epochs + 1):
-        train_loss = train_one_epoch(cfg, epoch, net, loss_fn, optimizer, builder, ctx, histogram)
+        epoch_loss = warmup_fn if epoch <= cfg.warmup_epochs else loss_fn
+        train_loss = train_one_epoch(cfg, epoch, net, epoch_loss, optimizer, builder, ctx, histogram)
         lr = optimizer.param_groups[0]["lr"]
         scheduler.step()
         metrics: dict[str, Any] = {"epoch": epoch, "train_loss": train_loss, "lr": lr}
