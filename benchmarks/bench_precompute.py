@@ -124,12 +124,14 @@ def run_ray(n: int, out: Path, config, cpus: int) -> dict:
         address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False, configure_logging=False
     )
     ray.data.DataContext.get_current().enable_progress_bars = False
+    start = time.perf_counter()
     summary = precompute(config, str(out), ExecutionOptions(), verbose=False)
+    seconds = time.perf_counter() - start  # wall time: the two stages may run side by side
     ray.shutdown()
     return {
         "images_per_s": summary.throughput("images"),
         "captions_per_s": summary.throughput("captions"),
-        "seconds": summary.seconds["images"] + summary.seconds["captions"],
+        "seconds": seconds,
     }
 
 

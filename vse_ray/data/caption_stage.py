@@ -55,7 +55,11 @@ def fit_train_models(train: dict[str, np.ndarray], config: PrecomputeConfig, out
 
 
 def run_caption_stage(
-    columns: dict[str, dict[str, np.ndarray]], config: PrecomputeConfig, options: ExecutionOptions, out: Path
+    columns: dict[str, dict[str, np.ndarray]],
+    config: PrecomputeConfig,
+    options: ExecutionOptions,
+    out: Path,
+    cpu_share: float = 1.0,
 ) -> int:
     """Write the ``captions/`` shards that are not complete yet; returns the number of captions processed.
 
@@ -65,6 +69,7 @@ def run_caption_stage(
         config: The resolved config.
         options: Pool sizes and batch sizes.
         out: The output folder.
+        cpu_share: Fraction of the cluster's CPUs the Sentence-BERT pool may take.
     """
     vocab, svd_bytes = fit_train_models(columns["train"], config, out)
     ledger = ShardLedger(out, "captions")
@@ -80,7 +85,6 @@ def run_caption_stage(
     kwargs = {"vocab": vocab, "svd_bytes": svd_bytes, "sbert_model": config.sbert_model}
     kwargs["batch_size"] = options.sbert_batch_size
     ds = ray.data.from_arrow([shard_input(s, columns[s.split]) for s in todo])
-    ds = map_in_actor_pool(
-        ds, CaptionVectorizer, kwargs, plan_resources(options.sbert_actors, "sbert_actors")
-    )
+    res = plan_resources(options.sbert_actors, "sbert_actors", len(todo), cpu_share)
+    ds = map_in_actor_pool(ds, CaptionVectorizer, kwargs, res)
     return write_shards(ds, ledger, todo, captions_table)

@@ -11,18 +11,21 @@ from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
 from vse_ray.data.image_io import FileImages, SyntheticImages, load_images
 from vse_ray.data.precomp import read_precomp_rows
 from vse_ray.data.ray_stages import map_in_actor_pool, write_shards
-from vse_ray.data.resources import TASK_CPUS, plan_resources
+from vse_ray.data.resources import TASK_CPUS, StageResources, plan_resources
 from vse_ray.data.schema import features_table
 from vse_ray.data.shards import ShardLedger, plan_shards, shard_input
 from vse_ray.data.sources import Source
 from vse_ray.features import CNNFeatureExtractor
 
 
-def run_image_stage(source: Source, config: PrecomputeConfig, options: ExecutionOptions, out: Path) -> int:
+def run_image_stage(
+    source: Source, config: PrecomputeConfig, options: ExecutionOptions, out: Path, cpu_share: float = 1.0
+) -> int:
     """Write the ``features/`` shards that are not complete yet; returns the number of images processed.
 
     File and synthetic images go through decode tasks, the CNN actor pool (``num_gpus=1`` per actor when the
-    cluster has GPUs) and write tasks; precomp features through read and write tasks.
+    cluster has GPUs) and write tasks; precomp features through read and write tasks. ``cpu_share`` is the
+    fraction of the cluster's CPUs the CNN pool may take.
     """
     ledger = ShardLedger(out, "features")
     todo = [
@@ -43,7 +46,8 @@ def run_image_stage(source: Source, config: PrecomputeConfig, options: Execution
         )
         with_image = False
     else:
-        ds = _cnn_features(ds, source.images, config, options)
+        res = plan_resources(options.cnn_actors, "cnn_actors", len(todo), cpu_share)
+        ds = _cnn_features(ds, source.images, config, options, res)
         with_image = bool(config.keep_images)
     return write_shards(ds, ledger, todo, partial(features_table, with_image=with_image))
 
@@ -53,8 +57,8 @@ def _cnn_features(
     images: FileImages | SyntheticImages,
     config: PrecomputeConfig,
     options: ExecutionOptions,
+    res: StageResources,
 ) -> ray.data.Dataset:
-    res = plan_resources(options.cnn_actors, "cnn_actors")
     ds = ds.map_batches(
         load_images,
         fn_kwargs={"source": images, "size": config.resize, "keep_png": bool(config.keep_images)},

@@ -29,8 +29,10 @@ class StageResources:
         return None if self.actor_gpus else 1
 
 
-def plan_resources(requested_actors: int | None, what: str) -> StageResources:
-    """One actor per GPU when the cluster has GPUs, else one per CPU.
+def plan_resources(
+    requested_actors: int | None, what: str, blocks: int | None = None, cpu_share: float = 1.0
+) -> StageResources:
+    """One actor per GPU when the cluster has GPUs, else one per CPU, never more than there are blocks.
 
     CPU actors take :data:`ACTOR_CPUS` and tasks :data:`TASK_CPUS`, so the pool always leaves room for the
     decode and write tasks (a pool holding every CPU would hang the stream on a small node).
@@ -38,16 +40,18 @@ def plan_resources(requested_actors: int | None, what: str) -> StageResources:
     Args:
         requested_actors: Pool size asked for, or None for the default.
         what: Name of the option, for messages.
+        blocks: Blocks the stage will process (each actor loads a model: no more actors than blocks).
+        cpu_share: Fraction of the cluster's CPUs this stage may use (stages that run side by side).
     """
     resources = ray.cluster_resources()
     cpus, gpus = resources.get("CPU", 0.0), int(resources.get("GPU", 0))
     if gpus:
-        actors = requested_actors or gpus
+        actors = requested_actors or min(gpus, blocks or gpus)
         if actors > gpus:
             raise ValueError(f"{what}={actors} exceeds the cluster's {gpus} GPUs")
         return StageResources(actors=actors, actor_cpus=1.0, actor_gpus=1.0, task_cpus=1.0)
-    fit = max(1, math.floor((cpus - TASK_CPUS) / ACTOR_CPUS))
-    actors = requested_actors or min(fit, max(1, int(cpus)))
+    fit = max(1, math.floor((cpus * cpu_share - TASK_CPUS) / ACTOR_CPUS))
+    actors = requested_actors or min(fit, max(1, int(cpus)), blocks or fit)
     if actors > fit:
         raise ValueError(f"{what}={actors} does not fit the cluster's {cpus:g} CPUs (at most {fit})")
     return StageResources(actors=actors, actor_cpus=ACTOR_CPUS, actor_gpus=0.0, task_cpus=TASK_CPUS)

@@ -17,6 +17,7 @@ class PrecomputeSummary:
         processed: Rows computed in this run (0 for stages resumed from complete shards), per stage.
         seconds: Wall time per stage.
         skipped: Relevance matrices not written, with the reason.
+        wall_seconds: Wall time of the whole run (stages may overlap).
     """
 
     out: str
@@ -26,6 +27,7 @@ class PrecomputeSummary:
     processed: dict[str, int] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
+    wall_seconds: float = 0.0
 
     def throughput(self, stage: str) -> float:
         """Rows per second of ``stage`` in this run (0 when nothing was computed)."""
@@ -44,7 +46,7 @@ class PrecomputeSummary:
             rate = f"{self.throughput(stage):.1f} {rows_name}/s" if done else "all shards already complete"
             lines.append(f"{stage:<9} {done:>7} computed in {self.seconds.get(stage, 0.0):6.1f} s  ({rate})")
         lines.append(
-            f"relevance {self.seconds.get('relevance', 0.0):6.1f} s; total {sum(self.seconds.values()):.1f} s"
+            f"relevance {self.seconds.get('relevance', 0.0):6.1f} s; total {self.wall_seconds:.1f} s (wall)"
         )
         lines += [f"skipped {name}: {reason}" for name, reason in self.skipped.items()]
         lines += [f"reject {r['split']}/{r['image_id']} {r['path']}: {r['reason']}" for r in self.rejects[:5]]
