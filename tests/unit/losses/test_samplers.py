@@ -59,6 +59,18 @@ def test_masked_logsumexp_matches_torch_and_handles_empty_rows(dtype):
     assert torch.isfinite(values.grad).all() and torch.all(values.grad[2] == 0)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_masked_logsumexp_matches_torch_on_widely_spread_values(dtype):
+    gen = torch.Generator().manual_seed(0)
+    values = (100 * torch.randn(8, 64, generator=gen, dtype=dtype)).requires_grad_()
+    mask = torch.rand(8, 64, generator=gen) < 0.7
+    out, _ = masked_logsumexp(values, mask)
+    reference = values.masked_fill(~mask, float("-inf")).logsumexp(-1)
+    torch.testing.assert_close(out, reference)
+    (grad,) = torch.autograd.grad(out.sum(), values)
+    torch.testing.assert_close(grad, torch.autograd.grad(reference.sum(), values)[0])
+
+
 def test_soft_hardest_tends_to_the_max():
     value, _ = soft_hardest_similarity(SCORES, CANDS, gamma=1e4)
     torch.testing.assert_close(value[:2], torch.tensor([0.5, 0.7], dtype=torch.float64), atol=1e-3, rtol=0)

@@ -13,12 +13,15 @@ def window_masks(rel, alpha, beta):
     return pos, neg
 
 
+@pytest.mark.parametrize("symmetric", [False, True])
 @pytest.mark.parametrize(("alpha", "beta"), [(0.2, 0.1), (0.5, 0.25), (1.0, 0.3)])
-def test_matches_explicit_window_masks(alpha, beta):
+def test_matches_explicit_window_masks(alpha, beta, symmetric):
     gen = torch.Generator().manual_seed(1)
     sims = torch.rand(2, 7, 7, generator=gen, dtype=torch.float64)
     rel = torch.rand(2, 7, 7, generator=gen, dtype=torch.float64) * 2 - 1
     rel[..., 3] = rel[..., 4]  # ties in relevance
+    if symmetric:  # both directions equal: the sort is shared
+        rel = ((rel[0] + rel[0].T) / 2).expand(2, -1, -1)
     sampler = SlidingWindowSampler(alpha, beta)
     pos, neg = sampler(sims, rel)
     up, low = window_masks(rel, alpha, beta)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -12,8 +14,11 @@ def masked_logsumexp(values: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
     """log Σ_{j: mask} exp(values_j) over the last dim, with finite gradients on empty rows.
 
     Computed as m + log Σ_j mask_j exp(values_j - m) with m the masked maximum, so no exponential of a
-    huge negative fill value is taken (slow on CPU); masked entries with values above m are clamped to m
-    before the exponential and then multiplied by 0.
+    huge negative fill value is taken (slow on CPU); masked-out entries are replaced by the floor below
+    before the exponential and then multiplied by 0, and the maximum keeps its gradient. Exponents are
+    floored at log(finfo.tiny) / 2 (about -44 in float32), so neither the exponentials nor their gradients
+    are subnormal numbers (very slow on CPU); this changes the sum, which is at least 1, by less than
+    C·sqrt(finfo.tiny), far below float rounding.
 
     Returns:
         (result (...,), valid (...,)); rows with no True entry give 0 and valid False.
@@ -22,7 +27,9 @@ def masked_logsumexp(values: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
     weight = mask.to(values.dtype)
     with torch.no_grad():
         top = (values + (weight - 1) * torch.finfo(values.dtype).max).amax(-1, keepdim=True)
-    total = ((values - top).clamp(max=0).exp() * weight).sum(-1)
+    floor = math.log(torch.finfo(values.dtype).tiny) / 2
+    shifted = torch.where(mask, values - top, floor).clamp(min=floor)
+    total = (shifted.exp() * weight).sum(-1)
     valid = total > 0
     result = top.squeeze(-1) + torch.where(valid, total, 1.0).log()
     return torch.where(valid, result, 0.0), valid
