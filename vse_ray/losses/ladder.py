@@ -10,8 +10,10 @@ from vse_ray.losses.ladder_terms import BaseLadderLoss
 
 def threshold_levels(relevance: Tensor, candidates: Tensor, thresholds: Tensor) -> Tensor:
     """Level of each negative: 1 where r >= θ_1, l where θ_l <= r < θ_{l-1}, L below θ_{L-1}; 0 elsewhere."""
-    levels = 1 + (relevance.unsqueeze(-1) < thresholds).sum(-1)
-    return levels * candidates
+    levels = candidates.long()
+    for threshold in thresholds:  # one comparison per threshold: no (..., Q, C, L - 1) intermediate
+        levels += (relevance < threshold) & candidates
+    return levels
 
 
 class LadderLoss(BaseLadderLoss):

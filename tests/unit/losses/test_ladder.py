@@ -12,6 +12,7 @@ from tests.unit.losses._reference import (
     vsepp_ref,
 )
 from vse_ray.losses import LadderLoss, VSE0Loss, VSEPPLoss
+from vse_ray.losses.ladder import threshold_levels
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -70,3 +71,14 @@ def test_second_ladder_orders_the_negatives():
 def test_bad_hyper_parameters(kwargs, name):
     with pytest.raises(ValueError, match=name):
         LadderLoss(**kwargs)
+
+
+@pytest.mark.parametrize("thresholds", [(), (0.4,), (0.7, 0.4, 0.1)])
+def test_threshold_levels_equal_the_broadcast_count(thresholds):
+    gen = torch.Generator().manual_seed(len(thresholds))
+    rel = torch.rand(2, 9, 9, generator=gen).round(decimals=1)  # many values equal to a threshold
+    cand = torch.rand(2, 9, 9, generator=gen) < 0.8
+    theta = torch.tensor(thresholds)
+    expected = (1 + (rel.unsqueeze(-1) < theta).sum(-1)) * cand  # the previous formulation
+    assert torch.equal(threshold_levels(rel, cand, theta), expected)
+    assert set(threshold_levels(rel, cand, theta).unique().tolist()) == set(range(len(thresholds) + 2))

@@ -7,6 +7,7 @@ import pytest
 
 from tests.unit.metrics._inputs import assert_same_floats, retrieval_input, scipy_taus, stable_ranking
 from vse_ray.metrics import coherent_score, coherent_scores
+from vse_ray.metrics.functional.coherent_score import per_query_coherent_scores
 
 
 def _reference(sims: np.ndarray, relevance: np.ndarray, k: int) -> np.ndarray:
@@ -37,6 +38,16 @@ def test_per_query_taus_equal_scipy(k: int, ties: bool, dtype) -> None:
     sims, _, relevance = retrieval_input(ties=ties, dtype=dtype)
     taus = coherent_score(sims, relevance, k, reduce=False)
     assert_same_floats(taus, _reference(sims.astype(np.float64), relevance.astype(np.float64), k), atol=0.0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_whole_gallery_among_cutoffs_equals_scipy(dtype) -> None:
+    """K = n_gallery skips the top-K selection; the other cut-offs still slice the ordered top max(K)."""
+    sims, _, relevance = retrieval_input(ties=True, seed=7, dtype=dtype)
+    taus = per_query_coherent_scores(sims, relevance, (36, 2, 17), chunk_size=5)
+    for k, values in taus.items():
+        expected = _reference(sims.astype(np.float64), relevance.astype(np.float64), k)
+        assert_same_floats(values, expected, atol=0.0)
 
 
 def test_mean_skips_undefined_queries() -> None:

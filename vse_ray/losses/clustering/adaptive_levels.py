@@ -2,28 +2,103 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 from torch import Tensor
 
-from vse_ray.losses.clustering.kmeans_1d import kmeans_1d_sorted, prefix_sums
-from vse_ray.losses.clustering.silhouette_1d import silhouette_1d_sorted
+from vse_ray.jit import njit
+from vse_ray.losses.clustering.kmeans_1d import lloyd_row, row_prefix_sums
+from vse_ray.losses.clustering.silhouette_1d import row_noise, silhouette_row
 
 
+@njit
 def distinct_rows(xs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Indices of the first copy of each distinct row of ``xs`` (R, n) and, per row, the copy it equals.
 
     Clustering results depend on a row's values only, so equal rows - both directions of a symmetric
-    relevance matrix - are clustered once. Rows are grouped by a weighted sum and then compared exactly;
-    if two rows with equal sums differ, every row counts as distinct.
+    relevance matrix - are clustered once. Rows are keyed by a weighted sum of their finite values, looked
+    up in an open-addressing table of first copies and compared exactly with the rows of equal key.
     """
-    finite = np.where(np.isfinite(xs), xs, -1.0)
-    weights = np.cos(np.arange(xs.shape[1]))  # fixed, irregular weights
-    _, first, copy_of = np.unique(finite @ weights, return_index=True, return_inverse=True)
-    if not np.array_equal(xs, xs[first[copy_of]]):
-        everyone = np.arange(len(xs))
-        return everyone, everyone
-    return first, copy_of
+    n_rows, n = xs.shape
+    size = 2
+    while size <= 2 * n_rows:  # a power of two above twice the rows: short probe sequences
+        size *= 2
+    table = np.full(size, -1)  # row index of a first copy, or -1
+    keys = np.zeros(n_rows)
+    copy_of = np.empty(n_rows, dtype=np.int64)
+    first = np.empty(n_rows, dtype=np.int64)
+    n_distinct = 0
+    weights = np.empty(n)
+    for p in range(n):
+        weights[p] = math.cos(p)  # fixed, irregular weights
+    for r in range(n_rows):
+        for p in range(n):
+            keys[r] += weights[p] * (xs[r, p] if np.isfinite(xs[r, p]) else -1.0)
+        slot = hash(keys[r]) & (size - 1)
+        while table[slot] >= 0:
+            other = table[slot]
+            if keys[other] == keys[r] and rows_equal(xs[other], xs[r]):
+                copy_of[r] = copy_of[other]
+                break
+            slot = (slot + 1) & (size - 1)
+        else:
+            table[slot] = r
+            first[n_distinct], copy_of[r] = r, n_distinct
+            n_distinct += 1
+    return first[:n_distinct].copy(), copy_of
+
+
+@njit
+def rows_equal(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two rows hold the same values (NaN equals nothing)."""
+    for p in range(a.shape[0]):
+        if not a[p] == b[p]:
+            return False
+    return True
+
+
+@njit
+def levels_rows(
+    values: np.ndarray,
+    mask: np.ndarray,
+    xs: np.ndarray,
+    counts: np.ndarray,
+    same_as: np.ndarray,
+    l_min: int,
+    l_max: int,
+    max_iter: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Levels (R, n) and L* (R,) of rows ``values`` with candidates ``mask``, given each row's candidate
+    values sorted ``xs`` (+inf padding), their ``counts``, and an earlier or the same row with equal ``xs``
+    (``same_as``), whose clustering is reused; see ``adaptive_levels``.
+    """
+    n_rows, n = values.shape
+    levels = np.zeros((n_rows, n), dtype=np.int64)
+    n_levels = np.ones(n_rows, dtype=np.int64)
+    chosen_ends = np.empty((n_rows, l_max), dtype=np.int64)
+    prefix, sil = np.empty(n + 1), np.empty(n)
+    centres, ends = np.empty(l_max), np.empty(l_max, dtype=np.int64)
+    for r in range(n_rows):
+        x, count = xs[r], counts[r]
+        if same_as[r] < r:
+            n_levels[r], chosen_ends[r] = n_levels[same_as[r]], chosen_ends[same_as[r]]
+        elif count >= l_min:
+            row_prefix_sums(x, count, prefix)
+            noise, best = row_noise(prefix), -math.inf
+            for k in range(l_min, min(l_max, count) + 1):
+                lloyd_row(x, count, k, max_iter, prefix, centres, ends)
+                score = silhouette_row(x, count, ends, prefix, noise, sil)
+                if score > best:  # the smallest k on ties
+                    n_levels[r], chosen_ends[r], best = k, ends, score
+        for c in range(n):
+            levels[r, c] = n_levels[r] * mask[r, c]
+        for t in range(n_levels[r] - 1):  # level 1 holds the highest values: count the cluster starts reached
+            first = x[chosen_ends[r, t]] if chosen_ends[r, t] < count else math.inf
+            for c in range(n):
+                levels[r, c] -= mask[r, c] & (values[r, c] >= first)
+    return levels, n_levels
 
 
 def adaptive_levels(
@@ -35,10 +110,11 @@ def adaptive_levels(
     clustered for every k in [l_min, l_max]; L* is the k with the largest mean Silhouette (the smallest k
     on ties) and its clusters become the levels, level 1 holding the highest-relevance cluster. Only k up
     to the number of candidates is tried; rows with fewer than l_min candidates get a single level.
-    All rows and all k are clustered at once (float64 numpy on the host: the relevance carries no
-    gradient), without a per-query loop; equal rows (both directions of a symmetric relevance) once.
-    Equal values always share a cluster, so a value's cluster is the number of cluster starts whose first
-    value it reaches - no inverse sort permutation is needed.
+    Rows are sorted by numpy (float64 on the host: the relevance carries no gradient), then one compiled
+    loop clusters each row for every k (``lloyd_row``), scores it (``silhouette_row``) and writes the
+    levels, without a per-query Python loop; equal rows (both directions of a symmetric relevance) are
+    clustered once. Equal values always share a cluster, so a value's cluster is the number of cluster
+    starts whose first value it reaches - no inverse sort permutation is needed.
 
     Args:
         relevance: (..., Q, C) relevance degrees.
@@ -50,31 +126,13 @@ def adaptive_levels(
         (levels, n_levels): levels (..., Q, C) int64 in 1..L* on candidates and 0 elsewhere; L* (..., Q).
     """
     lead, n_cols = relevance.shape[:-1], relevance.shape[-1]
-    values = relevance.detach().to(device="cpu", dtype=torch.float64).numpy().reshape(-1, n_cols)
-    mask = candidates.cpu().numpy().reshape(-1, n_cols)
-    keyed = np.where(mask, values, np.inf)
-    xs = np.sort(keyed, axis=-1)
-    counts = mask.sum(-1)
-    ks = np.arange(l_min, l_max + 1)
-    n_rows = xs.shape[0]
+    values = np.ascontiguousarray(
+        relevance.detach().to(device="cpu", dtype=torch.float64).reshape(-1, n_cols)
+    )
+    mask = np.ascontiguousarray(candidates.cpu().reshape(-1, n_cols))
+    xs = np.sort(np.where(mask, values, np.inf), axis=-1)
     first, copy_of = distinct_rows(xs)
-    unique_xs, unique_counts = xs[first], counts[first]
-    prefix = prefix_sums(unique_xs, unique_counts)
-    unique_ks = np.broadcast_to(ks, (len(first), len(ks)))
-    unique_ends = kmeans_1d_sorted(unique_xs, unique_counts, unique_ks, max_iter, prefix)
-    ends = unique_ends[copy_of]
-    scores = silhouette_1d_sorted(unique_xs, unique_counts, unique_ends, prefix)[copy_of]
-    scores[ks > counts[:, None]] = -np.inf
-    best = scores.argmax(-1)
-    clustered = np.isfinite(scores).any(-1)
-    chosen_k = np.where(clustered, ks[best], 1)
-    starts = np.where(clustered[:, None], ends[np.arange(n_rows), best, :-1], counts[:, None])
-    first_values = np.take_along_axis(xs, np.minimum(starts, n_cols - 1), -1)
-    first_values[starts >= counts[:, None]] = np.inf
-    cluster = np.zeros(keyed.shape, dtype=np.int64)
-    for t in range(first_values.shape[1]):
-        cluster += keyed >= first_values[:, t : t + 1]
-    levels = np.where(mask, chosen_k[:, None] - cluster, 0)
+    levels, chosen_k = levels_rows(values, mask, xs, mask.sum(-1), first[copy_of], l_min, l_max, max_iter)
     device = relevance.device
     return (
         torch.from_numpy(levels).to(device).view(*lead, n_cols),

@@ -1,13 +1,112 @@
-"""Batched mean Silhouette of interval clusterings of sorted 1-D rows, from prefix sums."""
+"""Mean Silhouette of interval clusterings of sorted 1-D rows, from prefix sums (compiled)."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from vse_ray.jit import njit
 from vse_ray.losses.clustering.kmeans_1d import prefix_sums
 
 TINY = 5e-324  # the smallest subnormal: max(denominator, TINY) only differs where the denominator is 0
+NOISE = 64 * np.finfo(np.float64).eps  # relative rounding noise of within-cluster sums from prefix sums
+BLOCK = 128  # numpy's pairwise-summation block
+
+
+@njit
+def pairwise_sum(v: np.ndarray, lo: int, hi: int) -> float:
+    """Sum of ``v[lo:hi]`` in numpy's pairwise order: 8 accumulators per block of <= 128 values, longer
+    runs split in halves rounded to multiples of 8."""
+    n = hi - lo
+    if n < 8:
+        total = -0.0
+        for i in range(lo, hi):
+            total += v[i]
+        return total
+    if n <= BLOCK:
+        r0, r1, r2, r3 = v[lo], v[lo + 1], v[lo + 2], v[lo + 3]
+        r4, r5, r6, r7 = v[lo + 4], v[lo + 5], v[lo + 6], v[lo + 7]
+        i = lo + 8
+        while i < hi - n % 8:
+            r0 += v[i]
+            r1 += v[i + 1]
+            r2 += v[i + 2]
+            r3 += v[i + 3]
+            r4 += v[i + 4]
+            r5 += v[i + 5]
+            r6 += v[i + 6]
+            r7 += v[i + 7]
+            i += 8
+        total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+        while i < hi:
+            total += v[i]
+            i += 1
+        return total
+    half = n // 2
+    half -= half % 8
+    return pairwise_sum(v, lo, lo + half) + pairwise_sum(v, lo + half, hi)
+
+
+@njit
+def silhouette_row(
+    x: np.ndarray, count: int, ends: np.ndarray, prefix: np.ndarray, noise: float, sil: np.ndarray
+) -> float:
+    """Mean Silhouette of the interval clustering ``ends`` of one ascending row (see silhouette_1d_sorted).
+
+    ``noise`` bounds the rounding error of the within-cluster sums; ``sil`` is scratch of length >= count.
+    A cluster's Silhouettes are summed as ``np.add.reduceat`` does (first value + pairwise sum of the
+    rest) and the clusters in order, so the result is the vectorised numpy formula's bit for bit.
+    """
+    total, start = 0.0, 0
+    for t in range(ends.shape[0]):
+        end = ends[t]
+        if end - start > 1:
+            below, above = -math.inf, math.inf  # centres of the nearest non-empty clusters on each side
+            lo = 0
+            for u in range(ends.shape[0]):
+                if ends[u] > lo:
+                    centre = (prefix[ends[u]] - prefix[lo]) / (ends[u] - lo)
+                    if u < t:
+                        below = max(below, centre)
+                    elif u > t:
+                        above = min(above, centre)
+                lo = ends[u]
+            if not (math.isinf(above) and math.isinf(below)):
+                span, ends_sum, mates = float(start + end), prefix[start] + prefix[end], end - start - 1.0
+                for p in range(start, end):
+                    # eq. 10 from two prefix-sum differences: members up to p are <= x_p, the rest >= x_p
+                    a = (2.0 * (p + 1) * x[p] - 2.0 * prefix[p + 1]) - span * x[p]
+                    a = a + ends_sum
+                    a = (0.0 if a <= noise else a) / mates
+                    b = min(above - x[p], x[p] - below)  # eq. 11: the nearest other cluster
+                    sil[p] = (b - a) / max(max(a, b), TINY)  # eq. 12
+                total += sil[start] + pairwise_sum(sil, start + 1, end)
+        start = end
+    return total / max(count, 1)
+
+
+@njit
+def row_noise(prefix: np.ndarray) -> float:
+    """Rounding noise of within-cluster sums taken from the prefix sums ``prefix`` of one row."""
+    largest = 0.0
+    for value in prefix:
+        largest = max(largest, abs(value))
+    return NOISE * largest
+
+
+@njit
+def silhouette_rows(xs: np.ndarray, counts: np.ndarray, ends: np.ndarray, prefix: np.ndarray) -> np.ndarray:
+    """(R, G) mean Silhouette of the G clusterings ``ends`` (R, G, K) of each row; see ``silhouette_row``."""
+    n_rows, n_groups = ends.shape[:2]
+    scores = np.empty((n_rows, n_groups))
+    sil = np.empty(xs.shape[1])
+    for r in range(n_rows):
+        noise = row_noise(prefix[r])
+        for g in range(n_groups):
+            scores[r, g] = silhouette_row(xs[r], counts[r], ends[r, g], prefix[r], noise, sil)
+    return scores
 
 
 def silhouette_1d_sorted(
@@ -22,8 +121,7 @@ def silhouette_1d_sorted(
     one is the next non-empty cluster above or below. Members of the own interval [s, e) up to position p
     are <= x_p and the rest >= x_p, so the within-cluster distance sum is two prefix-sum differences:
     2 ((p + 1) x_p - P[p + 1]) - (s + e) x_p + P[s] + P[e]; sums below the rounding noise of the prefix sums
-    are set to 0 (duplicated values). Per-cluster constants are spread onto their positions, the per-point
-    terms are computed in place over all rows and clusterings, and summed per cluster (``reduceat``).
+    are set to 0 (duplicated values). One compiled pass per clustering: O(n + K^2).
 
     Args:
         xs: (R, n) ascending float64 rows, padding beyond counts[r].
@@ -32,48 +130,9 @@ def silhouette_1d_sorted(
             ``kmeans_1d_sorted`` (the last one is counts[r]).
         prefix: ``prefix_sums(xs, counts)`` when already computed.
     """
-    xs, counts, ends = np.asarray(xs, dtype=np.float64), np.asarray(counts), np.asarray(ends)
-    n_rows, n = xs.shape
-    grouped = ends.reshape(n_rows, -1, ends.shape[-1])
-    prefix = prefix_sums(xs, counts) if prefix is None else prefix
-    starts = np.concatenate((np.zeros_like(grouped[..., :1]), grouped[..., :-1]), axis=-1)
-    sizes = grouped - starts
-    row_at = (np.arange(n_rows) * (n + 1))[:, None, None]
-    p_start, p_end = prefix.take(starts + row_at), prefix.take(grouped + row_at)
-    centres = (p_end - p_start) / np.maximum(sizes, 1)
-    above = np.minimum.accumulate(np.where(sizes > 0, centres, np.inf)[..., ::-1], axis=-1)[..., ::-1]
-    below = np.maximum.accumulate(np.where(sizes > 0, centres, -np.inf), axis=-1)
-    next_above = np.concatenate((above[..., 1:], np.full_like(above[..., :1], np.inf)), axis=-1)
-    next_below = np.concatenate((np.full_like(below[..., :1], -np.inf), below[..., :-1]), axis=-1)
-    has_sil = (sizes > 1) & ~(np.isinf(next_above) & np.isinf(next_below))
-    # every position takes its cluster's constants; padding positions (past the last end) the last one's
-    seg_sizes = sizes.copy()
-    seg_sizes[..., -1] += n - grouped[..., -1]
-    shape, repeats = grouped.shape[:-1] + (n,), seg_sizes.ravel()
-    bounds, ends_sum, mates, centre_above, centre_below = (
-        np.repeat(v.ravel(), repeats).reshape(shape)
-        for v in ((starts + grouped).astype(np.float64), p_start + p_end, np.maximum(sizes - 1.0, 1.0))
-        + (next_above, next_below)
-    )
-    pos = np.arange(n)
-    x = np.where(pos < counts[:, None], xs, 0.0)[:, None, :]
-    # in place: a <- within-cluster distance sum / mates, b <- nearest other cluster, then the Silhouette
-    a = np.multiply(bounds, x, out=bounds)
-    np.subtract(2.0 * (pos + 1) * x - 2.0 * prefix[:, None, 1:], a, out=a)
-    np.add(a, ends_sum, out=a)
-    noise = 64 * np.finfo(np.float64).eps * np.abs(prefix).max(-1)[:, None, None]
-    np.copyto(a, 0.0, where=a <= noise)
-    np.divide(a, mates, out=a)
-    b = np.subtract(centre_above, x, out=centre_above)
-    np.minimum(b, np.subtract(x, centre_below, out=centre_below), out=b)
-    denom = np.maximum(np.maximum(a, b, out=mates), TINY, out=mates)
-    sil = np.subtract(b, a, out=b)
-    # sums over [s, e) of each cluster and, apart, over the padding [counts, n): the same whatever K is
-    offsets = n * np.arange(sil.size // n).reshape(shape[:-1] + (1,))
-    cuts = np.concatenate((starts, grouped[..., -1:]), axis=-1) + offsets
-    with np.errstate(invalid="ignore", over="ignore"):  # lonely clusters (inf / inf) and padding
-        np.divide(sil, denom, out=sil)
-        per_cluster = np.add.reduceat(np.append(sil.ravel(), 0.0), cuts.ravel())
-    per_cluster = per_cluster.reshape(cuts.shape)[..., :-1]
-    scores = np.where(has_sil, per_cluster, 0.0).sum(-1) / np.maximum(counts, 1)[:, None]
-    return scores.reshape(ends.shape[:-1])
+    xs = np.ascontiguousarray(xs, dtype=np.float64)
+    counts = np.ascontiguousarray(counts, dtype=np.int64)
+    ends = np.asarray(ends, dtype=np.int64)
+    prefix = prefix_sums(xs, counts) if prefix is None else np.ascontiguousarray(prefix, dtype=np.float64)
+    grouped = np.ascontiguousarray(ends.reshape(len(xs), -1, ends.shape[-1]))
+    return silhouette_rows(xs, counts, grouped, prefix).reshape(ends.shape[:-1])

@@ -57,16 +57,26 @@ def coherent_scores(
 def per_query_coherent_scores(
     sims: Any, relevance: Any, ks: Sequence[int], *, chunk_size: int = 1024
 ) -> dict[int, np.ndarray]:
-    """Per-query tau over the top K for each K of ``ks``: the model's ordered top-max(K) is sliced."""
+    """Per-query tau over the top K for each K of ``ks``: the model's ordered top-max(K) is sliced.
+
+    Tau is unchanged when both variables are permuted alike, so a K covering the whole gallery takes the
+    rows as they are, without a top-K selection.
+    """
     sims = as_matrix("sims", sims)
     relevance = as_matrix("relevance", relevance)
     check_same_shape("relevance", relevance, sims)
     ks = check_ks("k", ks, sims.shape[1])
+    n_gallery = sims.shape[1]
+    cut = [k for k in ks if k < n_gallery]
     taus = {k: np.empty(sims.shape[0], dtype=np.float64) for k in ks}
     for rows in row_chunks(sims.shape[0], check_chunk_size(chunk_size)):
-        top = topk_indices(sims[rows], max(ks), ordered=min(ks) < max(ks))
-        scores = np.take_along_axis(sims[rows], top, axis=1)
-        degrees = np.take_along_axis(relevance[rows], top, axis=1)
+        if cut:
+            top = topk_indices(sims[rows], max(cut), ordered=min(cut) < max(cut))
+            scores = np.take_along_axis(sims[rows], top, axis=1)
+            degrees = np.take_along_axis(relevance[rows], top, axis=1)
         for k in ks:
-            taus[k][rows] = kendall_rows(scores[:, :k], degrees[:, :k])
+            if k < n_gallery:
+                taus[k][rows] = kendall_rows(scores[:, :k], degrees[:, :k])
+            else:
+                taus[k][rows] = kendall_rows(sims[rows], relevance[rows])
     return taus
