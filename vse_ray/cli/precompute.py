@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from vse_ray.data.config import AUTO, ExecutionOptions, PrecomputeConfig
-from vse_ray.data.precompute import ensure_ray
 from vse_ray.data.precompute import precompute as run_precompute
+from vse_ray.ray_session import ensure_ray
 
 
 def _auto_int(name: str, value: str, allow_none: bool = False) -> int | str | None:

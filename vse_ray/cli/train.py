@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from vse_ray.data.precompute import ensure_ray
+from vse_ray.ray_session import ensure_ray
 from vse_ray.tracking import runs_table_url, ui_command
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.trainer import fit

@@ -6,11 +6,10 @@ import json
 from pathlib import Path
 
 import numpy as np
-import ray
 
 from vse_ray.data.caption_vectors import CaptionVectorizer
 from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
-from vse_ray.data.ray_stages import map_in_actor_pool, write_shards
+from vse_ray.data.ray_stages import dataset_of_shards, map_in_actor_pool, write_shards
 from vse_ray.data.resources import plan_resources
 from vse_ray.data.schema import captions_table
 from vse_ray.data.shards import (
@@ -84,7 +83,7 @@ def run_caption_stage(
         return 0
     kwargs = {"vocab": vocab, "svd_bytes": svd_bytes, "sbert_model": config.sbert_model}
     kwargs["batch_size"] = options.sbert_batch_size
-    ds = ray.data.from_arrow([shard_input(s, columns[s.split]) for s in todo])
+    ds = dataset_of_shards([shard_input(s, columns[s.split]) for s in todo])
     res = plan_resources(options.sbert_actors, "sbert_actors", len(todo), cpu_share)
     ds = map_in_actor_pool(ds, CaptionVectorizer, kwargs, res)
     return write_shards(ds, ledger, todo, captions_table)

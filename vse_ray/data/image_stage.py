@@ -10,7 +10,7 @@ import ray
 from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
 from vse_ray.data.image_io import FileImages, SyntheticImages, load_images
 from vse_ray.data.precomp import read_precomp_rows
-from vse_ray.data.ray_stages import map_in_actor_pool, write_shards
+from vse_ray.data.ray_stages import dataset_of_shards, map_in_actor_pool, write_shards
 from vse_ray.data.resources import TASK_CPUS, StageResources, plan_resources
 from vse_ray.data.schema import features_table
 from vse_ray.data.shards import ShardLedger, plan_shards, shard_input
@@ -39,7 +39,7 @@ def run_image_stage(
         shard_input(s, {"image_id": source.splits[s.split].image_ids, "ref": source.splits[s.split].refs})
         for s in todo
     ]
-    ds = ray.data.from_arrow(blocks)
+    ds = dataset_of_shards(blocks)
     if source.features is not None:
         ds = ds.map_batches(
             read_precomp_rows, fn_kwargs={"features": source.features}, batch_size=None, num_cpus=TASK_CPUS

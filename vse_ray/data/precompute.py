@@ -25,6 +25,7 @@ from vse_ray.data.store import load_vocab
 from vse_ray.data.summary import PrecomputeSummary
 from vse_ray.data.synthetic import generate_synthetic
 from vse_ray.features import check_weights
+from vse_ray.ray_session import ensure_ray
 
 
 def load_source(config: PrecomputeConfig) -> Source:
@@ -98,12 +99,6 @@ def _side_by_side(source: Source, options: ExecutionOptions) -> bool:
         and options.cnn_actors is None
         and options.sbert_actors is None
     )
-
-
-def ensure_ray(address: str | None = None) -> None:
-    """Connect to the running cluster (``RAY_ADDRESS`` or the latest local one), else start a local Ray."""
-    if not ray.is_initialized():
-        ray.init(address=address, log_to_driver=False)
 
 
 def precompute(

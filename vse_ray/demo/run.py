@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import ray
 from mlflow import MlflowClient
 
 from vse_ray.data.config import AUTO, PrecomputeConfig
@@ -18,6 +17,7 @@ from vse_ray.demo.table import chance_levels, claim_checks, comparison_table
 from vse_ray.demo.tune_losses import train_losses_with_tune
 from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.losses import LOSS_NAMES
+from vse_ray.ray_session import ensure_ray
 from vse_ray.tracking import (
     get_or_create_experiment,
     get_or_create_run,
@@ -175,8 +175,12 @@ def run_demo(settings: DemoSettings | None = None) -> DemoResult:
     uri = resolve_tracking_uri(None, out)
     result = DemoResult(tracking_uri=uri)
     start = time.perf_counter()
-    if not ray.is_initialized():
-        ray.init(num_cpus=s.num_cpus, include_dashboard=False, object_store_memory=400 * 1024**2)
+    ensure_ray(
+        num_cpus=s.num_cpus,
+        include_dashboard=False,
+        object_store_memory=400 * 1024**2,
+        log_to_driver=True,
+    )
     data_dir = str(out / "data")
     precompute(precompute_config(s), data_dir)
     result.seconds["precompute"] = time.perf_counter() - start
