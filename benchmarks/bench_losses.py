@@ -164,7 +164,7 @@ def main() -> None:
     speedup = reference / ours
     print(f"\nladder_auto levels, k = 2..4, both directions, {args.batch} queries each:")
     print(
-        f"  compiled kernels {ours:.3f} ms | per-query scikit-learn {reference:.0f} ms | {speedup:.0f}x faster "
+        f"  compiled {ours:.3f} ms | per-query scikit-learn {reference:.0f} ms | {speedup:.0f}x faster "
         f"(target >= {CLUSTER_SPEEDUP_TARGET:.0f}x: {'yes' if speedup >= CLUSTER_SPEEDUP_TARGET else 'NO'})"
     )
 
