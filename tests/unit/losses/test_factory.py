@@ -75,3 +75,18 @@ def test_bad_reduction_and_margin():
         make_loss("vse0", margin=-0.2)
     with pytest.raises(ValueError, match="lam"):
         make_loss("lseh", lam=-1.0)
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_one_non_finite_relevance_entry_is_caught(bad):
+    img, txt = unit_batch(4, 3, torch.float32)
+    rel = relevance_batch(4, torch.float32)
+    rel[2, 1] = bad
+    with pytest.raises(ValueError, match="non-finite"):
+        make_loss("ladder")(img, txt, rel)
+
+
+def test_finite_relevance_whose_sum_overflows_is_accepted():
+    img, txt = unit_batch(4, 3, torch.float32)
+    rel = torch.full((4, 4), 3e38)  # finite entries, infinite float32 sum
+    assert torch.isfinite(make_loss("ladder")(img, txt, rel))
