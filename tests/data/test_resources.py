@@ -9,23 +9,26 @@ from vse_ray.data.resources import ACTOR_CPUS, TASK_CPUS, plan_resources
 pytestmark = pytest.mark.ray
 
 
-def test_whole_cluster_pool_is_fixed(ray_session) -> None:
+def test_default_cpu_pool_shares_the_cores_by_threads(ray_session) -> None:
     res = plan_resources(None, "cnn_actors", blocks=10)
-    assert res.pool_bounds == (4, 4)  # floor((4 - 0.25) / 0.75) = 5 fits, capped at one per CPU
-    assert (res.actor_cpus, res.task_cpus, res.torch_threads, res.device) == (ACTOR_CPUS, TASK_CPUS, 1, "cpu")
+    # 4 CPUs: ceil(4 / 4) = 1 actor with 4 torch threads, holding half of them in Ray's accounting
+    assert (res.actors, res.threads, res.torch_threads, res.device) == (1, 4, 4, "cpu")
+    assert (res.actor_cpus, res.task_cpus) == (2.0, TASK_CPUS)
 
 
-def test_half_share_starts_small_and_may_grow_to_the_cluster(ray_session) -> None:
-    res = plan_resources(None, "sbert_actors", blocks=10, cpu_share=0.5)
-    assert res.pool_bounds == (2, 4)  # floor((2 - 0.25) / 0.75) = 2 at first, the whole node later
+def test_requested_actors_split_the_threads(ray_session) -> None:
+    res = plan_resources(2, "sbert_actors", blocks=10)
+    assert (res.actors, res.threads, res.actor_cpus) == (2, 2, 1.0)
+    res = plan_resources(5, "sbert_actors", blocks=10)  # floor((4 - 0.25) / 0.75) = 5 fit
+    assert (res.actors, res.threads, res.actor_cpus) == (5, 1, ACTOR_CPUS)
 
 
-def test_pool_never_exceeds_the_blocks(ray_session) -> None:
-    assert plan_resources(None, "cnn_actors", blocks=1, cpu_share=0.5).pool_bounds == (1, 1)
-    assert plan_resources(None, "cnn_actors", blocks=3, cpu_share=0.5).pool_bounds == (2, 3)
+def test_requested_actors_that_do_not_fit_are_refused(ray_session) -> None:
+    with pytest.raises(ValueError, match="cnn_actors=6 does not fit the cluster's 4 CPUs"):
+        plan_resources(6, "cnn_actors", blocks=10)
 
 
-def test_requested_size_is_fixed_and_checked(ray_session) -> None:
-    assert plan_resources(3, "cnn_actors", blocks=10).pool_bounds == (3, 3)
-    with pytest.raises(ValueError, match="cnn_actors=3 does not fit"):
-        plan_resources(3, "cnn_actors", blocks=10, cpu_share=0.5)
+def test_pool_leaves_room_for_tasks(ray_session) -> None:
+    for requested in (None, 1, 2, 3, 4, 5):
+        res = plan_resources(requested, "cnn_actors", blocks=10)
+        assert res.actors * res.actor_cpus + TASK_CPUS <= 4

@@ -53,7 +53,7 @@ def precompute(
         "sbert,cider,svd"
     ),
     shard_size: Annotated[int, typer.Option(help="Images per Parquet shard.")] = 256,
-    cnn_actors: Annotated[int | None, typer.Option(help="CNN actors (default: one per GPU or CPU).")] = None,
+    cnn_actors: Annotated[int | None, typer.Option(help="CNN actors (default: 1 per GPU or 4 CPUs).")] = None,
     sbert_actors: Annotated[int | None, typer.Option(help="Sentence-BERT actors (default: as CNN).")] = None,
     max_reject_fraction: Annotated[float, typer.Option(help="Fail above this share of bad images.")] = 0.01,
     overwrite: Annotated[bool, typer.Option(help="Replace a folder written with another config.")] = False,

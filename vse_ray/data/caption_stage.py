@@ -58,7 +58,6 @@ def run_caption_stage(
     config: PrecomputeConfig,
     options: ExecutionOptions,
     out: Path,
-    cpu_share: float = 1.0,
 ) -> int:
     """Write the ``captions/`` shards that are not complete yet; returns the number of captions processed.
 
@@ -68,7 +67,6 @@ def run_caption_stage(
         config: The resolved config.
         options: Pool sizes and batch sizes.
         out: The output folder.
-        cpu_share: Fraction of the cluster's CPUs the Sentence-BERT pool may take.
     """
     vocab, svd_bytes = fit_train_models(columns["train"], config, out)
     ledger = ShardLedger(out, "captions")
@@ -84,6 +82,6 @@ def run_caption_stage(
     kwargs = {"vocab": vocab, "svd_bytes": svd_bytes, "sbert_model": config.sbert_model}
     kwargs["batch_size"] = options.sbert_batch_size
     ds = dataset_of_shards([shard_input(s, columns[s.split]) for s in todo])
-    res = plan_resources(options.sbert_actors, "sbert_actors", len(todo), cpu_share)
+    res = plan_resources(options.sbert_actors, "sbert_actors", len(todo))
     ds = map_in_actor_pool(ds, CaptionVectorizer, kwargs, res)
     return write_shards(ds, ledger, todo, captions_table)

@@ -108,7 +108,7 @@ class ExecutionOptions:
     """How the stage runs; none of it changes the output, so it is not part of the config hash.
 
     Attributes:
-        cnn_actors: CNN actors (None: one per GPU, else one per CPU of the cluster minus one, at least 1).
+        cnn_actors: CNN actors (None: one per GPU, else one per 4 CPUs, each with CPUs // actors threads).
         sbert_actors: Sentence-BERT actors (None: as for the CNN).
         cnn_batch_size: Images per CNN forward pass.
         sbert_batch_size: Captions per Sentence-BERT forward pass.

@@ -18,14 +18,11 @@ from vse_ray.data.sources import Source
 from vse_ray.features import CNNFeatureExtractor
 
 
-def run_image_stage(
-    source: Source, config: PrecomputeConfig, options: ExecutionOptions, out: Path, cpu_share: float = 1.0
-) -> int:
+def run_image_stage(source: Source, config: PrecomputeConfig, options: ExecutionOptions, out: Path) -> int:
     """Write the ``features/`` shards that are not complete yet; returns the number of images processed.
 
     File and synthetic images go through decode tasks, the CNN actor pool (``num_gpus=1`` per actor when the
-    cluster has GPUs) and write tasks; precomp features through read and write tasks. ``cpu_share`` is the
-    fraction of the cluster's CPUs the CNN pool may take.
+    cluster has GPUs) and write tasks; precomp features through read and write tasks.
     """
     ledger = ShardLedger(out, "features")
     todo = [
@@ -46,7 +43,7 @@ def run_image_stage(
         )
         with_image = False
     else:
-        res = plan_resources(options.cnn_actors, "cnn_actors", len(todo), cpu_share)
+        res = plan_resources(options.cnn_actors, "cnn_actors", len(todo))
         ds = _cnn_features(ds, source.images, config, options, res)
         with_image = bool(config.keep_images)
     return write_shards(ds, ledger, todo, partial(features_table, with_image=with_image))

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-import ray
 
 from vse_ray.data.caption_stage import caption_columns, run_caption_stage
 from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
@@ -85,22 +83,6 @@ def _vector_width(out: Path, table: str, column: str) -> int:
     return int(pq.read_schema(path).field(column).type.list_size)
 
 
-def _side_by_side(source: Source, options: ExecutionOptions) -> bool:
-    """Whether the image and caption stages run at the same time, each on half the CPUs.
-
-    Only for sources that cannot reject images (the captions do not wait on the rejects), on CPU clusters
-    with room for both pools, when neither pool size was asked for.
-    """
-    resources = ray.cluster_resources()
-    return (
-        not isinstance(source.images, FileImages)
-        and not resources.get("GPU", 0)
-        and resources.get("CPU", 0.0) >= 2
-        and options.cnn_actors is None
-        and options.sbert_actors is None
-    )
-
-
 def precompute(
     config: PrecomputeConfig, out: str, options: ExecutionOptions | None = None, verbose: bool = True
 ) -> PrecomputeSummary:
@@ -129,36 +111,22 @@ def precompute(
     started = time.perf_counter()
     seconds, processed = {}, {}
 
-    def timed(stage: str, run: Callable[[float], int], cpu_share: float = 1.0) -> None:
+    def timed(stage: str, run: Callable[[], int]) -> None:
         start = time.perf_counter()
-        processed[stage] = run(cpu_share)
+        processed[stage] = run()
         seconds[stage] = time.perf_counter() - start
 
-    def images(cpu_share: float) -> int:
-        return run_image_stage(source, config, options, folder, cpu_share)
-
-    def captions(rejects: list[dict]) -> Callable[[float], int]:
-        rejected = {(r["split"], r["image_id"]) for r in rejects}
-        columns = {
-            split: caption_columns(
-                data, np.array([i for i in data.image_ids if (split, int(i)) not in rejected], dtype=np.int64)
-            )
-            for split, data in source.splits.items()
-        }
-        return lambda cpu_share: run_caption_stage(columns, config, options, folder, cpu_share)
-
-    if _side_by_side(source, options):
-        # no image can be rejected, so the captions are known up front: both pools share the CPUs
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            caption_run = pool.submit(timed, "captions", captions([]), 0.5)
-            timed("images", images, 0.5)
-            caption_run.result()
-        images_count, _, rejects = table_counts(folder, "features", config.splits)
-    else:
-        timed("images", images)
-        images_count, _, rejects = table_counts(folder, "features", config.splits)
-        check_rejects(rejects, source, options.max_reject_fraction)
-        timed("captions", captions(rejects))
+    timed("images", lambda: run_image_stage(source, config, options, folder))
+    images_count, _, rejects = table_counts(folder, "features", config.splits)
+    check_rejects(rejects, source, options.max_reject_fraction)
+    rejected = {(r["split"], r["image_id"]) for r in rejects}
+    columns = {
+        split: caption_columns(
+            data, np.array([i for i in data.image_ids if (split, int(i)) not in rejected], dtype=np.int64)
+        )
+        for split, data in source.splits.items()
+    }
+    timed("captions", lambda: run_caption_stage(columns, config, options, folder))
     write_rejects(folder, rejects)
 
     start = time.perf_counter()

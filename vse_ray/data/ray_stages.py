@@ -15,10 +15,10 @@ from vse_ray.data.shards import Shard, ShardLedger, record_pieces, write_pieces
 def dataset_of_shards(blocks: list[pa.Table]) -> ray.data.Dataset:
     """A dataset of one block per shard, whose operators share the CPUs by our resource plan alone.
 
-    Ray Data reserves a share of the cluster for each operator; on a small node that reservation keeps
-    a model pool from growing into CPUs the other stage has released. The plan of
-    :func:`~vse_ray.data.resources.plan_resources` already leaves room for the decode and write tasks, so
-    this dataset (its own copy of the context) runs without operator reservations.
+    Ray Data reserves a share of the cluster for each operator, which on a small node can throttle the
+    tasks beside a pool that holds most CPUs. :func:`~vse_ray.data.resources.plan_resources` already
+    leaves room for the decode and write tasks, so this dataset (its own copy of the context) runs
+    without operator reservations.
     """
     ds = ray.data.from_arrow(blocks)
     ds.context.op_resource_reservation_enabled = False
@@ -28,17 +28,15 @@ def dataset_of_shards(blocks: list[pa.Table]) -> ray.data.Dataset:
 def map_in_actor_pool(
     ds: ray.data.Dataset, model: type, kwargs: dict, res: StageResources
 ) -> ray.data.Dataset:
-    """``map_batches`` of a callable model class, one block (= one shard) per call, in an actor pool that
-    starts with ``res.actors`` actors and may grow to ``res.max_actors`` when resources free up.
+    """``map_batches`` of a callable model class, one block (= one shard) per call, on ``res.actors`` actors.
 
     The class receives ``kwargs`` plus ``device`` and ``num_threads`` from the resource plan.
     """
-    min_size, max_size = res.pool_bounds
     return ds.map_batches(
         model,
         fn_constructor_kwargs={**kwargs, "device": res.device, "num_threads": res.torch_threads},
         batch_size=None,
-        compute=ray.data.ActorPoolStrategy(min_size=min_size, max_size=max_size),
+        compute=ray.data.ActorPoolStrategy(size=res.actors),
         num_cpus=res.actor_cpus,
         num_gpus=res.actor_gpus,
     )
