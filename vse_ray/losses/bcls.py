@@ -155,13 +155,14 @@ def _forward_rows(
     negative_below: float,
     order: np.ndarray,
     counts: np.ndarray,
+    row_of: np.ndarray,
     gamma: float,
     floor: float,
     n_queries: int,
 ) -> tuple[np.ndarray, ...]:
     """Per query row n (its positive is column n % Q): the soft maximum's shifted exponents over the
     negatives (candidates with relevance below ``negative_below``, eq. 15), the positive s(q, q), the window
-    picks (eq. 20; sampler bounds row n % K) and their hinges (eq. 19's terms)."""
+    picks (eq. 20; sampler bounds row row_of[n]) and their hinges (eq. 19's terms)."""
     n_rows, n_cols = sims.shape
     n_windows = counts.shape[1] // 2
     top = np.empty(n_rows, dtype=sims.dtype)
@@ -179,7 +180,7 @@ def _forward_rows(
         for c in range(n_cols):
             negatives[c] = candidates[q, c] & (relevance[q, c] < negative_below)
         top[q] = shifted_exponents_row(s, negatives, gamma, floor, exponents[q], above[q])
-        k = q % order.shape[0]
+        k = row_of[q]
         window_row(s, order[k], counts[k], index[q], valid[q], scratch, True)
         pair_hinges_row(s, index[q], valid[q], hinges[q])
     return top, exponents, above, positive, index, valid, hinges

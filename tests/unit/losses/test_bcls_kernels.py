@@ -156,8 +156,9 @@ def test_bounds_share_the_sort_of_equal_slices():
     scores, relevance = scores_and_relevance("symmetric", (5, 5), torch.float32, 0)
     sampler = SlidingWindowSampler(0.2, 0.1)
     assert sampler.bounds(relevance)[0].shape == (5, 5)
-    relevance[1, 2, 3] += 0.5
-    assert sampler.bounds(relevance)[0].shape == (10, 5)
+    relevance[1, 2, 3] += 0.5  # only the changed row is sorted again
+    order, _, row_of = sampler.bounds(relevance)
+    assert order.shape == (6, 5) and row_of.tolist() == [0, 1, 2, 3, 4, 0, 1, 5, 3, 4]
 
 
 # --- soft maximum ----------------------------------------------------------------------------------------

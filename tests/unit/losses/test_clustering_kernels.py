@@ -6,9 +6,9 @@ import torch
 
 from tests.unit.losses._reference import silhouette_ref
 from vse_ray.losses.clustering import adaptive_levels, kmeans_1d_sorted, silhouette_1d_sorted
-from vse_ray.losses.clustering.adaptive_levels import distinct_rows
 from vse_ray.losses.clustering.kmeans_1d import prefix_sums
 from vse_ray.losses.clustering.silhouette_1d import pairwise_sum
+from vse_ray.losses.distinct_rows import distinct_rows
 
 # ---- reference: the batched numpy implementation the kernels replace (all rows and k at once) ----
 

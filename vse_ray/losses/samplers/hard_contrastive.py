@@ -12,6 +12,7 @@ from vse_ray.jit import njit
 from vse_ray.losses.samplers.base import Selection, check_scores_and_mask, check_selection
 from vse_ray.losses.samplers.furthest import FurthestSampler
 from vse_ray.losses.samplers.hardest import HardestSampler
+from vse_ray.losses.sorting import host_rows
 
 
 class HardContrastivePairSampler:
@@ -59,12 +60,8 @@ class HardContrastivePairSampler:
 
 def _per_level(scores: Tensor, levels: Tensor, n_levels: int) -> tuple[Selection, Selection]:
     """``per_level`` on validated inputs: the kernel on (N, C) host rows, results back on scores' device."""
-    n_cols = scores.shape[-1]
-    if scores.dtype not in (torch.float32, torch.float64):
-        scores = scores.float()  # half precisions widen exactly
-    rows = scores.reshape(-1, n_cols).contiguous().cpu().numpy()
     upper_index, upper_valid, lower_index, lower_valid, in_range = level_extremes(
-        rows, levels.reshape(-1, n_cols).contiguous().cpu().numpy(), n_levels, scores.shape[-2]
+        host_rows(scores, widen=True), host_rows(levels), n_levels, scores.shape[-2]
     )
     if not in_range:
         raise ValueError(f"levels must lie in 0..n_levels = {n_levels}")

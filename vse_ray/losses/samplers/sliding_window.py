@@ -7,6 +7,7 @@ import torch
 from torch import Tensor
 
 from vse_ray.jit import njit
+from vse_ray.losses.distinct_rows import distinct_rows
 from vse_ray.losses.samplers.base import Selection, check_selection
 from vse_ray.losses.sorting import COLUMN_BITS, host_rows, sorted_keys, threshold_keys
 
@@ -25,7 +26,8 @@ class SlidingWindowSampler:
     (argmin similarity) and the closest negative (argmax similarity). Sorting each row by relevance
     (``sorted_keys``) turns both into prefix-max / suffix-min lookups, which one compiled loop per row
     takes, with torch.cummax / cummin's tie rules: O(C log C + M) per query and no (M, C) masks. Rows of
-    equal relevance (both directions of a symmetric relevance) share their sort and window bounds.
+    equal relevance (both directions of a symmetric relevance) share their sort and window bounds
+    (``distinct_rows``).
 
     Args:
         alpha: window width (the relaxation α of eq. 17), in (0, 2).
@@ -57,21 +59,20 @@ class SlidingWindowSampler:
             self._edge_cache[dtype] = thresholds, keys
         return self._edge_cache[dtype]
 
-    def bounds(self, relevance: Tensor) -> tuple[np.ndarray, np.ndarray]:
-        """Host (order, counts) of the relevance (..., Q, C): ``order`` (K, C) sorts the rows (row n uses row
-        n % K; equal float32 values in column order); ``counts`` (K, 2M) holds per window the number of
-        negatives (r < a_m - tol), then the sorted position of the first positive (the number of r < a_m + α
-        - tol). When all (Q, C) slices are equal (both directions of a symmetric relevance) they are
-        computed once (K = Q), else K = N."""
+    def bounds(self, relevance: Tensor) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Host (order, counts, row_of) of the relevance (..., Q, C), computed once per distinct row (K of
+        them): ``order`` (K, C) sorts the rows (equal float32 values in column order); ``counts`` (K, 2M)
+        holds per window the number of negatives (r < a_m - tol), then the sorted position of the first
+        positive (the number of r < a_m + α - tol); ``row_of`` (N,) gives each relevance row its K row."""
         rows = host_rows(relevance, widen=True)
-        if relevance.dim() > 2 and _slices_repeat(rows, relevance.shape[-2]):
-            rows = rows[: relevance.shape[-2]]
+        first, row_of = distinct_rows(rows)
+        rows = rows[first]
         thresholds, keys = self._edges(relevance.dtype)
         if keys is not None:
             ascending = sorted_keys(rows)
-            return ascending & COLUMN_BITS, _counts_below(ascending, keys)
+            return ascending & COLUMN_BITS, _counts_below(ascending, keys), row_of
         order = np.argsort(rows, axis=-1)
-        return order, _counts_below(np.take_along_axis(rows, order, -1), thresholds)
+        return order, _counts_below(np.take_along_axis(rows, order, -1), thresholds), row_of
 
     def __call__(self, scores: Tensor, relevance: Tensor) -> tuple[Selection, Selection]:
         """(positive, negative) selections, each (..., Q, M), for scores and relevance (..., Q, C)."""
@@ -100,18 +101,6 @@ class SlidingWindowSampler:
 
 
 @njit
-def _slices_repeat(rows: np.ndarray, period: int) -> bool:
-    """Whether rows (N, C) repeat with ``period`` (N > period): all (period, C) slices equal the first."""
-    if period == 0 or rows.shape[0] <= period:
-        return False
-    for n in range(period, rows.shape[0]):
-        for c in range(rows.shape[1]):
-            if rows[n, c] != rows[n - period, c]:
-                return False
-    return True
-
-
-@njit
 def _counts_below(ascending: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
     """(K, T): per ascending row, the number of entries below each threshold, as torch.searchsorted. The T
     binary searches of a row run in lockstep: their steps depend only on the row length, and each
@@ -134,15 +123,17 @@ def _counts_below(ascending: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
 
 
 @njit
-def _window_picks(scores: np.ndarray, order: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(index, valid), each (N, 2M), of every row by ``window_row``; row n uses bounds row n % K."""
+def _window_picks(
+    scores: np.ndarray, order: np.ndarray, counts: np.ndarray, row_of: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(index, valid), each (N, 2M), of every row by ``window_row``; row n uses bounds row row_of[n]."""
     n_rows, n_cols = scores.shape
     n_windows = counts.shape[1] // 2
     index = np.empty((n_rows, 2 * n_windows), dtype=np.int64)
     valid = np.empty((n_rows, 2 * n_windows), dtype=np.bool_)
     scratch = np.empty((2, n_cols), dtype=np.int64)
     for q in range(n_rows):
-        k = q % order.shape[0]
+        k = row_of[q]
         window_row(scores[q], order[k], counts[k], index[q], valid[q], scratch)
     return index, valid
 
