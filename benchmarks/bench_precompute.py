@@ -126,7 +126,7 @@ def run_ray(n: int, out: Path, config, cpus: int) -> dict:
     ray.data.DataContext.get_current().enable_progress_bars = False
     start = time.perf_counter()
     summary = precompute(config, str(out), ExecutionOptions(), verbose=False)
-    seconds = time.perf_counter() - start  # wall time: the two stages may run side by side
+    seconds = time.perf_counter() - start
     ray.shutdown()
     return {
         "images_per_s": summary.throughput("images"),
