@@ -11,13 +11,12 @@ images as hypotheses and all 5 as CIDEr references); otherwise random word seque
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import torch
+from bench_losses import round_robin_median_ms
 
 from vse_ray.losses import LOSS_NAMES, make_loss
 from vse_ray.relevance import tokenize
@@ -97,18 +96,6 @@ def make_step(name: str, rows: dict, groups: list[list[str]], args: argparse.Nam
     return lambda: train_step(model, loss, optimizer, builder(rows), 2.0)
 
 
-def time_round_robin(steps: dict[str, Callable[[], None]], repeats: int) -> dict[str, float]:
-    """Median seconds per step of each loss, timed in interleaved rounds so load drift hits all alike."""
-    times: dict[str, list[float]] = {name: [] for name in steps}
-    for repeat in range(repeats + 1):
-        for name, step in steps.items():
-            start = time.perf_counter()
-            step()
-            if repeat:  # round 0 warms up allocators
-                times[name].append(time.perf_counter() - start)
-    return {name: statistics.median(t) for name, t in times.items()}
-
-
 def main() -> None:
     args = parse_args()
     if args.threads:
@@ -120,14 +107,13 @@ def main() -> None:
     threads = torch.get_num_threads()
     print(f"B={args.batch} D={args.dim} word={args.word_dim} features={args.feature_dim} threads={threads}")
     print(f"captions: {path if path.is_file() else 'random words (file not found)'}")
-    medians = time_round_robin(
-        {name: make_step(name, rows, groups, args) for name in LOSS_NAMES}, args.repeats
-    )
+    steps = {name: make_step(name, rows, groups, args) for name in LOSS_NAMES}
+    medians = round_robin_median_ms(steps, args.repeats, warmup=1)  # one round warms up allocators
     print(f"{'loss':>12}  {'ms/step':>8}  {'× vsepp':>8}  target ≤ {TARGET}")
-    for name, seconds in medians.items():
-        ratio = seconds / medians["vsepp"]
+    for name, ms in medians.items():
+        ratio = ms / medians["vsepp"]
         flag = "" if ratio <= TARGET else "  (over target)"
-        print(f"{name:>12}  {1000 * seconds:8.1f}  {ratio:8.2f}{flag}")
+        print(f"{name:>12}  {ms:8.1f}  {ratio:8.2f}{flag}")
 
 
 if __name__ == "__main__":
