@@ -55,7 +55,23 @@ class BaseVSELoss(nn.Module):
     ) -> Tensor:
         """Loss of a batch: img_emb, txt_emb (B, D) L2-normalised; relevance (B, B); image_ids (B,)."""
         self._check_inputs(img_emb, txt_emb, relevance, image_ids)
-        sims = img_emb @ txt_emb.T
+        return self._reduced_loss(img_emb @ txt_emb.T, relevance, image_ids)
+
+    def from_similarity(
+        self, sims: Tensor, relevance: Tensor | None = None, image_ids: Tensor | None = None
+    ) -> Tensor:
+        """Loss of a batch given its (B, B) image x caption similarity matrix instead of embeddings.
+
+        For similarity models (SCAN, SGRAF) whose learned function scores each pair: ``sims[i, j]`` is the score of
+        image i with caption j, row b's positive in column b. Same samplers, both directions and reduction as
+        ``forward``, which is ``from_similarity(img_emb @ txt_emb.T, ...)``.
+        """
+        if sims.dim() != 2 or sims.shape[0] != sims.shape[1] or not sims.is_floating_point():
+            raise ValueError(f"sims must be a floating square (B, B) tensor, got shape {tuple(sims.shape)}")
+        self._check_batch_inputs(sims.shape[0], relevance, image_ids)
+        return self._reduced_loss(sims, relevance, image_ids)
+
+    def _reduced_loss(self, sims: Tensor, relevance: Tensor | None, image_ids: Tensor | None) -> Tensor:
         if relevance is not None:
             relevance = relevance.detach().to(dtype=sims.dtype, device=sims.device)
         if image_ids is not None:
@@ -85,7 +101,9 @@ class BaseVSELoss(nn.Module):
                 f"txt_emb must match img_emb's shape {tuple(img_emb.shape)} and dtype {img_emb.dtype}, "
                 f"got {tuple(txt_emb.shape)} {txt_emb.dtype}"
             )
-        batch = img_emb.shape[0]
+        self._check_batch_inputs(img_emb.shape[0], relevance, image_ids)
+
+    def _check_batch_inputs(self, batch: int, relevance: Tensor | None, image_ids: Tensor | None) -> None:
         if relevance is None and self.relevance_source is not None:
             raise ValueError(
                 f"relevance is required by {type(self).__name__} (source {self.relevance_source!r}), got None"
