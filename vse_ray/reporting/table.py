@@ -20,6 +20,7 @@ DEFAULT_WIDTH = 120
 MISSING = "-"
 ELLIPSIS = "…"
 MIN_TEXT_WIDTH = 8
+MIN_NAME_WIDTH = 32  # the first column names the rows: it is cut last and not below this
 GAP = "  "
 
 
@@ -28,12 +29,14 @@ class Column:
     """One column: ``key`` in the row dicts, its ``title`` (default: the key) and how numbers are written.
 
     ``number`` is a format spec for real numbers (``".4g"``, ``".1f"``) or a function of the number;
-    integers are written in full unless ``number`` is a function.
+    integers are written in full unless ``number`` is a function. An ``optional`` column is the first
+    to be left out of a text table that cannot fit its width.
     """
 
     key: str
     title: str = ""
     number: str | Callable[[float], str] = ".4g"
+    optional: bool = False
 
     @property
     def header(self) -> str:
@@ -49,9 +52,10 @@ def render_table(
     """``rows`` as a ``fmt`` table (``"text"``, ``"csv"``, ``"markdown"`` or ``"json"``).
 
     ``columns`` defaults to every key of the rows, in first-seen order. A text table fits ``width``
-    characters (``None``: no limit): the widest text columns are shortened in the middle, down to
-    ``MIN_TEXT_WIDTH``; if that is not enough, columns are left out from the right (text columns first)
-    and a last line names them.
+    characters (``None``: no limit): when even text columns cut to ``MIN_TEXT_WIDTH`` (the first column,
+    which names the rows, to ``MIN_NAME_WIDTH``) would not fit,
+    columns are left out from the right (``optional`` ones first, never the first column) and a last line
+    names them; then the widest text columns are shortened in the middle until the table fits.
 
     Raises:
         ValueError: for an unknown ``fmt`` or a ``width`` below 20.
@@ -75,7 +79,7 @@ def render_table(
     numeric = [_is_numeric_column([r.get(c.key) for r in rows]) for c in cols]
     if fmt == "markdown":
         return _markdown([c.header for c in cols], cells, numeric)
-    return _text([c.header for c in cols], cells, numeric, width)
+    return _text([c.header for c in cols], cells, numeric, [c.optional for c in cols], width)
 
 
 def shorten_middle(text: str, width: int) -> str:
@@ -135,29 +139,31 @@ def _markdown(header: list[str], cells: list[list[str]], numeric: list[bool]) ->
     return "\n".join([line(header), line(rule), *(line(r) for r in cells)])
 
 
-def _text(header: list[str], cells: list[list[str]], numeric: list[bool], width: int | None) -> str:
+def _text(
+    header: list[str], cells: list[list[str]], numeric: list[bool], optional: list[bool], width: int | None
+) -> str:
     keep = list(range(len(header)))
     natural = [max([len(header[i]), *(len(r[i]) for r in cells)]) for i in keep]
     floor = [
         max([min(len(header[i]), MIN_TEXT_WIDTH), *(len(r[i]) for r in cells)])
         if numeric[i]
-        else min(natural[i], MIN_TEXT_WIDTH)
+        else min(natural[i], MIN_NAME_WIDTH if i == 0 else MIN_TEXT_WIDTH)
         for i in keep
     ]
-    widths = list(natural)
-    dropped: list[int] = []
     limit = width or math.inf
-    while sum(widths[i] for i in keep) + len(GAP) * (len(keep) - 1) > limit:
-        over = [i for i in keep if widths[i] > floor[i]]
-        if over:
-            widest = max(over, key=lambda i: (widths[i] - floor[i], i))
-            widths[widest] -= 1
-        elif len(keep) > 1:
-            drop = max(keep[1:], key=lambda i: (not numeric[i], i))
-            keep.remove(drop)
-            dropped.append(drop)
-        else:
-            break
+
+    def total(widths: Sequence[int]) -> int:
+        return sum(widths[i] for i in keep) + len(GAP) * (len(keep) - 1)
+
+    dropped: list[int] = []
+    while total(floor) > limit and len(keep) > 1:
+        drop = max(keep[1:], key=lambda i: (optional[i], i))
+        keep.remove(drop)
+        dropped.append(drop)
+    widths = list(natural)
+    while total(widths) > limit and any(widths[i] > floor[i] for i in keep):
+        widest = max((i for i in keep if widths[i] > floor[i]), key=lambda i: (widths[i] - floor[i], i))
+        widths[widest] -= 1
 
     def line(values: Sequence[str]) -> str:
         parts = [
@@ -173,6 +179,6 @@ def _text(header: list[str], cells: list[list[str]], numeric: list[bool], width:
 
 
 def _drop_note(header: list[str], dropped: list[int], width: int | None) -> str:
-    note = f"({len(dropped)} columns left out to fit {width} characters: "
+    note = f"({len(dropped)} column{'s' if len(dropped) > 1 else ''} left out to fit {width} characters: "
     note += ", ".join(header[i] for i in sorted(dropped)) + ")"
     return note if width is None or len(note) <= width else note[: width - 2] + ELLIPSIS + ")"

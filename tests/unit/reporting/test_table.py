@@ -61,8 +61,8 @@ def test_format_cell():
 
 
 def test_text_table_aligns_and_shortens_long_text_in_the_middle():
-    lines = render_table(ROWS, COLUMNS, width=60).splitlines()
-    assert max(len(line) for line in lines) <= 60
+    lines = render_table(ROWS, COLUMNS, width=80).splitlines()
+    assert max(len(line) for line in lines) == 80
     assert lines[0].split() == ["run", "status", "lr", "epochs", "R", "sum", "note"]
     first = lines[2].split()
     assert first[0].startswith("trial_abc") and first[0].endswith("_end") and "…" in first[0]
@@ -73,11 +73,18 @@ def test_text_table_aligns_and_shortens_long_text_in_the_middle():
 
 
 def test_columns_that_cannot_fit_are_left_out_and_named():
-    row = {f"metric_{i}": i / 7 for i in range(30)} | {"name": "x" * 50}
-    lines = render_table([row], width=80).splitlines()
+    row = {"name": "x" * 30} | {f"param_{i}": "y" * 20 for i in range(5)} | {f"m{i}": i / 7 for i in range(4)}
+    columns = ["name", *(Column(f"param_{i}", optional=True) for i in range(5)), *(f"m{i}" for i in range(4))]
+    lines = render_table([row], columns, width=80).splitlines()
     assert max(len(line) for line in lines) <= 80
-    assert "name" not in lines[0] and "metric_0" in lines[0]  # text columns go before numbers
-    assert lines[-1].startswith("(") and "columns left out to fit 80 characters" in lines[-1]
+    assert lines[0].split() == ["name", "param_0", "param_1", "m0", "m1", "m2", "m3"]
+    assert lines[2].split() == ["x" * 30, "yyyy…yyyy", "yyyy…yyyy", "0", "0.1429", "0.2857", "0.4286"]
+    assert (
+        lines[-1] == "(3 columns left out to fit 80 characters: param_2, param_3, param_4)"
+    )  # optional first
+    narrow = render_table([row], columns, width=40).splitlines()
+    assert [line.split() for line in narrow[:3]] == [["name", "m0"], ["-" * 30, "--"], ["x" * 30, "0"]]
+    assert narrow[-1] == "(8 columns left out to fit 40 characte…)"
 
 
 def test_csv_markdown_and_json_round_trip_the_same_numbers():
