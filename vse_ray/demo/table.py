@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from vse_ray.reporting import Column, metric_column, render_table
+
 COLUMNS = (
     ("R@1 i2t", "R_at_1_i2t"),
     ("R@5 i2t", "R_at_5_i2t"),
@@ -23,24 +25,15 @@ COLUMNS = (
 )
 
 
-def _cell(value: float | None) -> str:
-    if value is None or not math.isfinite(value):
-        return "-"
-    return f"{value:.1f}" if abs(value) >= 10 else f"{value:.3f}"
-
-
-def comparison_table(results: dict[str, dict[str, float]], chance: dict[str, float] | None = None) -> str:
-    """Fixed-width table: one row per loss (plus a chance row), columns present in at least one result."""
-    rows = dict(results)
+def comparison_table(
+    results: dict[str, dict[str, float]], chance: dict[str, float] | None = None, fmt: str = "text"
+) -> str:
+    """One row per loss (plus a chance row) and the ``COLUMNS`` some result has, all kept (no width limit)."""
+    rows = [{"loss": name, **metrics} for name, metrics in results.items()]
     if chance:
-        rows["(chance)"] = chance
-    columns = [(title, key) for title, key in COLUMNS if any(key in m for m in rows.values())]
-    header = ["loss", *(title for title, _ in columns)]
-    body = [[name, *(_cell(m.get(key)) for _, key in columns)] for name, m in rows.items()]
-    widths = [max(len(r[c]) for r in [header, *body]) for c in range(len(header))]
-    lines = ["  ".join(cell.rjust(w) for cell, w in zip(r, widths, strict=True)) for r in [header, *body]]
-    lines.insert(1, "-" * len(lines[0]))
-    return "\n".join(lines)
+        rows.append({"loss": "(chance)", **chance})
+    columns = [metric_column(key, title) for title, key in COLUMNS if any(key in r for r in rows)]
+    return render_table(rows, [Column("loss"), *columns], fmt, width=None)
 
 
 def chance_levels(n_images: int, n_captions: int, ks: Sequence[int] = (1, 5, 10)) -> dict[str, float]:

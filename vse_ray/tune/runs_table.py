@@ -104,7 +104,7 @@ def runs_table(
         return missing, 0.0 if missing else sign * value, not row.is_sweep
 
     ordered = sorted(rows, key=key)[:limit]
-    shown_params = _chosen_params(rows, ordered, params)
+    shown_params = _chosen_params(rows, params)
     wanted = dict.fromkeys([metric, *DEFAULT_METRICS, *metrics])
     shown = [m for m in wanted if m == metric or m in metrics or any(m in r.metrics for r in ordered)]
     ids = [Column("run_id"), Column("parent_run_id")] if fmt in ("csv", "json") else []
@@ -124,13 +124,14 @@ def runs_table(
     return render_table(table, columns, fmt, width)
 
 
-def _chosen_params(rows: Sequence[RunRow], ordered: Sequence[RunRow], choice: str) -> list[str]:
+def _chosen_params(rows: Sequence[RunRow], choice: str) -> list[str]:
+    """The param columns, chosen over every fetched run (``limit`` does not hide what a sweep searched)."""
     if choice == "none":
         return []
     if choice == "all":
-        return sorted({p for r in ordered for p in r.params})
+        return sorted({p for r in rows for p in r.params})
     if choice == "differ":
-        return _differing_params(ordered)
+        return _differing_params(rows)
     names = [p.strip() for p in choice.split(",") if p.strip()]
     _check_present(rows, names, "param", lambda r: r.params)
     return names

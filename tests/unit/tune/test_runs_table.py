@@ -80,6 +80,8 @@ def test_text_fits_the_width_and_shortens_long_values(experiment, shared_mlflow_
     assert "/data/flickr" in lines[2] and "…" in lines[2] and LONG_DIR not in text
     min_rows = _json(runs_table(runs, "R_at_1_i2t", mode="min", limit=2, params="none", fmt="json"))
     assert [r["run"] for r in min_rows] == ["a", "sweep (best)"] and "lr" not in min_rows[0]
+    top = _json(runs_table(runs, limit=2, fmt="json"))  # the top two have the same lr: still shown
+    assert [(r["run"], r["lr"]) for r in top] == [("sweep (best)", 0.0003), ("b", 0.0003)]
 
 
 def test_csv_markdown_and_json_give_the_same_numbers(experiment, shared_mlflow_uri):
