@@ -53,9 +53,9 @@ def render_table(
 
     ``columns`` defaults to every key of the rows, in first-seen order. A text table fits ``width``
     characters (``None``: no limit): when even text columns cut to ``MIN_TEXT_WIDTH`` (the first column,
-    which names the rows, to ``MIN_NAME_WIDTH``) would not fit,
-    columns are left out from the right (``optional`` ones first, never the first column) and a last line
-    names them; then the widest text columns are shortened in the middle until the table fits.
+    which names the rows, to ``MIN_NAME_WIDTH``) would not fit, columns are left out from the right
+    (``optional`` ones first, never the first column) and a last line names them; then the widest text
+    columns are shortened in the middle until the table fits.
 
     Raises:
         ValueError: for an unknown ``fmt`` or a ``width`` below 20.
@@ -94,11 +94,11 @@ def shorten_middle(text: str, width: int) -> str:
 
 
 def format_cell(value: Any, number: str | Callable[[float], str] = ".4g") -> str:
-    """One value as text: missing/NaN as ``-``, numbers by ``number``, anything else with ``str``."""
+    """One value as text: missing/NaN as ``-``, numbers by ``number``, anything else as one line of str."""
     if value is None or (_is_number(value) and not math.isfinite(float(value))):
         return MISSING
     if not _is_number(value):
-        return str(value)
+        return " ".join(str(value).splitlines())
     if callable(number):
         return number(float(value))
     return str(int(value)) if isinstance(value, Integral) else format(float(value), number)

@@ -57,7 +57,11 @@ def test_format_cell():
         "x",
         "True",
     ]
-    assert format_cell(12.345, ".1f") == "12.3" and format_cell(2.0, lambda v: f"{v:.0f}%") == "2%"
+    assert (
+        format_cell("two\nlines") == "two lines"
+        and format_cell(12.345, ".1f") == "12.3"
+        and format_cell(2.0, lambda v: f"{v:.0f}%") == "2%"
+    )
 
 
 def test_text_table_aligns_and_shortens_long_text_in_the_middle():
