@@ -44,7 +44,9 @@ def evaluate_all(
     - with ``relevance[ncs_source]``: ``NCS_at_{k}_d`` and ``NCS_noGT_at_{k}_d`` (ground truth removed;
       SAM eq. 5), and ``SR_at_{k}_m{m}_d`` for each m of ``sr_ms`` (non-GT items; SAM eq. 4), as fractions;
     - with ``eccv_positives`` (``{"i2t": (n_images, n_captions), "t2i": (n_captions, n_images)}`` binary
-      masks): ``ECCV_mAP_at_R_d``, ``ECCV_R_P_d``, ``ECCV_R_at_1_d`` (percent for R@1, fractions otherwise).
+      masks): ``ECCV_mAP_at_R_d``, ``ECCV_R_P_d``, ``ECCV_R_at_1_d`` (percent for R@1, fractions otherwise),
+      each over the queries with at least one positive (all-False rows, the queries outside the ECCV
+      Caption subset, are skipped as ``eccv_caption`` does).
 
     Args:
         sims: (n_images, n_captions) similarities.
@@ -85,7 +87,9 @@ def evaluate_all(
             mask = as_mask(f"eccv_positives[{d!r}]", eccv_positives[d], s.shape)
             scores[f"ECCV_mAP_at_R_{d}"] = map_at_r(s, mask, chunk_size=chunk_size)
             scores[f"ECCV_R_P_{d}"] = r_precision(s, mask, chunk_size=chunk_size)
-            scores[f"ECCV_R_at_1_{d}"] = retrieval_recall(s, mask, (1,), chunk_size=chunk_size)["R_at_1"]
+            scores[f"ECCV_R_at_1_{d}"] = retrieval_recall(
+                s, mask, (1,), skip_empty=True, chunk_size=chunk_size
+            )["R_at_1"]
     return scores
 
 
