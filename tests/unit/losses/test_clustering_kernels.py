@@ -12,6 +12,7 @@ from vse_ray.losses.clustering import (
     kmeans_1d_exact_sorted,
     kmeans_1d_sorted,
     silhouette_1d_sorted,
+    torch_levels,
 )
 from vse_ray.losses.clustering.kmeans_1d import prefix_sums
 from vse_ray.losses.clustering.silhouette_1d import pairwise_sum
@@ -356,7 +357,8 @@ def test_torch_path_gives_the_same_levels(kmeans, seed, decimals):
         assert torch.equal(compiled[0], torch_path[0]) and torch.equal(compiled[1], torch_path[1])
 
 
-def test_torch_path_clusterings_and_silhouettes_equal_the_kernels():
+def test_torch_path_clusterings_and_silhouettes_equal_the_kernels(monkeypatch):
+    monkeypatch.setattr(torch_levels, "CHUNK_ELEMENTS", 31**2 * 7)  # the exact K-Means in chunks of 7 rows
     rel = relevance_rows(48, 30, seed=6, decimals=2)
     xs, counts = sorted_rows(rel, random_mask(rel.shape, 6))
     ks = [2, 3, 4]

@@ -49,11 +49,22 @@ def lloyd_ends(xs: Tensor, counts: Tensor, k: int, max_iter: int, prefix: Tensor
     return ends
 
 
+CHUNK_ELEMENTS = 2**24  # cost-matrix entries per chunk of rows in ``exact_ends`` (128 MB in float64)
+
+
 def exact_ends(xs: Tensor, counts: Tensor, ks: Sequence[int]) -> Tensor:
     """(R, G, k_max) cluster ends of the exact k-means of every row for each of the G values of ``ks``, by
     dynamic programming over interval partitions: D_t(j) = min_{i <= j} D_{t-1}(i) + cost(i, j) as one
     (R, n+1, n+1) minimum per layer. Cuts lie between distinct values only (equal values share a cluster); an
-    empty interval costs 0; among equal minima the earliest cut wins, as in ``exact_tables``."""
+    empty interval costs 0; among equal minima the earliest cut wins, as in ``exact_tables``. Rows go in
+    chunks of at most ``CHUNK_ELEMENTS`` cost entries, so memory stays bounded for long rows."""
+    rows = max(1, CHUNK_ELEMENTS // (xs.shape[-1] + 1) ** 2)
+    chunks = [_exact_ends(x, c, ks) for x, c in zip(xs.split(rows), counts.split(rows), strict=True)]
+    return torch.cat(chunks) if len(chunks) > 1 else chunks[0]
+
+
+def _exact_ends(xs: Tensor, counts: Tensor, ks: Sequence[int]) -> Tensor:
+    """``exact_ends`` of one chunk of rows."""
     n_rows, n = xs.shape
     k_max = max(ks)
     pos = torch.arange(n + 1, device=xs.device)
