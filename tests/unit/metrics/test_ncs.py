@@ -53,7 +53,8 @@ def _sr_by_image_reference(sims, relevance, img_of_cap, k, m, direction, depth) 
         for i in range(n_images):
             relevant = {c for image in best_images(i) for c in captions[image]}
             retrieved = [c for c in stable_ranking(sims[i]) if img_of_cap[c] != i][:k]
-            values.append(len(relevant & set(retrieved)) / len(relevant))
+            if relevant:  # an image without captions has no related images: skipped
+                values.append(len(relevant & set(retrieved)) / len(relevant))
     else:
         for c in range(n_captions):
             relevant = set(best_images(img_of_cap[c]))
@@ -71,6 +72,19 @@ def test_semantic_recall_by_image_equals_loop(k, m, depth, ties, direction) -> N
         sims, relevance, img_of_cap, (k,), m, direction=direction, depth=depth, chunk_size=5
     )[k]
     want = _sr_by_image_reference(sims, relevance, img_of_cap, k, m, direction, depth or k)
+    assert got == pytest.approx(want, abs=1e-12)
+
+
+@pytest.mark.parametrize("direction", ["i2t", "t2i"])
+def test_semantic_recall_by_image_with_uneven_and_unordered_captions(direction) -> None:
+    """Captions in any order, 1-5 per image, one image without captions."""
+    sims, _, relevance = retrieval_input(seed=30)
+    rng = np.random.default_rng(30)
+    img_of_cap = np.concatenate((np.arange(12), rng.integers(0, 12, 24)))
+    img_of_cap[img_of_cap == 5] = 6
+    rng.shuffle(img_of_cap)
+    got = semantic_recall_by_image(sims, relevance, img_of_cap, (4,), 2, direction=direction, chunk_size=5)[4]
+    want = _sr_by_image_reference(sims, relevance, img_of_cap, 4, 2, direction, 4)
     assert got == pytest.approx(want, abs=1e-12)
 
 

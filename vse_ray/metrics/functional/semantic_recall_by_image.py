@@ -115,12 +115,14 @@ def relevant_images(
         np.put_along_axis(kept, top, np.take_along_axis(per_caption, top, axis=1), axis=1)
         occurs = np.zeros(per_caption.shape, dtype=bool)
         np.put_along_axis(occurs, top, True, axis=1)
-        owner = index[captions] - rows.start
+        first = starts[rows.start : rows.stop] - starts[rows.start]  # each image's first caption in the chunk
+        has = np.diff(starts[rows.start : rows.stop + 1]) > 0
         weight = np.zeros((rows.stop - rows.start, n_images))
-        seen = np.zeros(weight.shape, dtype=np.int64)
-        np.add.at(weight, owner, kept)
-        np.add.at(seen, owner, occurs)
-        weight[seen == 0] = -np.inf
+        seen = np.zeros(weight.shape, dtype=bool)
+        if has.any():  # captions come grouped by image: one segment sum per image
+            weight[has] = np.add.reduceat(kept, first[has], axis=0)
+            seen[has] = np.logical_or.reduceat(occurs, first[has], axis=0)
+        weight[~seen] = -np.inf
         weight[np.arange(len(weight)), np.arange(rows.start, rows.stop)] = -np.inf
         images[rows] = topk_indices(weight, m, ordered=True)
         found[rows] = np.take_along_axis(weight, images[rows], axis=1) > -np.inf
