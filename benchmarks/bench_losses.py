@@ -205,8 +205,8 @@ def run(args: argparse.Namespace) -> None:
     )
 
     steps = {}
-    losses = {name: make_loss(name) for name in LOSS_NAMES}
-    losses["ladder_auto_lloyd"] = make_loss("ladder_auto", kmeans="lloyd")
+    losses = {name: make_loss(name).to(device) for name in LOSS_NAMES}
+    losses["ladder_auto_lloyd"] = make_loss("ladder_auto", kmeans="lloyd").to(device)
     for name, loss in losses.items():
         relevance = rel[loss.relevance_source].to(device) if loss.relevance_source else None
         step = lambda loss=loss, relevance=relevance: loss(img, txt, relevance).backward()  # noqa: E731

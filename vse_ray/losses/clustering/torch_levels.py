@@ -143,7 +143,7 @@ def torch_adaptive_levels(
         ends = torch.stack(
             [torch.cat((lloyd_ends(xs, counts, k, max_iter, prefix), empty[:, k:]), -1) for k in k_values], 1
         )
-    ks = torch.tensor(k_values, device=xs.device)
+    ks = torch.arange(l_min, l_max + 1, device=xs.device)  # on the device: no host copy
     scores = silhouettes(xs, counts, ends, prefix).masked_fill(ks > counts[:, None], -torch.inf)
     clustered = counts >= l_min
     best = scores.argmax(-1)
