@@ -62,9 +62,9 @@ class BaseVSELoss(nn.Module):
     ) -> Tensor:
         """Loss of a batch given its (B, B) image x caption similarity matrix instead of embeddings.
 
-        For similarity models (SCAN, SGRAF) whose learned function scores each pair: ``sims[i, j]`` is the score of
-        image i with caption j, row b's positive in column b. Same samplers, both directions and reduction as
-        ``forward``, which is ``from_similarity(img_emb @ txt_emb.T, ...)``.
+        For similarity models (SCAN, SGRAF) whose learned function scores each pair: ``sims[i, j]`` is the
+        score of image i with caption j, row b's positive in column b. Same samplers, both directions and
+        reduction as ``forward``, which is ``from_similarity(img_emb @ txt_emb.T, ...)``.
         """
         if sims.dim() != 2 or sims.shape[0] != sims.shape[1] or not sims.is_floating_point():
             raise ValueError(f"sims must be a floating square (B, B) tensor, got shape {tuple(sims.shape)}")

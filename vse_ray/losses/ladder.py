@@ -52,4 +52,4 @@ class LadderLoss(BaseLadderLoss):
         self.register_buffer("thresholds", torch.tensor(thresholds, dtype=torch.float64), persistent=False)
 
     def levels(self, relevance: Tensor, candidates: Tensor) -> Tensor:
-        return threshold_levels(relevance, candidates, self.thresholds.to(relevance.dtype))
+        return threshold_levels(relevance, candidates, self.thresholds.to(relevance.device, relevance.dtype))

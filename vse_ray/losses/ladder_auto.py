@@ -5,6 +5,7 @@ from __future__ import annotations
 from torch import Tensor
 
 from vse_ray.losses.clustering import adaptive_levels
+from vse_ray.losses.clustering.adaptive_levels import KMEANS
 from vse_ray.losses.ladder_terms import BaseLadderLoss
 
 
@@ -32,6 +33,8 @@ class AdaptiveLadderLoss(BaseLadderLoss):
         margins: α_1..α_{L_MAX} (default (0.2, 0.01, 0.01, 0.01)).
         betas: β_1..β_{L_MAX} (default (1, 1/4, 1/8, 1/16)).
         hard_contrastive: eq. 8 sampling (default) or full sums (eq. 7).
+        kmeans: "exact" (default: the optimal 1-D clustering, by dynamic programming) or "lloyd" (Lloyd's
+            algorithm from quantile centres, a fixed point that can be above the optimum).
         max_iter: Lloyd iteration cap of the K-Means.
         reduction: see BaseVSELoss.
     """
@@ -43,6 +46,7 @@ class AdaptiveLadderLoss(BaseLadderLoss):
         margins: tuple[float, ...] = (0.2, 0.01, 0.01, 0.01),
         betas: tuple[float, ...] = (1.0, 0.25, 0.125, 0.0625),
         hard_contrastive: bool = True,
+        kmeans: str = "exact",
         max_iter: int = 100,
         reduction: str = "sum",
     ) -> None:
@@ -50,13 +54,15 @@ class AdaptiveLadderLoss(BaseLadderLoss):
             raise ValueError(f"l_min must be >= 2, got {l_min}")
         if l_max < l_min:
             raise ValueError(f"l_max must be >= l_min = {l_min}, got {l_max}")
+        if kmeans not in KMEANS:
+            raise ValueError(f"kmeans must be one of {KMEANS}, got {kmeans!r}")
         if max_iter < 1:
             raise ValueError(f"max_iter must be >= 1, got {max_iter}")
         margins = extend_to(tuple(margins), l_max, "margins", halve=False)
         betas = extend_to(tuple(betas), l_max, "betas", halve=True)
         super().__init__(margins, betas, hard_contrastive, reduction)
-        self.l_min, self.l_max, self.max_iter = l_min, l_max, max_iter
+        self.l_min, self.l_max, self.kmeans, self.max_iter = l_min, l_max, kmeans, max_iter
 
     def levels(self, relevance: Tensor, candidates: Tensor) -> Tensor:
         """Levels 1..L* per query from ``adaptive_levels``, 0 on non-candidates; (..., Q, C)."""
-        return adaptive_levels(relevance, candidates, self.l_min, self.l_max, self.max_iter)[0]
+        return adaptive_levels(relevance, candidates, self.l_min, self.l_max, self.max_iter, self.kmeans)[0]

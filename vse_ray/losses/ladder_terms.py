@@ -82,5 +82,5 @@ class BaseLadderLoss(BaseVSELoss):
 
     def query_loss(self, sims: Tensor, relevance: Tensor | None, candidates: Tensor) -> Tensor:
         levels = self.levels(relevance, candidates)
-        margins, betas = self.margins.to(sims.dtype), self.betas.to(sims.dtype)
+        margins, betas = (w.to(sims.device, sims.dtype) for w in (self.margins, self.betas))
         return ladder_terms(sims, levels, margins, betas, self.hard_contrastive)

@@ -16,6 +16,7 @@ from vse_ray.metrics.functional.r_precision import r_precision
 from vse_ray.metrics.functional.recall_at_k import ground_truth_mask, recall_at_k
 from vse_ray.metrics.functional.retrieval_recall import retrieval_recall
 from vse_ray.metrics.functional.semantic_recall import semantic_recall_at_ks
+from vse_ray.metrics.functional.semantic_recall_by_image import semantic_recall_by_image
 
 
 def evaluate_all(
@@ -41,10 +42,18 @@ def evaluate_all(
     - ``mAP_i2t``: full-ranking mAP with the image's captions as positives (ladder paper, Table XI);
     - with ``relevance[cs_source]``: ``CS_at_{k}_d`` (ladder eq. 13) for each k of ``cs_ks`` that fits the
       gallery; with ``relevance[tau_source]``: ``tau_d``, Kendall tau over the whole gallery (BCLS Table VI);
-    - with ``relevance[ncs_source]``: ``NCS_at_{k}_d`` and ``NCS_noGT_at_{k}_d`` (ground truth removed;
-      SAM eq. 5), and ``SR_at_{k}_m{m}_d`` for each m of ``sr_ms`` (non-GT items; SAM eq. 4), as fractions;
+    - with ``relevance[ncs_source]``, as fractions, in two conventions each (SAM/NCS paper; the plain
+      name is the released code's, which produced the published tables, ``_eq5`` / ``_eq4`` the
+      equation as printed): ``NCS_at_{k}_d`` and ``NCS_noGT_at_{k}_d`` (ground truth removed) sum the
+      relevance of every retrieved item, ``NCS_eq5_at_{k}_d`` and ``NCS_eq5_noGT_at_{k}_d`` only of those
+      also in the ideal top k (see :func:`ncs`); for each m of ``sr_ms``, Semantic Recall on non-GT items
+      ``SR_at_{k}_m{m}_d`` with the captions of the m most related images as relevant set
+      (:func:`semantic_recall_by_image`) and ``SR_eq4_at_{k}_m{m}_d`` with the m most relevant items
+      (:func:`semantic_recall`);
     - with ``eccv_positives`` (``{"i2t": (n_images, n_captions), "t2i": (n_captions, n_images)}`` binary
-      masks): ``ECCV_mAP_at_R_d``, ``ECCV_R_P_d``, ``ECCV_R_at_1_d`` (percent for R@1, fractions otherwise).
+      masks): ``ECCV_mAP_at_R_d``, ``ECCV_R_P_d``, ``ECCV_R_at_1_d`` (percent for R@1, fractions otherwise),
+      each over the queries with at least one positive (all-False rows, the queries outside the ECCV
+      Caption subset, are skipped as ``eccv_caption`` does).
 
     Args:
         sims: (n_images, n_captions) similarities.
@@ -81,11 +90,16 @@ def evaluate_all(
                     s, _oriented(relevance[ncs_source], d), gt, (ncs_ks, ks, sr_ms), d, chunk_size
                 )
             )
+            scores.update(
+                _image_semantic_recall(sims, relevance[ncs_source], index, (ks, sr_ms), d, chunk_size)
+            )
         if eccv_positives is not None:
             mask = as_mask(f"eccv_positives[{d!r}]", eccv_positives[d], s.shape)
             scores[f"ECCV_mAP_at_R_{d}"] = map_at_r(s, mask, chunk_size=chunk_size)
             scores[f"ECCV_R_P_{d}"] = r_precision(s, mask, chunk_size=chunk_size)
-            scores[f"ECCV_R_at_1_{d}"] = retrieval_recall(s, mask, (1,), chunk_size=chunk_size)["R_at_1"]
+            scores[f"ECCV_R_at_1_{d}"] = retrieval_recall(
+                s, mask, (1,), skip_empty=True, chunk_size=chunk_size
+            )["R_at_1"]
     return scores
 
 
@@ -102,20 +116,47 @@ def _semantic_scores(
     direction: str,
     chunk_size: int,
 ) -> dict[str, float]:
-    """NCS@K with and without the ground truth, and Semantic Recall on non-GT items, for one direction.
+    """NCS@K (both conventions) with and without the ground truth, and eq. 4's Semantic Recall on non-GT
+    items, for one direction; rows of every matrix are queries.
 
     ``cutoffs`` is ``(ncs_ks, sr_ks, sr_ms)``; cut-offs the gallery cannot fill are skipped.
     """
     ncs_ks, ks, sr_ms = cutoffs
     n_left = sims.shape[1] - int(truth.sum(axis=1).max())
     scores = {}
-    for label, ks_fit, exclude in (("NCS", ncs_ks, None), ("NCS_noGT", ncs_ks, truth)):
-        fitting = [k for k in ks_fit if k <= (sims.shape[1] if exclude is None else n_left)]
-        if fitting:
-            values = ncs_at_ks(sims, relevance, fitting, exclude=exclude, chunk_size=chunk_size)
-            scores.update({f"{label}_at_{k}_{direction}": value for k, value in values.items()})
+    for label, exclude in (("", None), ("_noGT", truth)):
+        fitting = [k for k in ncs_ks if k <= (sims.shape[1] if exclude is None else n_left)]
+        for name, intersect in (("NCS", False), ("NCS_eq5", True)):
+            if fitting:
+                values = ncs_at_ks(
+                    sims, relevance, fitting, exclude=exclude, intersect=intersect, chunk_size=chunk_size
+                )
+                scores.update({f"{name}{label}_at_{k}_{direction}": value for k, value in values.items()})
     fitting = [k for k in ks if k <= n_left]
     for m in (m for m in sr_ms if m <= n_left and fitting):
         values = semantic_recall_at_ks(sims, relevance, fitting, m, exclude=truth, chunk_size=chunk_size)
+        scores.update({f"SR_eq4_at_{k}_m{m}_{direction}": value for k, value in values.items()})
+    return scores
+
+
+def _image_semantic_recall(
+    sims: np.ndarray,
+    relevance: np.ndarray,
+    index: np.ndarray,
+    cutoffs: tuple[Sequence[int], Sequence[int]],
+    direction: str,
+    chunk_size: int,
+) -> dict[str, float]:
+    """The released code's Semantic Recall on non-GT items for one direction, from the image x caption
+    ``sims`` and ``relevance``; ``cutoffs`` is ``(sr_ks, sr_ms)``, those that do not fit are skipped."""
+    ks, sr_ms = cutoffs
+    n_images, n_captions = sims.shape
+    n_left = n_captions - int(np.bincount(index).max()) if direction == "i2t" else n_images - 1
+    fitting = [k for k in ks if k <= n_left]
+    scores = {}
+    for m in (m for m in sr_ms if m < n_images and fitting):
+        values = semantic_recall_by_image(
+            sims, relevance, index, fitting, m, direction=direction, chunk_size=chunk_size
+        )
         scores.update({f"SR_at_{k}_m{m}_{direction}": value for k, value in values.items()})
     return scores

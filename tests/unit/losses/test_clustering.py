@@ -1,3 +1,4 @@
+import itertools
 import warnings
 
 import numpy as np
@@ -7,7 +8,12 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import silhouette_score
 
 from tests.unit.losses._reference import silhouette_ref
-from vse_ray.losses.clustering import adaptive_levels, kmeans_1d_sorted, silhouette_1d_sorted
+from vse_ray.losses.clustering import (
+    adaptive_levels,
+    kmeans_1d_exact_sorted,
+    kmeans_1d_sorted,
+    silhouette_1d_sorted,
+)
 from vse_ray.losses.distinct_rows import distinct_rows
 
 
@@ -104,7 +110,7 @@ def test_silhouette_of_singletons_and_duplicates_is_zero():
     assert silhouette_1d_sorted(xs, counts, ends).tolist() == [0.0, 0.0]
 
 
-def test_adaptive_levels_choose_k_like_sklearn():
+def test_lloyd_levels_choose_k_like_sklearn():
     gen = torch.Generator().manual_seed(0)
     centres = torch.tensor([0.1, 0.45, 0.8], dtype=torch.float64)
     rel = centres[torch.randint(0, 3, (20, 12), generator=gen)] + 0.03 * torch.randn(
@@ -113,7 +119,7 @@ def test_adaptive_levels_choose_k_like_sklearn():
     rel[::2, :] = torch.rand(10, 12, generator=gen, dtype=torch.float64)  # unstructured rows too
     cand = torch.ones(20, 12, dtype=torch.bool)
     cand[:, 0] = False
-    levels, n_levels = adaptive_levels(rel, cand, 2, 4)
+    levels, n_levels = adaptive_levels(rel, cand, 2, 4, kmeans="lloyd")
     for r in range(20):
         x = rel[r, 1:].numpy()
         scores = []
@@ -164,3 +170,80 @@ def test_kmeans_exact_where_search_keys_collide():
     x = np.tile([0.0, 1.0 + 2.0**-45, 2.0], (5000, 1))
     ends = kmeans_1d_sorted(x, np.full(5000, 3), np.full(5000, 2))
     assert np.array_equal(ends, np.tile([1, 3], (5000, 1)))  # centres 0 and 2: only 0 is <= midpoint 1
+
+
+# ---- exact K-Means (dynamic programming) ----
+
+
+def inertia(x, ends):
+    starts = np.concatenate(([0], ends[:-1]))
+    return sum(((x[s:e] - x[s:e].mean()) ** 2).sum() for s, e in zip(starts, ends, strict=True) if e > s)
+
+
+def brute_force_inertia(x, k):
+    """The least inertia over every partition of the sorted x into at most k contiguous intervals."""
+    n = len(x)
+    return min(
+        inertia(x, np.array([*cuts, n]))
+        for cuts in itertools.combinations_with_replacement(range(n + 1), k - 1)
+    )
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_exact_kmeans_equals_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    rows = [
+        np.sort(np.round(rng.random(int(rng.integers(1, 11))), int(rng.integers(1, 4)))) for _ in range(16)
+    ]
+    xs, counts = padded(rows)
+    ends = kmeans_1d_exact_sorted(xs, counts, torch.tensor([1, 2, 3, 4]).expand(len(rows), -1))
+    for r, x in enumerate(rows):
+        for g, k in enumerate((1, 2, 3, 4)):
+            e = ends[r, g, :k]
+            assert np.all(np.diff(np.concatenate(([0], e))) >= 0) and e[-1] == len(x)
+            assert inertia(x, e) == pytest.approx(brute_force_inertia(x, k), abs=1e-12)
+            cut_at = e[:-1][(e[:-1] > 0) & (e[:-1] < len(x))]
+            assert np.all(x[cut_at - 1] < x[cut_at])  # equal values share a cluster
+
+
+def test_exact_kmeans_is_never_above_sklearn_or_lloyd():
+    rows = random_rows(n_rows=8, seed=4)
+    xs, counts = padded(rows)
+    ks = torch.tensor([2, 3, 4]).expand(len(rows), -1)
+    exact, lloyd = kmeans_1d_exact_sorted(xs, counts, ks), kmeans_1d_sorted(xs, counts, ks)
+    above = 0
+    for r, x in enumerate(rows):
+        for g, k in enumerate((2, 3, 4)):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                best = KMeans(k, n_init=4, random_state=0).fit(x.reshape(-1, 1)).inertia_
+            assert inertia(x, exact[r, g, :k]) <= best + 1e-12
+            assert inertia(x, exact[r, g, :k]) <= inertia(x, lloyd[r, g, :k]) + 1e-12
+            above += inertia(x, lloyd[r, g, :k]) > inertia(x, exact[r, g, :k]) + 1e-12
+    assert above > 0  # Lloyd from quantiles stops above the optimum on some of these rows
+
+
+def test_exact_levels_choose_k_by_silhouette_of_the_optimal_clusterings():
+    """L* = argmax over k of sklearn's silhouette_score of the brute-force optimal partitions."""
+    gen = torch.Generator().manual_seed(1)
+    rel = torch.rand(12, 10, generator=gen, dtype=torch.float64)
+    cand = torch.ones(12, 10, dtype=torch.bool)
+    cand[:, 0] = False
+    levels, n_levels = adaptive_levels(rel, cand, 2, 4, kmeans="exact")
+    for r in range(12):
+        x = np.sort(rel[r, 1:].numpy())
+        scores = []
+        for k in (2, 3, 4):
+            ends = min(
+                (np.array([*cuts, len(x)]) for cuts in itertools.combinations(range(1, len(x)), k - 1)),
+                key=lambda e, x=x: inertia(x, e),
+            )
+            scores.append(silhouette_score(x.reshape(-1, 1), labels_from_ends(ends, len(x))))
+        assert int(n_levels[r]) == 2 + int(np.argmax(scores)), r
+        order = np.argsort(rel[r, 1:].numpy())
+        assert np.all(np.diff(levels[r, 1:].numpy()[order]) <= 0)
+
+
+def test_unknown_kmeans_is_named():
+    with pytest.raises(ValueError, match="kmeans"):
+        adaptive_levels(torch.rand(3, 3), torch.ones(3, 3, dtype=torch.bool), 2, 3, kmeans="elkan")

@@ -1,13 +1,24 @@
-"""The compiled K-Means / Silhouette / level kernels against the previous batched numpy implementation."""
+"""The compiled K-Means / Silhouette / level kernels against the previous batched numpy implementation
+(Lloyd), and against the torch path that other devices take."""
 
 import numpy as np
 import pytest
 import torch
 
 from tests.unit.losses._reference import silhouette_ref
-from vse_ray.losses.clustering import adaptive_levels, kmeans_1d_sorted, silhouette_1d_sorted
+from vse_ray.losses.backend import row_kernel_backend
+from vse_ray.losses.clustering import (
+    adaptive_levels,
+    kmeans_1d_exact_sorted,
+    kmeans_1d_sorted,
+    silhouette_1d_sorted,
+    torch_levels,
+)
 from vse_ray.losses.clustering.kmeans_1d import prefix_sums
 from vse_ray.losses.clustering.silhouette_1d import pairwise_sum
+from vse_ray.losses.clustering.torch_levels import exact_ends as torch_exact_ends
+from vse_ray.losses.clustering.torch_levels import lloyd_ends as torch_lloyd_ends
+from vse_ray.losses.clustering.torch_levels import silhouettes
 from vse_ray.losses.distinct_rows import distinct_rows
 
 # ---- reference: the batched numpy implementation the kernels replace (all rows and k at once) ----
@@ -213,7 +224,7 @@ def test_adaptive_levels_equal_the_numpy_implementation(seed, decimals):
     rel = torch.from_numpy(relevance_rows(96, 40, seed, decimals))
     cand = torch.from_numpy(random_mask((96, 40), seed))
     for l_min, l_max in ((2, 4), (2, 2), (3, 6)):
-        levels, n_levels = adaptive_levels(rel, cand, l_min, l_max)
+        levels, n_levels = adaptive_levels(rel, cand, l_min, l_max, kmeans="lloyd")
         ref_levels, ref_n_levels = ref_adaptive_levels(rel, cand, l_min, l_max)
         assert torch.equal(n_levels, ref_n_levels) and torch.equal(levels, ref_levels)
     assert n_levels.unique().numel() > 1  # the comparison covers several chosen k
@@ -224,7 +235,7 @@ def test_adaptive_levels_of_a_symmetric_relevance_in_both_directions():
     rel = torch.from_numpy(np.triu(half) + np.triu(half, 1).T)
     rel = torch.stack((rel, rel.T)).float()  # float32 input, equal rows in the two directions
     cand = ~torch.eye(64, dtype=torch.bool).expand(2, 64, 64)
-    levels, n_levels = adaptive_levels(rel, cand, 2, 4)
+    levels, n_levels = adaptive_levels(rel, cand, 2, 4, kmeans="lloyd")
     ref_levels, ref_n_levels = ref_adaptive_levels(rel, cand, 2, 4)
     assert levels.shape == (2, 64, 64) and n_levels.shape == (2, 64)
     assert torch.equal(n_levels, ref_n_levels) and torch.equal(levels, ref_levels)
@@ -323,7 +334,43 @@ def test_kmeans_keeps_the_bounds_of_an_emptied_lowest_cluster():
 def test_prefix_sums_and_levels_of_rows_without_candidates():
     rel = torch.rand(3, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     cand = torch.tensor([[False] * 5, [True] + [False] * 4, [True, True, False, True, False]])
-    levels, n_levels = adaptive_levels(rel, cand, 2, 4)
+    levels, n_levels = adaptive_levels(rel, cand, 2, 4, kmeans="lloyd")
     assert n_levels.tolist() == [1, 1, 2]
     assert levels[:2].tolist() == [[0] * 5, [1, 0, 0, 0, 0]] and sorted(levels[2].tolist()) == [0, 0, 1, 1, 2]
     assert torch.equal(levels, ref_adaptive_levels(rel, cand, 2, 4)[0])
+
+
+# ---- the torch path (other devices), run on CPU tensors ----
+
+
+@pytest.mark.parametrize("kmeans", ["exact", "lloyd"])
+@pytest.mark.parametrize(("seed", "decimals"), [(0, None), (1, 2), (2, 1)])
+def test_torch_path_gives_the_same_levels(kmeans, seed, decimals):
+    """Tolerance: none on these inputs (the paths could part only where two clusterings or two k tie within
+    float rounding)."""
+    rel = torch.from_numpy(relevance_rows(96, 40, seed, decimals))
+    cand = torch.from_numpy(random_mask((96, 40), seed))
+    for l_min, l_max in ((2, 4), (3, 6)):
+        compiled = adaptive_levels(rel, cand, l_min, l_max, kmeans=kmeans)
+        with row_kernel_backend("torch"):
+            torch_path = adaptive_levels(rel, cand, l_min, l_max, kmeans=kmeans)
+        assert torch.equal(compiled[0], torch_path[0]) and torch.equal(compiled[1], torch_path[1])
+
+
+def test_torch_path_clusterings_and_silhouettes_equal_the_kernels(monkeypatch):
+    monkeypatch.setattr(torch_levels, "CHUNK_ELEMENTS", 31**2 * 7)  # the exact K-Means in chunks of 7 rows
+    rel = relevance_rows(48, 30, seed=6, decimals=2)
+    xs, counts = sorted_rows(rel, random_mask(rel.shape, 6))
+    ks = [2, 3, 4]
+    txs, tcounts = torch.from_numpy(xs), torch.from_numpy(counts)
+    tprefix = torch.from_numpy(prefix_sums(xs, counts))
+    exact = kmeans_1d_exact_sorted(xs, counts, np.tile(ks, (48, 1)))
+    valid = np.array(ks)[None, :] <= counts[:, None]  # k above the count is meaningless on both paths
+    assert np.array_equal(torch_exact_ends(txs, tcounts, ks).numpy()[valid], exact[valid])
+    for g, k in enumerate(ks):
+        lloyd = torch_lloyd_ends(txs, tcounts, k, 100, tprefix).numpy()
+        assert np.array_equal(
+            lloyd[valid[:, g]], kmeans_1d_sorted(xs, counts, np.full(48, k))[valid[:, g], :k]
+        )
+    sil = silhouettes(txs, tcounts, torch.from_numpy(exact), tprefix).numpy()
+    np.testing.assert_allclose(sil, silhouette_1d_sorted(xs, counts, exact), rtol=0, atol=1e-12)

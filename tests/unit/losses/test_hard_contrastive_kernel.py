@@ -1,28 +1,17 @@
-"""The compiled per-level hard-contrastive picks against the previous torch implementation."""
+"""The compiled per-level hard-contrastive picks (CPU) against the torch path (other devices), run on CPU
+tensors: the same picks, invalid ones included (tolerance: none)."""
 
 import pytest
 import torch
 
-from vse_ray.losses.samplers import HardContrastivePairSampler, Selection
+from vse_ray.losses.backend import row_kernel_backend
+from vse_ray.losses.samplers import HardContrastivePairSampler
 
 
 def ref_per_level(scores, levels, n_levels):
-    """(L, ..., Q) max-reductions with 0 / -inf penalties per level, then a running max from level L up."""
-    keep = torch.eye(n_levels + 1, dtype=scores.dtype, device=scores.device)[1:]
-    penalty = torch.cat((keep, keep[:-1])).log().index_select(1, levels.reshape(-1))
-    penalty = penalty.view(2 * n_levels - 1, *levels.shape)
-    closest, closest_at = (scores + penalty[:n_levels]).max(-1)
-    neg_furthest, furthest_at = (penalty[n_levels:] - scores).max(-1)
-    running = closest.flip(0).cummax(0)
-    lower_valid = running.values.flip(0) > float("-inf")
-    lower_index = closest_at.gather(0, n_levels - 1 - running.indices.flip(0))
-    own = torch.arange(scores.shape[-1], device=scores.device).expand(1, *scores.shape[:-1])
-    upper_index = torch.cat((own, furthest_at))
-    upper_valid = torch.cat((torch.ones_like(own, dtype=torch.bool), neg_furthest > float("-inf")))
-    return (
-        Selection(upper_index.movedim(0, -1), upper_valid.movedim(0, -1)),
-        Selection(lower_index.movedim(0, -1), lower_valid.movedim(0, -1)),
-    )
+    """The torch path (the one other devices take), run on the CPU tensors."""
+    with row_kernel_backend("torch"):
+        return HardContrastivePairSampler().per_level(scores, levels, n_levels)
 
 
 def random_case(lead, n, n_levels, seed, dtype, decimals=None):
@@ -47,7 +36,7 @@ def assert_same(got, ref):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("decimals", [None, 1, 0])
 @pytest.mark.parametrize("n_levels", [1, 2, 3, 5])
-def test_per_level_equals_the_torch_implementation(dtype, decimals, n_levels):
+def test_per_level_equals_the_torch_path(dtype, decimals, n_levels):
     for seed, (lead, n) in enumerate([((2,), 9), ((), 33), ((3, 2), 5), ((2,), 128)]):
         scores, levels = random_case(lead, n, n_levels, seed, dtype, decimals)
         got = HardContrastivePairSampler().per_level(scores, levels, n_levels)
@@ -84,9 +73,10 @@ def test_per_level_keeps_gradients_and_half_precision():
     assert sims.grad is not None and torch.isfinite(sims.grad).all()
 
 
+@pytest.mark.parametrize("backend", ["compiled", "torch"])
 @pytest.mark.parametrize("bad", [-1, 4])
-def test_per_level_rejects_levels_out_of_range(bad):
+def test_per_level_rejects_levels_out_of_range(bad, backend):
     scores, levels = random_case((), 6, 3, seed=0, dtype=torch.float64)
     levels[2, 4] = bad
-    with pytest.raises(ValueError, match="levels"):
+    with row_kernel_backend(backend), pytest.raises(ValueError, match="levels"):
         HardContrastivePairSampler().per_level(scores, levels, 3)

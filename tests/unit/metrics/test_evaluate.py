@@ -14,6 +14,7 @@ from vse_ray.metrics import (
     ncs,
     recall_at_k,
     semantic_recall,
+    semantic_recall_by_image,
 )
 
 
@@ -39,9 +40,14 @@ def test_keys_and_values_match_the_functions() -> None:
     assert scores["CS_at_20_i2t"] == coherent_score(sims, relevance, 20)
     assert "CS_at_20_t2i" not in scores  # 15 images: the text->image gallery cannot fill K = 20
     assert scores["tau_t2i"] == coherent_score(sims.T, relevance.T, None)
-    assert scores["NCS_at_5_t2i"] == ncs(sims.T, relevance.T, 5)
-    assert scores["NCS_noGT_at_40_i2t"] == ncs(sims, relevance, 40, exclude=truth)
-    assert scores["SR_at_5_m2_t2i"] == semantic_recall(sims.T, relevance.T, 5, 2, exclude=truth.T)
+    assert scores["NCS_at_5_t2i"] == ncs(sims.T, relevance.T, 5, intersect=False)
+    assert scores["NCS_eq5_at_5_t2i"] == ncs(sims.T, relevance.T, 5, intersect=True)
+    assert scores["NCS_noGT_at_40_i2t"] == ncs(sims, relevance, 40, exclude=truth, intersect=False)
+    assert scores["NCS_eq5_noGT_at_40_i2t"] == ncs(sims, relevance, 40, exclude=truth, intersect=True)
+    assert scores["NCS_at_5_t2i"] > scores["NCS_eq5_at_5_t2i"]
+    assert scores["SR_eq4_at_5_m2_t2i"] == semantic_recall(sims.T, relevance.T, 5, 2, exclude=truth.T)
+    by_image = semantic_recall_by_image(sims, relevance, img_of_cap, (1, 5, 10), 2, direction="t2i")
+    assert scores["SR_at_5_m2_t2i"] == by_image[5]
     assert scores["ECCV_mAP_at_R_t2i"] == map_at_r(sims.T, truth.T)
     assert scores["ECCV_R_at_1_i2t"] == scores["R_at_1_i2t"]
 

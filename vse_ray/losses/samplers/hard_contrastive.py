@@ -9,6 +9,7 @@ import torch
 from torch import Tensor
 
 from vse_ray.jit import njit
+from vse_ray.losses.backend import use_compiled
 from vse_ray.losses.samplers.base import Selection, check_scores_and_mask, check_selection
 from vse_ray.losses.samplers.furthest import FurthestSampler
 from vse_ray.losses.samplers.hardest import HardestSampler
@@ -31,9 +32,11 @@ class HardContrastivePairSampler:
         """The pairs of all L ladder terms at once, from the level of each candidate (ladder eq. 7-8).
 
         Term l compares the upper set N_{l-1} (the query's own column q for l = 1) with the lower set
-        N_{l:L}. A compiled pass over each query row takes the extremes of every level - the furthest and
-        the closest member - and the closest member of N_{l:L} follows as a running maximum from level L
-        up, so no (L, ..., Q, C) upper or lower masks are built. Ties go to the first column (as torch's
+        N_{l:L}. The extremes of every level - the furthest and the closest member - are taken per query
+        row, and the closest member of N_{l:L} follows as a running maximum from level L up. On CPU tensors
+        a compiled pass over each row does this without any (L, ..., Q, C) intermediate; on other devices
+        torch max-reductions over 0 / -inf level penalties do it on the device (see
+        ``vse_ray.losses.backend``). Both give the same picks: ties go to the first column (as torch's
         max / argmax), ties of the running maximum to the lower level; a NaN score is picked first.
 
         Args:
@@ -59,7 +62,12 @@ class HardContrastivePairSampler:
 
 
 def _per_level(scores: Tensor, levels: Tensor, n_levels: int) -> tuple[Selection, Selection]:
-    """``per_level`` on validated inputs: the kernel on (N, C) host rows, results back on scores' device."""
+    """``per_level`` on validated inputs: the kernel on (N, C) host rows, results back on scores' device;
+    ``torch_per_level`` for tensors that the compiled path does not take."""
+    if not use_compiled(scores):
+        if bool(((levels < 0) | (levels > n_levels)).any()):
+            raise ValueError(f"levels must lie in 0..n_levels = {n_levels}")
+        return torch_per_level(scores, levels, n_levels)
     upper_index, upper_valid, lower_index, lower_valid, in_range = level_extremes(
         host_rows(scores, widen=True), host_rows(levels), n_levels, scores.shape[-2]
     )
@@ -71,6 +79,27 @@ def _per_level(scores: Tensor, levels: Tensor, n_levels: int) -> tuple[Selection
         for pair in ((upper_index, upper_valid), (lower_index, lower_valid))
     )
     return upper, lower
+
+
+def torch_per_level(scores: Tensor, levels: Tensor, n_levels: int) -> tuple[Selection, Selection]:
+    """The per-level picks with torch operations on the tensors' device: per level l, scores + penalty
+    (0 on level l, -inf elsewhere) reduced by max for the closest member and -scores + penalty for the
+    furthest, then a running maximum from level L up (``cummax``) for the closest member of N_{l:L}."""
+    keep = torch.eye(n_levels + 1, dtype=scores.dtype, device=scores.device)[1:]
+    penalty = torch.cat((keep, keep[:-1])).log().index_select(1, levels.reshape(-1))
+    penalty = penalty.view(2 * n_levels - 1, *levels.shape)
+    closest, closest_at = (scores + penalty[:n_levels]).max(-1)
+    neg_furthest, furthest_at = (penalty[n_levels:] - scores).max(-1)
+    running = closest.flip(0).cummax(0)
+    lower_valid = running.values.flip(0) > float("-inf")
+    lower_index = closest_at.gather(0, n_levels - 1 - running.indices.flip(0))
+    own = torch.arange(scores.shape[-1], device=scores.device).expand(1, *scores.shape[:-1])
+    upper_index = torch.cat((own, furthest_at))
+    upper_valid = torch.cat((torch.ones_like(own, dtype=torch.bool), neg_furthest > float("-inf")))
+    return (
+        Selection(upper_index.movedim(0, -1), upper_valid.movedim(0, -1)),
+        Selection(lower_index.movedim(0, -1), lower_valid.movedim(0, -1)),
+    )
 
 
 @njit(inline="always")

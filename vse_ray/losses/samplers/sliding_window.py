@@ -7,6 +7,7 @@ import torch
 from torch import Tensor
 
 from vse_ray.jit import njit
+from vse_ray.losses.backend import use_compiled
 from vse_ray.losses.distinct_rows import distinct_rows
 from vse_ray.losses.samplers.base import Selection, check_selection
 from vse_ray.losses.sorting import COLUMN_BITS, host_rows, sorted_keys, threshold_keys
@@ -27,7 +28,9 @@ class SlidingWindowSampler:
     (``sorted_keys``) turns both into prefix-max / suffix-min lookups, which one compiled loop per row
     takes, with torch.cummax / cummin's tie rules: O(C log C + M) per query and no (M, C) masks. Rows of
     equal relevance (both directions of a symmetric relevance) share their sort and window bounds
-    (``distinct_rows``).
+    (``distinct_rows``). Tensors off the CPU take the same steps as torch operations on their device
+    (``torch.sort``, ``searchsorted``, ``cummax`` / ``cummin``; see ``vse_ray.losses.backend``); both give
+    the same picks, up to the order of equal relevances, which moves only picks among tied scores.
 
     Args:
         alpha: window width (the relaxation α of eq. 17), in (0, 2).
@@ -93,11 +96,31 @@ class SlidingWindowSampler:
                 f"relevance must be a floating tensor of shape {tuple(scores.shape)}, got "
                 f"{relevance.dtype} {tuple(relevance.shape)}"
             )
+        if not use_compiled(scores):
+            return check_selection(self._torch_pairs(scores.detach(), relevance), scores.shape[:-1])
         bounds = self.bounds(relevance)
         index, valid = _window_picks(host_rows(scores, widen=True), *bounds)
         shape = (*scores.shape[:-1], 2 * self.n_windows)
         pairs = Selection(torch.from_numpy(index).view(shape), torch.from_numpy(valid).view(shape))
         return check_selection(Selection(*(t.to(scores.device) for t in pairs)), scores.shape[:-1])
+
+    def _torch_pairs(self, scores: Tensor, relevance: Tensor) -> Selection:
+        """``pairs`` with torch operations on the tensors' device: a stable sort by relevance (equal values
+        in column order), window bounds by ``searchsorted``, the closest negative as the running argmax of
+        the sorted similarities and the furthest positive as the running argmin from the end."""
+        n_cols, n_windows = scores.shape[-1], self.n_windows
+        order = relevance.sort(dim=-1, stable=True).indices
+        sims_sorted = scores.gather(-1, order)
+        lo = self.lower_edges(relevance.dtype, relevance.device)
+        edges = torch.cat((lo - EDGE_TOLERANCE, lo + self.alpha - EDGE_TOLERANCE))
+        edges = edges.expand(*relevance.shape[:-1], 2 * n_windows).contiguous()
+        n_neg, first_pos = torch.searchsorted(relevance.gather(-1, order), edges).split(n_windows, -1)
+        closest = sims_sorted.cummax(-1).indices.gather(-1, (n_neg - 1).clamp(min=0))
+        suffix_min = sims_sorted.flip(-1).cummin(-1).indices
+        furthest = n_cols - 1 - suffix_min.gather(-1, (n_cols - 1 - first_pos).clamp(min=0))
+        valid = (n_neg > 0) & (first_pos < n_cols)
+        index = order.gather(-1, torch.cat((furthest, closest), -1))
+        return Selection(index, torch.cat((valid, valid), -1))
 
 
 @njit

@@ -10,6 +10,7 @@ from vse_ray.metrics.functional.r_precision import r_precision
 from vse_ray.metrics.functional.recall_at_k import ground_truth_mask, recall_at_k
 from vse_ray.metrics.functional.retrieval_recall import retrieval_recall
 from vse_ray.metrics.functional.semantic_recall import semantic_recall, semantic_recall_at_ks
+from vse_ray.metrics.functional.semantic_recall_by_image import semantic_recall_by_image
 
 __all__ = [
     "average_precision",
@@ -27,4 +28,5 @@ __all__ = [
     "retrieval_recall",
     "semantic_recall",
     "semantic_recall_at_ks",
+    "semantic_recall_by_image",
 ]

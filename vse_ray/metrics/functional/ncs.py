@@ -25,7 +25,7 @@ def ncs(
     k: int,
     *,
     exclude: Any = None,
-    intersect: bool = True,
+    intersect: bool = False,
     chunk_size: int = 1024,
 ) -> float:
     r"""NCS@K: relevance retrieved in the model's top K over the relevance of the ideal top K, averaged.
@@ -35,17 +35,24 @@ def ncs(
 
     .. math:: N_q@k = \frac{\sum_{j \in \tilde G_q \cap Q_{qk}} N_{qj}}{\sum_{l \in \tilde G_q} N_{ql}}
 
-    ``intersect=False`` sums the relevance of every retrieved item instead (the numerator of the authors'
-    released code). ``exclude`` drops items from both rankings before the top-k is taken: pass the
-    ground-truth mask for NCS "without GT items" (Tables 4-5, Nsum(N)). Ties in either ranking keep the
-    lower index. A query whose ideal top-k sums to 0 is undefined and skipped by the mean (NaN if all are).
+    Two conventions, which give very different numbers (on random data 0.52 against 0.10):
+
+    - ``intersect=False`` (default): the numerator sums the relevance of every retrieved item, as the
+      authors' released code does (``Metric.NCS``: mean relevance of the top k over the mean of the ideal
+      top k); the published tables come from it;
+    - ``intersect=True``: eq. 5 as printed, only retrieved items that are also in the ideal top k count.
+
+    The code adds 1e-10 to the denominator (a query with an all-zero ideal top k scores 0); here such a
+    query is undefined and skipped by the mean (NaN if all are). ``exclude`` drops items from both
+    rankings before the top-k is taken: pass the ground-truth mask for NCS "without GT items" (Tables 4-5,
+    Nsum(N)). Ties in either ranking keep the lower index.
 
     Args:
         sims: (n_queries, n_gallery) similarities; rows are queries.
         relevance: (n_queries, n_gallery) non-negative relevance in the same orientation.
         k: cut-off, 1 <= k <= items left per query.
         exclude: optional (n_queries, n_gallery) binary mask of items removed from the evaluation.
-        intersect: eq. 5 as written (True) or the released-code numerator (False).
+        intersect: eq. 5 as printed (True) or the released code's numerator (False, default).
         chunk_size: queries per chunk.
 
     Returns:
@@ -60,7 +67,7 @@ def ncs_at_ks(
     ks: Sequence[int],
     *,
     exclude: Any = None,
-    intersect: bool = True,
+    intersect: bool = False,
     chunk_size: int = 1024,
 ) -> dict[int, float]:
     """NCS@K for several cut-offs from one ordered top-max(K) per ranking; see :func:`ncs`."""

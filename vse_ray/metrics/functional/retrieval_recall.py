@@ -13,7 +13,12 @@ from vse_ray.metrics.functional._sorting import row_chunks
 
 
 def retrieval_recall(
-    sims: Any, positives: Any, ks: Sequence[int] = (1, 5, 10), *, chunk_size: int = 1024
+    sims: Any,
+    positives: Any,
+    ks: Sequence[int] = (1, 5, 10),
+    *,
+    skip_empty: bool = False,
+    chunk_size: int = 1024,
 ) -> dict[str, float]:
     r"""Recall metrics of one retrieval direction, rows = queries, in percent as the papers report them.
 
@@ -27,19 +32,29 @@ def retrieval_recall(
 
     Args:
         sims: (n_queries, n_gallery) similarities.
-        positives: (n_queries, n_gallery) binary mask; every query needs at least one positive.
+        positives: (n_queries, n_gallery) binary mask; every query needs at least one positive unless
+            ``skip_empty``.
         ks: cut-offs, each in [1, n_gallery].
+        skip_empty: leave queries without any positive out of every mean, as ECCV Caption does for the
+            queries outside its subset (``eccv_caption._metrics.compute_eccv_metrics`` scores only the
+            queries that have ground truth).
         chunk_size: queries per chunk.
 
     Raises:
-        ValueError: on bad shapes or values, or a query without any positive.
+        ValueError: on bad shapes or values, a query without any positive (unless ``skip_empty``), or
+            no query with a positive at all.
     """
     sims = as_matrix("sims", sims)
     positives = as_mask("positives", positives, sims.shape)
     ks = check_ks("ks", ks, sims.shape[1])
     counts = positives.sum(axis=1)
     empty = np.flatnonzero(counts == 0)
-    if empty.size:
+    if skip_empty and empty.size:
+        kept = counts > 0
+        if not kept.any():
+            raise ValueError("positives: no query has a positive item")
+        sims, positives, counts = sims[kept], positives[kept], counts[kept]
+    elif empty.size:
         raise ValueError(f"positives: queries {empty[:5].tolist()} have no positive item")
     first_rank = np.empty(sims.shape[0], dtype=np.int64)
     found = np.empty((sims.shape[0], len(ks)), dtype=np.int64)

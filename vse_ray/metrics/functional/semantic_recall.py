@@ -30,7 +30,8 @@ def semantic_recall(
     .. math:: R^{SR}_q@k = \frac{|\tilde G_q \cap Q_{qk}|}{|\tilde G_q|}
 
     ``exclude`` removes items from both rankings first: pass the ground-truth mask to score non-GT items
-    only, as in the paper's Figure 3. Ties in either ranking keep the lower index.
+    only, as in the paper's Figure 3. Ties in either ranking keep the lower index. The authors' released
+    code extends the relevant set by whole images instead: see :func:`semantic_recall_by_image`.
 
     Args:
         sims: (n_queries, n_gallery) similarities; rows are queries.
