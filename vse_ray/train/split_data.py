@@ -44,6 +44,10 @@ class ImageStore:
     def tensor(self, image_ids: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(self.values[self.rows(image_ids)]))
 
+    def tensor_rows(self, rows: slice) -> torch.Tensor:
+        """Stored rows `rows` (in split order) as a tensor."""
+        return torch.from_numpy(np.ascontiguousarray(self.values[rows]))
+
 
 def decode_png_column(column: pa.ChunkedArray) -> np.ndarray:
     """PNG bytes column → uint8 (n, H, W, 3)."""
