@@ -8,9 +8,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from vse_ray.data.split_data import SplitData, pad_tokens
 from vse_ray.metrics import evaluate_all
 from vse_ray.models import RetrievalModel
-from vse_ray.train.split_data import SplitData, pad_tokens
 
 
 def _pad_words(chunks: list[torch.Tensor]) -> torch.Tensor:

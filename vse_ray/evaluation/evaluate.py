@@ -12,6 +12,7 @@ import torch
 from mlflow import MlflowClient
 from mlflow.entities import Metric
 
+from vse_ray.data.split_data import SplitData, load_image_store, load_split
 from vse_ray.evaluation.eccv import eccv_positives
 from vse_ray.evaluation.embed import split_similarities
 from vse_ray.evaluation.examples import plot_retrieval_examples
@@ -21,7 +22,6 @@ from vse_ray.tracking import get_best_checkpoint, resolve_tracking_uri
 from vse_ray.tracking.artifacts import log_figures, log_json
 from vse_ray.train.checkpoint import load_checkpoint
 from vse_ray.train.config import TrainConfig
-from vse_ray.train.split_data import SplitData, load_image_store, load_split
 from vse_ray.train.training_data import rebuild_model
 
 PROTOCOLS = ("full", "coco1k", "coco5k")

@@ -6,9 +6,11 @@ from typing import Any
 
 from vse_ray.models.base import RetrievalModel
 from vse_ray.models.vse import VSEModel
+from vse_ray.models.vse_inf import VSEInfModel
 
 MODELS: dict[str, type[RetrievalModel]] = {
     "vsepp": VSEModel,
+    "vse_inf": VSEInfModel,
 }
 MODEL_NAMES = tuple(MODELS)
 DEFAULT_MODEL = "vsepp"

@@ -9,13 +9,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from vse_ray.data.split_data import ImageStore, SplitData, load_image_store, load_split
 from vse_ray.data.store import load_captions, load_vocab
 from vse_ray.losses import make_loss
 from vse_ray.models import RetrievalModel, build_model, model_class
 from vse_ray.relevance import CiderDocFreq
 from vse_ray.train.batches import reference_texts, train_columns
 from vse_ray.train.config import TrainConfig
-from vse_ray.train.split_data import ImageStore, SplitData, load_image_store, load_split
+from vse_ray.train.model_input import check_model_input, check_same_image_shape
 
 
 def model_args(cfg: TrainConfig, vocab_size: int, feature_dim: int) -> dict[str, Any]:
@@ -65,6 +66,14 @@ class TrainingData:
         if with_captions or source == "cider":
             captions = load_captions(cfg.data_dir, "train").select(train_columns(source))
         images = load_image_store(cfg.data_dir, "train", raw=cfg.finetune)
+        check_model_input(
+            cfg.model,
+            images.layout,
+            str(Path(cfg.data_dir) / "features" / "split=train"),
+            images.values.shape[1:],
+        )
+        val = load_split(cfg.data_dir, "val", raw=cfg.finetune)
+        check_same_image_shape(images, val.images, cfg.data_dir, "val")
         vocab = load_vocab(cfg.data_dir)
         vocab_size = max(vocab.values()) + 1
         doc_freq = None
@@ -74,10 +83,10 @@ class TrainingData:
                 raise ValueError(f"{df_path}: missing; loss '{cfg.loss}' needs the train CIDEr doc freqs")
             doc_freq = CiderDocFreq.from_dict(json.loads(df_path.read_text()))
         return cls(
-            model_args=model_args(cfg, vocab_size, 0 if images.raw else int(images.values.shape[1])),
+            model_args=model_args(cfg, vocab_size, 0 if images.raw else int(images.values.shape[-1])),
             train_images=images,
             train_captions=captions if with_captions else None,
-            val=load_split(cfg.data_dir, "val", raw=cfg.finetune),
+            val=val,
             references=reference_texts(captions) if source == "cider" else None,
             doc_freq=doc_freq,
         )
