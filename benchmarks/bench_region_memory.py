@@ -67,12 +67,19 @@ def generate(folder: Path, n: int, regions: int, dim: int) -> float:
     return sum(p.stat().st_size for p in split.glob("part-*.arrow")) / 1e9
 
 
+def _vm_kb() -> dict[str, int]:
+    """VmRSS, VmHWM (peak RSS) ... of this process in kB."""
+    status = Path("/proc/self/status").read_text()
+    return {line.split(":")[0]: int(line.split()[1]) for line in status.splitlines() if line.startswith("Vm")}
+
+
 def worker(folder: str, mode: str, steps: int) -> None:  # runs in its own process
     import torch
 
     from vse_ray.data.region_rows import RegionRows
     from vse_ray.data.split_data import ImageStore
 
+    base = _vm_kb()["VmRSS"]  # interpreter, torch and pyarrow loaded, nothing read yet
     rows = RegionRows(Path(folder) / "features" / "split=train")
     store = ImageStore(rows.image_ids, rows if mode == "rows" else rows[slice(None)])
     rng = np.random.default_rng(0)
@@ -80,13 +87,13 @@ def worker(folder: str, mode: str, steps: int) -> None:  # runs in its own proce
     for _ in range(steps):
         batch = store.tensor(rng.choice(store.image_ids, 128, replace=False))
         total += float(torch.as_tensor(batch).float().sum())
-    status = Path("/proc/self/status").read_text()
-    kb = {line.split(":")[0]: int(line.split()[1]) for line in status.splitlines() if line.startswith("Vm")}
+    kb = _vm_kb()
     print(
         json.dumps(
             {
                 "peak_gb": kb["VmHWM"] / 1e6,
                 "rss_gb": kb["VmRSS"] / 1e6,
+                "base_gb": base / 1e6,
                 "ms_per_batch": 1e3 * (time.perf_counter() - start) / steps,
             }
         )
@@ -112,7 +119,9 @@ def main() -> None:
     print(
         f"R={args.regions} D={args.dim} float16, batch {args.batch}, {args.steps} random batches per worker"
     )
-    print(f"{'images':>8}  {'disk GB':>8}  {'mode':>9}  {'peak RSS GB':>11}  {'ms/batch':>8}")
+    print(
+        f"{'images':>8} {'disk GB':>8} {'mode':>9} {'peak RSS GB':>11} {'before reading':>14} {'ms/batch':>8}"
+    )
     for n in args.sizes:
         folder = root / f"regions_{n}_{args.regions}x{args.dim}"
         gen = time.perf_counter()
@@ -123,7 +132,8 @@ def main() -> None:
         )
         for mode in modes:
             m = measure(folder, mode, args.steps)
-            print(f"{n:>8}  {disk:8.2f}  {mode:>9}  {m['peak_gb']:11.3f}  {m['ms_per_batch']:8.1f}")
+            base = m.get("base_gb", float("nan"))
+            print(f"{n:>8} {disk:8.2f} {mode:>9} {m['peak_gb']:11.3f} {base:14.3f} {m['ms_per_batch']:8.1f}")
 
 
 if __name__ == "__main__":
