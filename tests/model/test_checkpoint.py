@@ -7,7 +7,7 @@ import pickle
 import pytest
 import torch
 
-from vse_ray.train.checkpoint import CHECKPOINT_FILE, load_checkpoint, save_checkpoint
+from vse_ray.tracking.checkpoint import CHECKPOINT_FILE, load_checkpoint, save_checkpoint
 
 
 def _state() -> dict:
@@ -21,6 +21,7 @@ def _state() -> dict:
         "optimizer": opt.state_dict(),
         "scheduler": {"step_size": 15, "last_epoch": 2},
         "config": {"loss": "vsepp", "cs_ks": [5, 10]},
+        "model_name": "vsepp",
         "model_args": {"vocab_size": 10, "cnn": None},
         "history": [{"epoch": 1, "rsum": 10.0}, {"epoch": 2, "rsum": 12.5}],
     }

@@ -12,17 +12,16 @@ import torch
 from mlflow import MlflowClient
 from mlflow.entities import Metric
 
+from vse_ray.data.split_data import SplitData, load_image_store, load_split
 from vse_ray.evaluation.eccv import eccv_positives
 from vse_ray.evaluation.embed import split_similarities
 from vse_ray.evaluation.examples import plot_retrieval_examples
 from vse_ray.evaluation.plots import plot_metric_at_k
 from vse_ray.metrics import coco_1k_folds, evaluate_all, mean_over_folds, recall_at_k
+from vse_ray.models import rebuild_model
 from vse_ray.tracking import get_best_checkpoint, resolve_tracking_uri
 from vse_ray.tracking.artifacts import log_figures, log_json
-from vse_ray.train.checkpoint import load_checkpoint
-from vse_ray.train.config import TrainConfig
-from vse_ray.train.split_data import SplitData, load_image_store, load_split
-from vse_ray.train.training_data import build_model
+from vse_ray.tracking.checkpoint import load_checkpoint
 
 PROTOCOLS = ("full", "coco1k", "coco5k")
 CURVE_KS = (1, 2, 3, 5, 10, 20, 50, 100)
@@ -96,12 +95,14 @@ def evaluate_run(
     uri = resolve_tracking_uri(tracking_uri, output_dir)
     checkpoint, run_id = resolve_run(run, uri)
     state = load_checkpoint(checkpoint)
-    cfg = TrainConfig.from_dict(state["config"])
-    model = build_model(state["model_args"], pretrained=False)
-    model.load_state_dict(state["model"])
-    data = load_split(data_dir or cfg.data_dir, split, raw=state["model_args"]["cnn"] is not None)
-    sims = split_similarities(model, data, cfg.eval_batch_size, torch.device("cpu"))
-    kwargs: dict[str, Any] = {"ks": cfg.eval_ks, "cs_ks": cfg.cs_ks, "ncs_ks": cfg.ncs_ks}
+    cfg = state["config"]  # the run's TrainConfig.to_dict()
+    data_dir = data_dir or cfg["data_dir"]
+    model = rebuild_model(state)
+    data = load_split(data_dir, split, raw=model.feature_layout == "pixels")
+    sims = split_similarities(model, data, cfg["eval_batch_size"], torch.device("cpu"))
+    kwargs: dict[str, Any] = {
+        k: tuple(cfg[f]) for k, f in (("ks", "eval_ks"), ("cs_ks", "cs_ks"), ("ncs_ks", "ncs_ks"))
+    }
     if coco_ids:
         kwargs["eccv_positives"] = eccv_positives(coco_ids, data.images.image_ids, data.caption_ids)
     metrics = score_split(sims, data, protocol, kwargs)
@@ -111,7 +112,7 @@ def evaluate_run(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report.to_dict(), indent=2))
     if run_id is not None:
-        pixels = data.images.values if data.images.raw else _pixels(data_dir or cfg.data_dir, split)
+        pixels = data.images.values if data.images.raw else _pixels(data_dir, split)
         _log_to_run(MlflowClient(uri), run_id, report, sims, data, pixels)
     return report
 
