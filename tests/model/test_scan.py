@@ -10,6 +10,8 @@ import torch
 from tests.model._xattn_inputs import region_word_batch, token_batch
 from vse_ray.models.scan import SCANModel, scan_scores
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 
 def _leaky(x: float, slope: float) -> float:
     return x if x > 0 else slope * x

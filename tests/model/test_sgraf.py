@@ -10,6 +10,8 @@ from tests.model._xattn_inputs import region_word_batch, token_batch
 from vse_ray.models.sgraf import SGRAFModel
 from vse_ray.models.sgraf_modules import CaptionBatchNorm
 
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
 
 def _l2n(x):
     return x / (x.norm() + 1e-8)

@@ -1,0 +1,47 @@
+"""Chunked query × gallery scoring of similarity models: one matrix for any block, too big ones refused."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.model._xattn_inputs import token_batch
+from vse_ray.evaluation.pair_blocks import check_block_fits, free_memory_bytes, score_matrix
+from vse_ray.metrics import evaluate_all
+from vse_ray.models.scan import SCANModel
+from vse_ray.models.sgraf import SGRAFModel
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+
+def _encoded(model, n_img=7, n_txt=11):
+    torch.manual_seed(0)
+    tokens, lengths = token_batch(n_txt, 30)
+    with torch.no_grad():
+        return model.encode_images(torch.randn(n_img, 3, 8)), model.encode_captions(tokens, lengths), lengths
+
+
+@pytest.mark.parametrize("model_cls", [SCANModel, SGRAFModel])
+def test_blocks_give_the_whole_matrix(model_cls):
+    extra = {"n_regions": 3, "sim_dim": 4} if model_cls is SGRAFModel else {}
+    model = model_cls(vocab_size=30, feature_dim=8, word_dim=5, embed_dim=6, **extra).eval()
+    img, txt, lengths = _encoded(model)
+    max_pairs = model.max_pairs
+    with torch.no_grad():
+        whole = model.score(img, txt, lengths).numpy()
+    for block in [(1, 1), (3, 4), (7, 11), (100, 100)]:
+        got = score_matrix(model, img, txt, lengths, block=block, progress=False)
+        assert got.shape == (7, 11) and abs(got - whole).max() < 1e-6
+    assert model.max_pairs == max_pairs  # restored
+    metrics = evaluate_all(got[:, :7], torch.arange(7).numpy(), ks=(1, 5))
+    assert {"R_at_1_i2t", "R_at_1_t2i", "rsum"} <= metrics.keys()
+
+
+def test_block_that_cannot_fit_is_refused_with_what_would():
+    model = SGRAFModel(vocab_size=30, feature_dim=2048)  # the paper's sizes: E = 1024, S = 256, R = 36
+    free = free_memory_bytes(torch.device("cpu"))
+    with pytest.raises(ValueError, match=r"block 5000 x 25000 needs about .* GiB .* blocks of up to"):
+        check_block_fits(model, (5000, 25000), 36, 12, 4, free)
+    check_block_fits(model, (8, 16), 36, 12, 4, free)
+    with pytest.raises(ValueError, match="images >= 1"):
+        check_block_fits(model, (0, 16), 36, 12, 4, free)
