@@ -18,13 +18,13 @@ import numpy as np
 import torch
 from bench_losses import round_robin_median_ms
 
+from vse_ray.data.split_data import ImageStore
 from vse_ray.losses import LOSS_NAMES, make_loss
+from vse_ray.models import build_model
 from vse_ray.relevance import tokenize
 from vse_ray.relevance.cider_doc_freq import cider_doc_freq
 from vse_ray.train.batches import BatchBuilder
 from vse_ray.train.engine import train_step
-from vse_ray.train.split_data import ImageStore
-from vse_ray.train.training_data import build_model
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CAPTIONS = "../shared/data/f30k_test_caps.txt"
@@ -85,12 +85,7 @@ def make_step(name: str, rows: dict, groups: list[list[str]], args: argparse.Nam
         ImageStore(np.arange(args.batch), features), loss.relevance_source, refs, cider_doc_freq(groups)
     )
     model = build_model(
-        {
-            "vocab_size": 20_000,
-            "feature_dim": args.feature_dim,
-            "word_dim": args.word_dim,
-            "embed_dim": args.dim,
-        }
+        "vsepp", vocab_size=20_000, feature_dim=args.feature_dim, word_dim=args.word_dim, embed_dim=args.dim
     )
     optimizer = torch.optim.Adam(model.parameters(), lr=2e-4)
     return lambda: train_step(model, loss, optimizer, builder(rows), 2.0)

@@ -16,6 +16,12 @@ def tiny_data_dir(tmp_path_factory) -> Path:
     return write_tiny_store(tmp_path_factory.mktemp("tiny") / "tiny")
 
 
+@pytest.fixture(scope="session")
+def tiny_region_dir(tmp_path_factory) -> Path:
+    """The tiny folder with 5 float16 regions per image (Arrow IPC shards)."""
+    return write_tiny_store(tmp_path_factory.mktemp("tiny_regions") / "tiny", regions=5, dtype="float16")
+
+
 @pytest.fixture()
 def tiny_cfg(tiny_data_dir, tmp_path) -> TrainConfig:
     return tiny_config(tiny_data_dir, tmp_path / "out")

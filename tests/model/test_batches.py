@@ -7,11 +7,11 @@ import pyarrow as pa
 import pytest
 import torch
 
+from vse_ray.data.split_data import ImageStore, pad_tokens
 from vse_ray.data.store import load_captions, load_features
 from vse_ray.relevance import tokenize
 from vse_ray.relevance.cider import cider_matrix
 from vse_ray.train.batches import BatchBuilder, TableBatches, reference_texts, train_columns
-from vse_ray.train.split_data import ImageStore, pad_tokens
 
 
 def _table(n: int) -> pa.Table:

@@ -21,6 +21,7 @@ def _state() -> dict:
         "optimizer": opt.state_dict(),
         "scheduler": {"step_size": 15, "last_epoch": 2},
         "config": {"loss": "vsepp", "cs_ks": [5, 10]},
+        "model_name": "vsepp",
         "model_args": {"vocab_size": 10, "cnn": None},
         "history": [{"epoch": 1, "rsum": 10.0}, {"epoch": 2, "rsum": 12.5}],
     }

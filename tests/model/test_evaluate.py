@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 import torch
 
+from vse_ray.data.split_data import load_split
 from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.evaluation.plots import k_series
 from vse_ray.metrics import evaluate_all
 from vse_ray.train.checkpoint import load_checkpoint
 from vse_ray.train.engine import run_training
 from vse_ray.train.reporter import LocalReporter
-from vse_ray.train.split_data import load_split
-from vse_ray.train.training_data import build_model
+from vse_ray.train.training_data import rebuild_model
 
 
 @pytest.fixture()
@@ -28,13 +28,12 @@ def checkpoint(tiny_cfg, tmp_path):
 def test_report_matches_explicit_similarities(checkpoint, tiny_data_dir, tmp_path):
     report = evaluate_run(str(checkpoint), split="test", output_dir=str(tmp_path / "o"))
     state = load_checkpoint(checkpoint)
-    model = build_model(state["model_args"])
-    model.load_state_dict(state["model"])
+    model = rebuild_model(state)
     split = load_split(str(tiny_data_dir), "test", raw=False)
     with torch.no_grad():
         img = model.encode_images(torch.from_numpy(split.images.values))
         txt = torch.cat(
-            [model.encode_texts(torch.tensor(t)[None], torch.tensor([len(t)])) for t in split.tokens]
+            [model.encode_captions(torch.tensor(t)[None], torch.tensor([len(t)])) for t in split.tokens]
         )
     sims = (img @ txt.T).numpy()
     expected = evaluate_all(sims, split.img_of_cap, split.relevance, cs_ks=(5, 10), ncs_ks=(1, 5))

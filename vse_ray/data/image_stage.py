@@ -1,10 +1,15 @@
-"""Stage 1a: images → ``features/`` (read → decode/resize → CNN actor pool → Parquet) or given features."""
+"""Stage 1a: images → ``features/`` (read → decode/resize → CNN actor pool → shards) or given features.
+
+Pooled features and pixels go to Parquet; region features (3-D precomp arrays, CNN grids) to Arrow IPC
+files that training reads by row (see :mod:`vse_ray.data.schema`).
+"""
 
 from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
 
+import numpy as np
 import ray
 
 from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
@@ -46,7 +51,15 @@ def run_image_stage(source: Source, config: PrecomputeConfig, options: Execution
         res = plan_resources(options.cnn_actors, "cnn_actors", len(todo))
         ds = _cnn_features(ds, source.images, config, options, res)
         with_image = bool(config.keep_images)
-    return write_shards(ds, ledger, todo, partial(features_table, with_image=with_image))
+    to_table = partial(features_table, with_image=with_image, dtype=config.feature_dtype)
+    return write_shards(ds, ledger, todo, to_table, "arrow" if has_regions(source, config) else "parquet")
+
+
+def has_regions(source: Source, config: PrecomputeConfig) -> bool:
+    """Whether the features keep a region axis: 3-D precomp arrays, or CNN grids."""
+    if source.features is not None:
+        return np.load(next(iter(source.features.values())).path, mmap_mode="r").ndim == 3
+    return config.grid
 
 
 def _cnn_features(
@@ -63,5 +76,5 @@ def _cnn_features(
         num_cpus=TASK_CPUS,
     )
     kwargs = {"cnn": config.cnn, "weights": config.weights, "crop": config.crop, "ten_crop": config.ten_crop}
-    kwargs.update(init_seed=config.init_seed, batch_size=options.cnn_batch_size)
+    kwargs.update(init_seed=config.init_seed, batch_size=options.cnn_batch_size, grid=config.grid)
     return map_in_actor_pool(ds, CNNFeatureExtractor, kwargs, res)

@@ -7,14 +7,16 @@ from pathlib import Path
 
 import numpy as np
 
+from vse_ray.data.schema import check_float16_range
 from vse_ray.data.sources import PrecompFeatures, SplitSource, check_captions, select_splits
 
 FILE_SPLITS = {"train": "train", "val": "dev", "test": "test"}  # our split name → precomp file prefix
 _CHECK_ROWS = 4096
 
 
-def _check_finite(features: np.ndarray, path: Path) -> None:
-    """ValueError naming the first row with NaN or inf, scanning the memory map in chunks."""
+def _check_values(features: np.ndarray, path: Path, float16: bool) -> None:
+    """ValueError naming the first row with NaN or inf (or, for float16 storage, beyond float16's range),
+    scanning the memory map in chunks."""
     for start in range(0, len(features), _CHECK_ROWS):
         chunk = np.asarray(features[start : start + _CHECK_ROWS]).reshape(
             min(_CHECK_ROWS, len(features) - start), -1
@@ -22,10 +24,27 @@ def _check_finite(features: np.ndarray, path: Path) -> None:
         bad = ~np.isfinite(chunk).all(axis=1)
         if bad.any():
             raise ValueError(f"{path}: row {start + int(bad.argmax())} has NaN or inf features")
+        if float16:
+            check_float16_range(chunk, f"{path} (feature_dtype float16)", start)
+
+
+def _check_shapes(arrays: dict[str, tuple[Path, tuple[int, ...]]]) -> None:
+    """ValueError naming two files whose rows differ in shape (region count R or width D), or a file
+    whose rows are neither (D,) nor (R, D)."""
+    for path, shape in arrays.values():
+        if len(shape) not in (1, 2):
+            raise ValueError(f"{path}: rows of shape {shape}; expected (D,) pooled or (R, D) regions")
+    (first, shape), *rest = arrays.values()
+    for path, other in rest:
+        if other != shape:
+            raise ValueError(
+                f"{path}: rows of shape {other} (regions × width) differ from {first}: {shape}; "
+                "every split needs the same region count and feature width"
+            )
 
 
 def _read_split(
-    folder: Path, prefix: str, per_image: int, first_id: int
+    folder: Path, prefix: str, per_image: int, first_id: int, float16: bool
 ) -> tuple[SplitSource, PrecompFeatures]:
     ims, caps = folder / f"{prefix}_ims.npy", folder / f"{prefix}_caps.txt"
     features = np.load(ims, mmap_mode="r")
@@ -39,7 +58,7 @@ def _read_split(
             f"({len(lines)} captions = {n} images x {per_image}); "
             f"expected {n} rows (one per image) or {n * per_image} (one per caption)"
         )
-    _check_finite(features, ims)
+    _check_values(features, ims, float16 and features.ndim == 3)
     captions = [lines[k * per_image : (k + 1) * per_image] for k in range(n)]
     check_captions(
         captions, per_image, [f"{caps}: lines {k * per_image + 1}-{(k + 1) * per_image}" for k in range(n)]
@@ -56,23 +75,33 @@ def _read_split(
 
 
 def read_precomp(
-    folder: str, splits: Sequence[str], captions_per_image: int = 5
+    folder: str, splits: Sequence[str], captions_per_image: int = 5, feature_dtype: str = "float32"
 ) -> tuple[dict[str, SplitSource], dict[str, PrecompFeatures]]:
     """Read the captions and locate the features of each split (``val`` is the ``dev`` files).
+
+    ``{split}_ims.npy`` holds pooled (N, D) or region (N, R, D) features (SCAN's bottom-up regions: 36 ×
+    2048), one row per image or per caption. Only the header and a chunked value scan are read here; the
+    rows stream later through Ray Data (:func:`read_precomp_rows`).
 
     Image ids run over the splits in the order train, val, test (so they are unique across splits) and
     caption ``j`` of image ``i`` has id ``i * captions_per_image + j``.
 
     Raises:
         ValueError: Naming the file and row of a features/captions row-count mismatch, NaN/inf features,
-            an empty caption; or a requested split whose files are missing.
+            a value beyond float16 when ``feature_dtype`` is float16, an empty caption; naming the files
+            whose region count or width differ between splits; or a requested split whose files are missing.
     """
     root = Path(folder)
     available = [s for s, prefix in FILE_SPLITS.items() if (root / f"{prefix}_ims.npy").is_file()]
     chosen = select_splits(dict.fromkeys(available), splits, f"precomp folder {folder}")
+    in_order = [s for s in FILE_SPLITS if s in chosen]
+    paths = {s: root / f"{FILE_SPLITS[s]}_ims.npy" for s in in_order}
+    _check_shapes({s: (p, np.load(p, mmap_mode="r").shape[1:]) for s, p in paths.items()})
     sources, features, next_id = {}, {}, 0
-    for split in (s for s in FILE_SPLITS if s in chosen):
-        sources[split], features[split] = _read_split(root, FILE_SPLITS[split], captions_per_image, next_id)
+    for split in in_order:
+        sources[split], features[split] = _read_split(
+            root, FILE_SPLITS[split], captions_per_image, next_id, feature_dtype == "float16"
+        )
         next_id += len(sources[split].image_ids)
     return {s: sources[s] for s in splits}, {s: features[s] for s in splits}
 
@@ -80,7 +109,8 @@ def read_precomp(
 def read_precomp_rows(
     batch: dict[str, np.ndarray], *, features: dict[str, PrecompFeatures]
 ) -> dict[str, np.ndarray]:
-    """Ray Data stage: the given features of each row (row ``ref * stride`` of its split's ``_ims.npy``)."""
+    """Ray Data stage: the given features of each row (row ``ref * stride`` of its split's ``_ims.npy``),
+    read from the memory map: one shard's rows at a time, never the whole array."""
     split = str(batch["split"][0])
     given = features[split]
     rows = np.asarray(batch["ref"]).astype(np.int64) * given.stride

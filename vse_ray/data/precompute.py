@@ -32,7 +32,9 @@ def load_source(config: PrecomputeConfig) -> Source:
         splits = read_karpathy(config.karpathy_json, config.splits, config.captions_per_image)
         return Source(splits=splits, images=FileImages(config.image_root))
     if config.dataset == "precomp":
-        splits, features = read_precomp(config.precomp_dir, config.splits, config.captions_per_image)
+        splits, features = read_precomp(
+            config.precomp_dir, config.splits, config.captions_per_image, config.feature_dtype
+        )
         return Source(splits=splits, features=features)
     data = generate_synthetic(
         config.n_train,
@@ -81,6 +83,27 @@ def _vector_width(out: Path, table: str, column: str) -> int:
     """Width of a vector column, read from the schema of one train shard."""
     path = next((out / table / "split=train").glob("part-*.parquet"))
     return int(pq.read_schema(path).field(column).type.list_size)
+
+
+def feature_dims(out: Path) -> dict:
+    """``feature`` (D), ``regions`` (R, or None for pooled features), ``feature_dtype`` and
+    ``feature_shape`` ([R, D] or [D]), read from the schema of one train features shard."""
+    path = min((out / "features" / "split=train").glob("part-*.*"))
+    if path.suffix == ".arrow":
+        with pa.memory_map(str(path)) as source:
+            kind = pa.ipc.open_file(source).schema.field("feature").type
+    else:
+        kind = pq.read_schema(path).field("feature").type
+    if pa.types.is_fixed_size_list(kind.value_type):
+        regions, dim = kind.list_size, kind.value_type.list_size
+        dtype = str(kind.value_type.value_type.to_pandas_dtype().__name__)
+        return {"feature": dim, "regions": regions, "feature_dtype": dtype, "feature_shape": [regions, dim]}
+    return {
+        "feature": kind.list_size,
+        "regions": None,
+        "feature_dtype": "float32",
+        "feature_shape": [kind.list_size],
+    }
 
 
 def precompute(
@@ -137,11 +160,7 @@ def precompute(
         name: _vector_width(folder, table, name)
         for table, name in (("captions", "sbert"), ("captions", "svd"))
     }
-    dims["feature"] = _vector_width(folder, "features", "feature")
-    given = source.features is not None
-    dims["feature_shape"] = (
-        list(np.load(source.features["train"].path, mmap_mode="r").shape[1:]) if given else [dims["feature"]]
-    )
+    dims.update(feature_dims(folder))
     extra = {"dims": dims, "vocab_size": len(load_vocab(str(folder))), "seconds": seconds, "skipped": skipped}
     manifest = write_manifest(folder, config, extra)
     summary = PrecomputeSummary(

@@ -47,11 +47,12 @@ def write_shards(
     ledger: ShardLedger,
     shards: list[Shard],
     to_table: Callable[[dict[str, np.ndarray]], pa.Table],
+    file_format: str = "parquet",
 ) -> int:
-    """Stream ``ds`` through the Parquet writer, marking each shard once complete; returns rows processed."""
+    """Stream ``ds`` through the shard writer, marking each shard once complete; returns rows processed."""
     ds = ds.map_batches(
         write_pieces,
-        fn_kwargs={"table_dir": str(ledger.table_dir), "to_table": to_table},
+        fn_kwargs={"table_dir": str(ledger.table_dir), "to_table": to_table, "file_format": file_format},
         batch_size=None,
         num_cpus=TASK_CPUS,
     )

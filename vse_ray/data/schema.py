@@ -7,7 +7,8 @@ Layout of a precompute folder (``SCHEMA_VERSION`` 1)::
     cider_df.json        CIDEr document frequencies of the train reference sets (CiderDocFreq.to_dict())
     tfidf_svd.bin        the TF-IDF + truncated SVD model fitted on train captions (TfidfSvd.to_bytes())
     rejects.parquet      image_id, split, path, reason of every image that could not be loaded
-    features/split=<split>/part-<row>.parquet   FEATURES columns, one row per image
+    features/split=<split>/part-<row>.parquet   FEATURES columns, one row per image (pooled features, pixels)
+    features/split=<split>/part-<row>.arrow     the same with a region axis: Arrow IPC files (see below)
     captions/split=<split>/part-<row>.parquet   CAPTIONS columns, one row per caption
     relevance/<split>/<source>.npy             (n_images, n_captions) float32 for val/test; rows follow
                                                ascending image_id, columns ascending caption_id
@@ -15,6 +16,15 @@ Layout of a precompute folder (``SCHEMA_VERSION`` 1)::
 ``<row>`` is the index (within the split) of the shard's first row, so file names are the same on every run.
 Vectors are ``fixed_size_list<float32>[D]``; ``split`` is dictionary-encoded strings so that reading the
 whole ``features/`` folder merges it with the hive partition key ``split=<split>``.
+
+Region features (SCAN's bottom-up regions, or a CNN's last convolution map as a grid of regions) keep their
+region axis: ``feature`` is ``fixed_size_list<fixed_size_list<float32|float16>[D]>[R]``, one row per image,
+and ``manifest.json`` records ``dims.regions`` = R, ``dims.feature`` = D and ``dims.feature_dtype``. These
+tables are uncompressed Arrow IPC files of one record batch (``pyarrow.ipc.open_file`` or
+``pyarrow.dataset.dataset(path, format="arrow")`` read them): each image's R × D values are one contiguous
+run of bytes at a fixed offset, so training reads the rows of a batch straight from the file
+(:mod:`vse_ray.data.region_rows`) instead of holding the split in memory, which Parquet's compressed,
+encoded pages do not allow. float16 storage halves the size; a value beyond float16's range is an error.
 """
 
 from __future__ import annotations
@@ -26,10 +36,36 @@ SCHEMA_VERSION = 1
 SPLIT_TYPE = pa.dictionary(pa.int32(), pa.string())
 
 
-def features_schema(dim: int, with_image: bool) -> pa.Schema:
-    """``image_id`` int64, ``split``, ``feature`` fixed_size_list<float32>[dim], optional ``image`` PNG."""
-    fields = [("image_id", pa.int64()), ("split", SPLIT_TYPE), ("feature", pa.list_(pa.float32(), dim))]
+FEATURE_DTYPES = {"float32": pa.float32(), "float16": pa.float16()}
+FLOAT16_MAX = float(np.finfo(np.float16).max)
+
+
+def features_schema(
+    dim: int, with_image: bool, regions: int | None = None, dtype: str = "float32"
+) -> pa.Schema:
+    """``image_id`` int64, ``split``, ``feature``, optional ``image`` PNG.
+
+    ``feature`` is fixed_size_list<float32>[dim] (pooled) or, with ``regions``,
+    fixed_size_list<fixed_size_list<dtype>[dim]>[regions].
+    """
+    if regions is None:
+        feature = pa.list_(pa.float32(), dim)
+    else:
+        feature = pa.list_(pa.list_(FEATURE_DTYPES[dtype], dim), regions)
+    fields = [("image_id", pa.int64()), ("split", SPLIT_TYPE), ("feature", feature)]
     return pa.schema(fields + ([("image", pa.binary())] if with_image else []))
+
+
+def check_float16_range(features: np.ndarray, where: str, first_row: int = 0) -> None:
+    """ValueError naming ``where`` and the first row with a value float16 cannot hold (|x| > 65504)."""
+    flat = np.abs(features.reshape(len(features), -1))
+    bad = (flat > FLOAT16_MAX).any(axis=1)
+    if bad.any():
+        row = int(bad.argmax())
+        raise ValueError(
+            f"{where}: row {first_row + row} (shape {features.shape[1:]}) has |value| "
+            f"{float(flat[row].max()):.6g} > {FLOAT16_MAX:.0f}, beyond float16; store float32"
+        )
 
 
 def captions_schema(sbert_dim: int, svd_dim: int) -> pa.Schema:
@@ -63,17 +99,38 @@ def vectors(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     return column.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(-1, width)
 
 
-def features_table(batch: dict[str, np.ndarray], with_image: bool) -> pa.Table:
-    """Kept rows of a batch in the ``features`` schema (vectors of any shape are flattened)."""
-    feature = np.asarray(batch["feature"], dtype=np.float32)
+def region_list(features: np.ndarray, dtype: str) -> pa.FixedSizeListArray:
+    """(n, R, D) array → ``fixed_size_list<fixed_size_list<dtype>[D]>[R]`` (float16 checked for overflow)."""
+    if features.ndim != 3:
+        raise ValueError(f"expected (n, R, D) region features, got shape {features.shape}")
+    if dtype == "float16":
+        check_float16_range(features, "region features")
+    values = pa.array(np.ascontiguousarray(features, dtype=np.dtype(dtype)).reshape(-1))
+    inner = pa.FixedSizeListArray.from_arrays(values, features.shape[2])
+    return pa.FixedSizeListArray.from_arrays(inner, features.shape[1])
+
+
+def region_arrays(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """``fixed_size_list<fixed_size_list<...>[D]>[R]`` column → (n, R, D) array in its stored dtype."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    regions, dim = column.type.list_size, column.type.value_type.list_size
+    return column.flatten().flatten().to_numpy(zero_copy_only=False).reshape(-1, regions, dim)
+
+
+def features_table(batch: dict[str, np.ndarray], with_image: bool, dtype: str = "float32") -> pa.Table:
+    """Kept rows of a batch in the ``features`` schema: (n, D) pooled or (n, R, D) region features."""
+    feature = np.asarray(batch["feature"])
     columns = [
         pa.array(np.asarray(batch["image_id"], dtype=np.int64)),
         pa.array(np.asarray(batch["split"], dtype=str)).cast(SPLIT_TYPE),
-        fixed_size_list(feature.reshape(len(feature), -1)),
+        region_list(feature, dtype) if feature.ndim == 3 else fixed_size_list(feature),
     ]
     if with_image:
         columns.append(pa.array(list(batch["image"]), type=pa.binary()))
-    return pa.Table.from_arrays(columns, schema=features_schema(int(np.prod(feature.shape[1:])), with_image))
+    regions = feature.shape[1] if feature.ndim == 3 else None
+    schema = features_schema(feature.shape[-1], with_image, regions, dtype)
+    return pa.Table.from_arrays(columns, schema=schema)
 
 
 def captions_table(batch: dict[str, np.ndarray]) -> pa.Table:

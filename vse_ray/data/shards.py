@@ -1,10 +1,11 @@
-"""Deterministic shards keyed by row ranges, atomic Parquet writes and completion markers.
+"""Deterministic shards keyed by row ranges, atomic Parquet / Arrow IPC writes and completion markers.
 
 A table (``features`` or ``captions``) of a split is cut into shards of ``shard_size`` consecutive rows.
-Each shard is written as one or more ``part-<first row>.parquet`` files (renamed into place only when
-complete) and, once all its rows are accounted for, a marker ``_state/<table>/<split>-<start>.json`` holds
-its files, row counts, checksums and rejects. A rerun skips shards with a marker and deletes the files of
-shards without one before redoing them, so an interrupted run completes without duplicate or missing rows.
+Each shard is written as one or more ``part-<first row>.parquet`` (or ``.arrow``) files, renamed into
+place only when complete. Once all its rows are accounted for, a marker
+``_state/<table>/<split>-<start>.json`` holds its files, row counts, checksums and rejects. A rerun
+skips shards with a marker and deletes the files of shards without one before redoing them, so an
+interrupted run completes without duplicate or missing rows.
 """
 
 from __future__ import annotations
@@ -45,8 +46,11 @@ def plan_shards(split: str, n_rows: int, shard_size: int) -> list[Shard]:
     return [Shard(split, start, min(start + shard_size, n_rows)) for start in range(0, n_rows, shard_size)]
 
 
-def part_name(first_row: int) -> str:
-    return f"part-{first_row:08d}.parquet"
+FILE_FORMATS = ("parquet", "arrow")
+
+
+def part_name(first_row: int, file_format: str = "parquet") -> str:
+    return f"part-{first_row:08d}.{file_format}"
 
 
 def sha256_file(path: Path) -> str:
@@ -58,10 +62,18 @@ def sha256_file(path: Path) -> str:
 
 
 def write_atomic(table: pa.Table, path: Path) -> str:
-    """Write ``table`` to ``path`` through a hidden temporary file and a rename; returns the file's sha256."""
+    """Write ``table`` to ``path`` through a hidden temporary file and a rename; returns the file's sha256.
+
+    ``.arrow`` paths get an uncompressed Arrow IPC file of one record batch (rows at fixed offsets), other
+    paths Parquet.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    pq.write_table(table, tmp)
+    if path.suffix == ".arrow":
+        with pa.ipc.new_file(tmp, table.schema) as writer:
+            writer.write_table(table.combine_chunks(), max_chunksize=max(table.num_rows, 1))
+    else:
+        pq.write_table(table, tmp)
     digest = sha256_file(tmp)
     os.replace(tmp, path)
     return digest
@@ -92,7 +104,7 @@ class ShardLedger:
         todo = [shard for shard in shards if not self.is_complete(shard)]
         for shard in todo:
             folder = self.table_dir / f"split={shard.split}"
-            for path in folder.glob("part-*.parquet") if folder.exists() else ():
+            for path in folder.glob("part-*.*") if folder.exists() else ():
                 if shard.start <= int(path.stem.split("-")[1]) < shard.stop:
                     path.unlink()
         return todo
@@ -121,9 +133,13 @@ class ShardLedger:
 
 
 def write_pieces(
-    batch: dict[str, np.ndarray], *, table_dir: str, to_table: Callable[[dict[str, np.ndarray]], pa.Table]
+    batch: dict[str, np.ndarray],
+    *,
+    table_dir: str,
+    to_table: Callable[[dict[str, np.ndarray]], pa.Table],
+    file_format: str = "parquet",
 ) -> dict[str, np.ndarray]:
-    """Ray Data stage: write a batch as one Parquet file per shard it touches; one summary row per file.
+    """Ray Data stage: write a batch as one file per shard it touches; one summary row per file.
 
     The batch needs ``split``, ``row`` (row index within the split) and ``shard_start`` columns; rows with
     a non-empty ``reject`` reason are left out of the file and listed in the summary instead.
@@ -132,6 +148,7 @@ def write_pieces(
         batch: Numpy batch of the rows to write.
         table_dir: The table folder (``<out>/features`` or ``<out>/captions``).
         to_table: Module-level function turning the kept rows into the table's Arrow schema.
+        file_format: "parquet", or "arrow" (Arrow IPC) for tables read by row (region features).
 
     Returns:
         Columns ``split``, ``shard_start``, ``n_in`` (rows seen), ``rows`` (rows written), ``file``,
@@ -159,7 +176,7 @@ def write_pieces(
         ]
         file, digest = "", ""
         if len(kept):
-            path = Path(table_dir) / f"split={split}" / part_name(int(batch["row"][kept].min()))
+            path = Path(table_dir) / f"split={split}" / part_name(int(batch["row"][kept].min()), file_format)
             digest = write_atomic(to_table({name: col[kept] for name, col in batch.items()}), path)
             file = f"{Path(table_dir).name}/split={split}/{path.name}"
         for name, value in zip(

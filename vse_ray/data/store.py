@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vse_ray.data.schema import vectors
+from vse_ray.data.schema import region_arrays, vectors
 
 
 def _table_dir(data_dir: str, table: str, split: str) -> Path:
@@ -30,18 +30,19 @@ def load_manifest(data_dir: str) -> dict:
 
 
 def load_features(data_dir: str, split: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(image_ids (n,) int64, features (n, D) float32)`` sorted by ``image_id``.
-
-    Region features of precomp folders (stored flattened) come back as (n, R, D), per the manifest.
-    """
-    table = pq.read_table(_table_dir(data_dir, "features", split), columns=["image_id", "feature"])
+    """``(image_ids (n,) int64, features)`` sorted by ``image_id``, all in memory: (n, D) float32 pooled
+    features, or (n, R, D) region features in their stored dtype (Arrow IPC shards)."""
+    folder = _table_dir(data_dir, "features", split)
+    arrow = sorted(folder.glob("part-*.arrow"))
+    if arrow:
+        tables = [pa.ipc.open_file(pa.memory_map(str(p))).read_all() for p in arrow]
+        table = pa.concat_tables(tables).select(["image_id", "feature"])
+        features = region_arrays(table["feature"])
+    else:
+        table = pq.read_table(folder, columns=["image_id", "feature"])
+        features = vectors(table["feature"])
     order = np.argsort(table["image_id"].to_numpy(), kind="stable")
-    features = vectors(table["feature"])[order]
-    manifest = Path(data_dir) / "manifest.json"
-    shape = json.loads(manifest.read_text())["dims"]["feature_shape"] if manifest.is_file() else None
-    if shape and len(shape) > 1:
-        features = features.reshape(len(features), *shape)
-    return table["image_id"].to_numpy().astype(np.int64)[order], features
+    return table["image_id"].to_numpy().astype(np.int64)[order], features[order]
 
 
 def load_captions(data_dir: str, split: str) -> pa.Table:

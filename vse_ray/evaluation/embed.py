@@ -6,37 +6,58 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
+import torch.nn.functional as F
 
+from vse_ray.data.split_data import SplitData, pad_tokens
 from vse_ray.metrics import evaluate_all
-from vse_ray.train.split_data import SplitData, pad_tokens
+from vse_ray.models import RetrievalModel
+
+
+def _pad_words(chunks: list[torch.Tensor]) -> torch.Tensor:
+    """Concatenate caption representations; word features (B, L, E) are zero-padded to the longest L."""
+    if chunks[0].dim() == 2:
+        return torch.cat(chunks)
+    longest = max(c.shape[1] for c in chunks)
+    return torch.cat([F.pad(c, (0, 0, 0, longest - c.shape[1])) for c in chunks])
 
 
 @torch.no_grad()
 def split_similarities(
-    model: nn.Module, split: SplitData, batch_size: int, device: torch.device
+    model: RetrievalModel, split: SplitData, batch_size: int, device: torch.device
 ) -> np.ndarray:
-    """s(i, c) = f(i) · g(c) for every image × caption of the split: (n_images, n_captions) float32."""
+    """`model.score` of every image × caption of the split: (n_images, n_captions) float32.
+
+    Each side is encoded once; scores are computed in (batch_size × batch_size) blocks, so similarity models,
+    whose score is a learned function of each pair, fit in memory too.
+    """
     was_training = model.training
     model.eval()
-    n_img = len(split.images.image_ids)
+    n_img, n_cap = len(split.images.image_ids), len(split.tokens)
     img = torch.cat(
         [
-            model.encode_images(torch.from_numpy(split.images.values[s : s + batch_size]).to(device))
+            model.encode_images(split.images.tensor_rows(slice(s, s + batch_size)).to(device))
             for s in range(0, n_img, batch_size)
         ]
     )
-    txt = []
-    for s in range(0, len(split.tokens), batch_size):
-        tokens, lengths = pad_tokens(split.tokens[s : s + batch_size])
-        txt.append(model.encode_texts(tokens.to(device), lengths.to(device)))
-    sims = (img @ torch.cat(txt).T).float().cpu().numpy()
+    txt, lengths = [], []
+    for s in range(0, n_cap, batch_size):
+        tokens, length = pad_tokens(split.tokens[s : s + batch_size])
+        txt.append(model.encode_captions(tokens.to(device), length.to(device)))
+        lengths.append(length.to(device))
+    txt_all, len_all = _pad_words(txt), torch.cat(lengths)
+    sims = np.empty((n_img, n_cap), dtype=np.float32)
+    col_block = n_cap if model.kind == "embedding" else batch_size
+    for i in range(0, n_img, batch_size):
+        for j in range(0, n_cap, col_block):
+            cols = slice(j, j + col_block)
+            block = model.score(img[i : i + batch_size], txt_all[cols], len_all[cols])
+            sims[i : i + batch_size, cols] = block.float().cpu().numpy()
     model.train(was_training)
     return sims
 
 
 def evaluate_split(
-    model: nn.Module,
+    model: RetrievalModel,
     split: SplitData,
     batch_size: int,
     device: torch.device,

@@ -12,6 +12,7 @@ import torch
 from mlflow import MlflowClient
 from mlflow.entities import Metric
 
+from vse_ray.data.split_data import SplitData, load_image_store, load_split
 from vse_ray.evaluation.eccv import eccv_positives
 from vse_ray.evaluation.embed import split_similarities
 from vse_ray.evaluation.examples import plot_retrieval_examples
@@ -21,8 +22,7 @@ from vse_ray.tracking import get_best_checkpoint, resolve_tracking_uri
 from vse_ray.tracking.artifacts import log_figures, log_json
 from vse_ray.train.checkpoint import load_checkpoint
 from vse_ray.train.config import TrainConfig
-from vse_ray.train.split_data import SplitData, load_image_store, load_split
-from vse_ray.train.training_data import build_model
+from vse_ray.train.training_data import rebuild_model
 
 PROTOCOLS = ("full", "coco1k", "coco5k")
 CURVE_KS = (1, 2, 3, 5, 10, 20, 50, 100)
@@ -97,9 +97,8 @@ def evaluate_run(
     checkpoint, run_id = resolve_run(run, uri)
     state = load_checkpoint(checkpoint)
     cfg = TrainConfig.from_dict(state["config"])
-    model = build_model(state["model_args"], pretrained=False)
-    model.load_state_dict(state["model"])
-    data = load_split(data_dir or cfg.data_dir, split, raw=state["model_args"]["cnn"] is not None)
+    model = rebuild_model(state)
+    data = load_split(data_dir or cfg.data_dir, split, raw=model.feature_layout == "pixels")
     sims = split_similarities(model, data, cfg.eval_batch_size, torch.device("cpu"))
     kwargs: dict[str, Any] = {"ks": cfg.eval_ks, "cs_ks": cfg.cs_ks, "ncs_ks": cfg.ncs_ks}
     if coco_ids:

@@ -23,7 +23,9 @@ def check_weights(cnn: str, weights: str | None) -> None:
         raise ValueError(f"weights {weights!r} is not one of {names} for cnn={cnn!r}")
 
 
-def build_frozen_cnn(cnn: str, weights: str | None, init_seed: int = 0) -> tuple[torch.nn.Module, int]:
+def build_frozen_cnn(
+    cnn: str, weights: str | None, init_seed: int = 0, grid: bool = False
+) -> tuple[torch.nn.Module, int]:
     """The backbone in eval mode, no gradients; random weights are seeded: every actor builds the same net.
 
     Args:
@@ -31,6 +33,7 @@ def build_frozen_cnn(cnn: str, weights: str | None, init_seed: int = 0) -> tuple
         weights: torchvision weights name (e.g. ``"IMAGENET1K_V1"``, loaded through torchvision's cache and
             downloaded on first use) or None for a random initialisation from ``init_seed``.
         init_seed: Seed of the random initialisation.
+        grid: Keep the last convolution map as regions (see :func:`vse_ray.models.cnn.build_cnn`).
 
     Returns:
         The model and its feature dimension (ResNet-152 2048, VGG19 4096, ResNet-18 512).
@@ -38,12 +41,13 @@ def build_frozen_cnn(cnn: str, weights: str | None, init_seed: int = 0) -> tuple
     check_weights(cnn, weights)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(init_seed)
-        model, dim = build_cnn(cnn, weights)
+        model, dim = build_cnn(cnn, weights, grid)
     return model.eval().requires_grad_(False), dim
 
 
 class CNNFeatureExtractor:
-    """Adds a ``feature`` (n, D) float32 column computed from a ``pixels`` (n, H, W, 3) uint8 column.
+    """Adds a ``feature`` column computed from a ``pixels`` (n, H, W, 3) uint8 column: (n, D) float32, or
+    with ``grid`` the last convolution map as (n, h·w, D) regions.
 
     Rows whose ``reject`` column is non-empty (images that failed to load) get a zero vector and are not
     sent through the CNN. Use with ``map_batches(CNNFeatureExtractor, fn_constructor_kwargs=...,
@@ -57,6 +61,7 @@ class CNNFeatureExtractor:
         init_seed: Seed of a random initialisation.
         device: ``"cuda"`` when a GPU is assigned, else ``"cpu"``; None picks by availability.
         batch_size: Images per forward pass.
+        grid: Region features from the last convolution map instead of the pooled vector.
         num_threads: torch intra-op threads on CPU (None leaves torch's default).
     """
 
@@ -70,29 +75,32 @@ class CNNFeatureExtractor:
         device: str | None = None,
         batch_size: int = 64,
         num_threads: int | None = None,
+        grid: bool = False,
     ):
         if num_threads is not None:
             torch.set_num_threads(num_threads)
         self.device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-        self.model, self.dim = build_frozen_cnn(cnn, weights, init_seed)
+        self.model, self.dim = build_frozen_cnn(cnn, weights, init_seed, grid)
         self.model.to(self.device)
         self.crop, self.ten_crop, self.batch_size = crop, ten_crop, batch_size
 
     @torch.inference_mode()
     def features(self, pixels: np.ndarray) -> np.ndarray:
-        """(n, H, W, 3) uint8 → (n, D) float32, the mean over crops of the penultimate-layer output."""
-        out = np.zeros((len(pixels), self.dim), dtype=np.float32)
+        """(n, H, W, 3) uint8 → (n, D) float32 (or (n, R, D) grid regions), the mean over crops of the
+        penultimate-layer output."""
+        chunks = []
         for start in range(0, len(pixels), self.batch_size):
             crops = crop_batch(pixels[start : start + self.batch_size], self.crop, self.ten_crop)
             n, n_crops = crops.shape[:2]
-            feats = self.model(crops.flatten(0, 1).to(self.device)).reshape(n, n_crops, -1).mean(dim=1)
-            out[start : start + n] = feats.float().cpu().numpy()
-        return out
+            feats = self.model(crops.flatten(0, 1).to(self.device))
+            chunks.append(feats.reshape(n, n_crops, *feats.shape[1:]).mean(dim=1).float().cpu().numpy())
+        return np.concatenate(chunks)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         pixels = batch.pop("pixels")
         ok = np.array([not reason for reason in batch.get("reject", [""] * len(pixels))], dtype=bool)
-        batch["feature"] = np.zeros((len(pixels), self.dim), dtype=np.float32)
+        feats = self.features(pixels[ok] if ok.any() else pixels[:1])
+        batch["feature"] = np.zeros((len(pixels), *feats.shape[1:]), dtype=np.float32)
         if ok.any():
-            batch["feature"][ok] = self.features(pixels[ok])
+            batch["feature"][ok] = feats
         return batch

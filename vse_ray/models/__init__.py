@@ -1,8 +1,23 @@
-"""vse_ray.models: image and caption encoders into one joint embedding space (VSE++ Sec. 2.2)."""
+"""vse_ray.models: retrieval models by name (`build_model`) and their image and caption encoders."""
 
+from vse_ray.models.base import RetrievalModel
 from vse_ray.models.cnn import CNN_NAMES, build_cnn
 from vse_ray.models.image_encoder import CNNImageEncoder, ImageProjection
+from vse_ray.models.registry import DEFAULT_MODEL, MODEL_NAMES, MODELS, build_model, model_class
 from vse_ray.models.text_encoder import GRUTextEncoder
 from vse_ray.models.vse import VSEModel
 
-__all__ = ["CNN_NAMES", "CNNImageEncoder", "GRUTextEncoder", "ImageProjection", "VSEModel", "build_cnn"]
+__all__ = [
+    "CNN_NAMES",
+    "DEFAULT_MODEL",
+    "MODELS",
+    "MODEL_NAMES",
+    "CNNImageEncoder",
+    "GRUTextEncoder",
+    "ImageProjection",
+    "RetrievalModel",
+    "VSEModel",
+    "build_cnn",
+    "build_model",
+    "model_class",
+]

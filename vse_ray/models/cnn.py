@@ -28,19 +28,37 @@ class SmallCNN(nn.Module):
         return self.body(images)
 
 
-def build_cnn(name: str, weights: str | None = None) -> tuple[nn.Module, int]:
+class GridRegions(nn.Module):
+    """A convolution trunk whose (B, C, h, w) output map becomes h·w regions of width C: (B, h·w, C)."""
+
+    def __init__(self, trunk: nn.Module):
+        super().__init__()
+        self.trunk = trunk
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.trunk(images).flatten(2).transpose(1, 2)
+
+
+def build_cnn(name: str, weights: str | None = None, grid: bool = False) -> tuple[nn.Module, int]:
     """Return (backbone without classifier, feature dim) for `name` in CNN_NAMES.
 
     Args:
         name: "small" (SmallCNN, width 32), "tiny" (width 16, ~2.3× cheaper) or a torchvision model name.
         weights: torchvision weights name (e.g. "IMAGENET1K_V1"); None = random init. Ignored for small/tiny.
+        grid: Keep the last convolution map as regions, (B, h·w, C), instead of pooling it
+            (ResNet-152 at 224 px: 7 × 7 = 49 regions of 2048; VGG19: the map before its last max-pool,
+            14 × 14 of 512).
     """
     if name in SMALL_CNN_WIDTHS:
         cnn = SmallCNN(SMALL_CNN_WIDTHS[name])
-        return cnn, cnn.out_dim
+        return (GridRegions(cnn.body[:-2]) if grid else cnn), cnn.out_dim
     if name not in TORCHVISION_CNNS:
         raise ValueError(f"cnn must be one of {CNN_NAMES}, got {name!r}")
     model = getattr(torchvision.models, name)(weights=weights)
+    if grid and name.startswith("resnet"):
+        return GridRegions(nn.Sequential(*list(model.children())[:-2])), model.fc.in_features
+    if grid:  # vgg19: the conv layers without the final max-pool
+        return GridRegions(model.features[:-1]), model.features[-3].out_channels
     if name.startswith("resnet"):
         dim = model.fc.in_features
         model.fc = nn.Identity()

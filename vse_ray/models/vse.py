@@ -1,16 +1,19 @@
-"""The visual-semantic embedding model: s(i, c) = f(i) · g(c) (VSE++ eq. 3)."""
+"""VSE++ (Faghri et al., BMVC 2018): s(i, c) = f(i) · g(c) (eq. 3); f projects CNN features (eq. 1)."""
 
 from __future__ import annotations
 
 import torch
 from torch import nn
 
+from vse_ray.models.base import RetrievalModel
 from vse_ray.models.image_encoder import CNNImageEncoder, ImageProjection
 from vse_ray.models.text_encoder import GRUTextEncoder
 
 
-class VSEModel(nn.Module):
-    """Image encoder + caption encoder into one joint space of dimension `embed_dim`.
+class VSEModel(RetrievalModel):
+    """Image encoder + caption encoder into one joint space of dimension `embed_dim` (model name "vsepp").
+
+    Reads pooled features (B, D_φ), or raw pixels when `cnn` is given (the CNN is fine-tuned end to end).
 
     Args:
         vocab_size: Caption vocabulary size.
@@ -21,6 +24,11 @@ class VSEModel(nn.Module):
         cnn: Backbone name to fine-tune from raw images, or None to project precomputed features.
         cnn_weights: torchvision weights for `cnn` (None: random init).
     """
+
+    kind = "embedding"
+    feature_layout = "pooled"
+    input_layouts = ("pooled", "pixels")
+    config_fields = ("normalize_image",)
 
     def __init__(
         self,
@@ -33,6 +41,7 @@ class VSEModel(nn.Module):
         cnn_weights: str | None = None,
     ):
         super().__init__()
+        self.feature_layout = "pooled" if cnn is None else "pixels"
         if cnn is None:
             self.image_encoder: nn.Module = ImageProjection(feature_dim, embed_dim, normalize_image)
         else:
@@ -43,11 +52,6 @@ class VSEModel(nn.Module):
         """(B, D_φ) features or (B, H, W, 3) uint8 images → (B, D)."""
         return self.image_encoder(images)
 
-    def encode_texts(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    def encode_captions(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         """(B, L) token ids + (B,) lengths → (B, D) unit vectors."""
         return self.text_encoder(tokens, lengths)
-
-    def forward(
-        self, images: torch.Tensor, tokens: torch.Tensor, lengths: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.encode_images(images), self.encode_texts(tokens, lengths)

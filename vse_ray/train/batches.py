@@ -11,8 +11,8 @@ import numpy as np
 import pyarrow as pa
 import torch
 
+from vse_ray.data.split_data import ImageStore, pad_tokens
 from vse_ray.relevance import CiderDocFreq, batch_relevance, tokenize
-from vse_ray.train.split_data import ImageStore, pad_tokens
 
 VECTOR_COLUMN = {"sbert": "sbert", "svd": "svd"}
 

@@ -10,7 +10,7 @@ import torch
 
 CHECKPOINT_FILE = "model.pt"
 CHECKPOINT_FORMAT = "vse_ray.checkpoint/1"
-REQUIRED_KEYS = ("epoch", "model", "optimizer", "scheduler", "config", "history", "model_args")
+REQUIRED_KEYS = ("epoch", "model", "optimizer", "scheduler", "config", "history", "model_name", "model_args")
 
 
 def save_checkpoint(directory: str | Path, state: dict[str, Any]) -> Path:

@@ -30,6 +30,8 @@ class TrainConfig:
     """
 
     data_dir: str
+    model: str = "vsepp"
+    model_params: dict[str, Any] = field(default_factory=dict)
     loss: str = "vsepp"
     loss_params: dict[str, Any] = field(default_factory=dict)
     epochs: int = 30
@@ -65,9 +67,14 @@ class TrainConfig:
     def validate(self) -> TrainConfig:
         """Raise ValueError naming the first invalid field; return self."""
         from vse_ray.losses import LOSS_NAMES
+        from vse_ray.models.registry import MODELS
 
         if not self.data_dir:
             raise ValueError("data_dir: required (a precompute output folder)")
+        if self.model not in MODELS:
+            raise ValueError(f"model: must be one of {sorted(MODELS)}, got {self.model!r}")
+        if not isinstance(self.model_params, dict):
+            raise ValueError(f"model_params: must be a dict, got {type(self.model_params).__name__}")
         if self.loss not in LOSS_NAMES:
             raise ValueError(f"loss: must be one of {LOSS_NAMES}, got {self.loss!r}")
         if not isinstance(self.loss_params, dict):
@@ -130,6 +137,8 @@ class TrainConfig:
         for key, value in self.to_dict().items():
             if key == "loss_params":
                 flat.update({f"loss.{k}": _scalar(v) for k, v in sorted(value.items())})
+            elif key == "model_params":
+                flat.update({f"model.{k}": _scalar(v) for k, v in sorted(value.items())})
             elif key in ("fail_once_epoch", "fail_once_marker"):
                 continue
             else:

@@ -14,12 +14,13 @@ from torch import nn
 
 from vse_ray.evaluation.embed import evaluate_split
 from vse_ray.losses import make_loss
+from vse_ray.models import build_model
 from vse_ray.train.batches import BatchBuilder, BatchSource, TableBatches, TrainBatch
 from vse_ray.train.checkpoint import load_checkpoint, save_checkpoint
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.relevance_histogram import RelevanceHistogram
 from vse_ray.train.reporter import Reporter
-from vse_ray.train.training_data import TrainingData, build_model
+from vse_ray.train.training_data import TrainingData
 
 WARMUP_LOSS = "vse0"  # sum of hinges (VSE++ eq. 5), the loss of the first `cfg.warmup_epochs` epochs
 
@@ -35,6 +36,8 @@ WARMUP_SHARED_FIELDS = (
     "embed_dim",
     "normalize_image",
     "finetune",
+    "model",
+    "model_params",
     "cnn",
     "cnn_weights",
     "num_workers",
@@ -70,9 +73,9 @@ def train_step(
     batch: TrainBatch,
     grad_clip: float,
 ) -> torch.Tensor:
-    """One SGD step: forward both encoders, the loss, backward, clip the gradient norm, update."""
-    img_emb, txt_emb = model(batch.images, batch.tokens, batch.lengths)
-    loss = loss_fn(img_emb, txt_emb, relevance=batch.relevance, image_ids=batch.image_ids)
+    """One SGD step: the model's (B, B) similarities, their loss, backward, clip the gradient norm, update."""
+    sims = model(batch.images, batch.tokens, batch.lengths)
+    loss = loss_fn.from_similarity(sims, relevance=batch.relevance, image_ids=batch.image_ids)
     optimizer.zero_grad(set_to_none=True)
     if not torch.isfinite(loss):
         return loss.detach()
@@ -159,7 +162,7 @@ def run_training(
     torch.manual_seed(cfg.seed)
     data = TrainingData.load(cfg, with_captions=context is None)
     ctx = context or local_context(cfg, data)
-    model = build_model(data.model_args).to(ctx.device)
+    model = build_model(cfg.model, **data.model_args).to(ctx.device)
     loss_fn = make_loss(cfg.loss, **cfg.loss_params).to(ctx.device)
     warmup_fn = make_loss(WARMUP_LOSS).to(ctx.device)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
@@ -195,6 +198,7 @@ def run_training(
             "optimizer": optimizer.state_dict(),
             "scheduler": scheduler.state_dict(),
             "config": cfg.to_dict(),
+            "model_name": cfg.model,
             "model_args": data.model_args,
             "history": history,
             "relevance_hist": histogram.to_dict() if histogram is not None else {},

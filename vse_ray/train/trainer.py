@@ -17,6 +17,7 @@ from vse_ray.tracking.code_version import code_version
 from vse_ray.train.batches import train_columns
 from vse_ray.train.checkpoint import load_checkpoint
 from vse_ray.train.config import TrainConfig
+from vse_ray.train.model_input import check_data_for_model
 from vse_ray.train.run_artifacts import log_training_artifacts
 from vse_ray.train.worker import train_loop_per_worker
 
@@ -72,6 +73,7 @@ def build_trainer(
 def fit(cfg: TrainConfig, *, callbacks: list | None = None) -> TrainResult:
     """Train on Ray Train; log params, per-epoch metrics (each epoch once) and artifacts to MLflow."""
     cfg = cfg.resolved().validate()
+    check_data_for_model(cfg.data_dir, cfg.model, cfg.finetune)
     experiment_id = get_or_create_experiment(cfg.experiment, cfg.tracking_uri)
     run_id = get_or_create_run(experiment_id, cfg.run_name, cfg.tracking_uri)
     client = MlflowClient(cfg.tracking_uri)

@@ -9,31 +9,41 @@ from typing import Any
 
 import pyarrow as pa
 
+from vse_ray.data.split_data import ImageStore, SplitData, load_image_store, load_split
 from vse_ray.data.store import load_captions, load_vocab
 from vse_ray.losses import make_loss
-from vse_ray.models import VSEModel
+from vse_ray.models import RetrievalModel, build_model, model_class
 from vse_ray.relevance import CiderDocFreq
 from vse_ray.train.batches import reference_texts, train_columns
 from vse_ray.train.config import TrainConfig
-from vse_ray.train.split_data import ImageStore, SplitData, load_image_store, load_split
+from vse_ray.train.model_input import check_model_input, check_same_image_shape
 
 
 def model_args(cfg: TrainConfig, vocab_size: int, feature_dim: int) -> dict[str, Any]:
-    """Constructor arguments of `VSEModel` (stored in checkpoints so evaluation rebuilds the same model)."""
-    return {
+    """Constructor keywords of `cfg.model` (stored in checkpoints so evaluation rebuilds the same model):
+    the shared sizes, the TrainConfig fields the model declares in `config_fields`, a CNN to fine-tune when
+    `cfg.finetune`, then `cfg.model_params`."""
+    cls = model_class(cfg.model)
+    args: dict[str, Any] = {
         "vocab_size": vocab_size,
         "feature_dim": feature_dim,
         "word_dim": cfg.word_dim,
         "embed_dim": cfg.embed_dim,
-        "normalize_image": cfg.normalize_image,
-        "cnn": cfg.cnn if cfg.finetune else None,
-        "cnn_weights": cfg.cnn_weights if cfg.finetune else None,
+        **{name: getattr(cfg, name) for name in cls.config_fields},
     }
+    if cfg.finetune:
+        args.update(cnn=cfg.cnn, cnn_weights=cfg.cnn_weights)
+    return {**args, **cfg.model_params}
 
 
-def build_model(args: dict[str, Any], pretrained: bool = True) -> VSEModel:
-    """`VSEModel(**args)`; pretrained=False skips downloading CNN weights (a checkpoint overwrites them)."""
-    return VSEModel(**{**args, "cnn_weights": args.get("cnn_weights") if pretrained else None})
+def rebuild_model(state: dict[str, Any]) -> RetrievalModel:
+    """The model of a checkpoint with its weights; CNN weights come from the checkpoint, not a download."""
+    args = dict(state["model_args"])
+    if "cnn_weights" in args:
+        args["cnn_weights"] = None
+    model = build_model(state["model_name"], **args)
+    model.load_state_dict(state["model"])
+    return model
 
 
 @dataclass
@@ -56,6 +66,14 @@ class TrainingData:
         if with_captions or source == "cider":
             captions = load_captions(cfg.data_dir, "train").select(train_columns(source))
         images = load_image_store(cfg.data_dir, "train", raw=cfg.finetune)
+        check_model_input(
+            cfg.model,
+            images.layout,
+            str(Path(cfg.data_dir) / "features" / "split=train"),
+            images.values.shape[1:],
+        )
+        val = load_split(cfg.data_dir, "val", raw=cfg.finetune)
+        check_same_image_shape(images, val.images, cfg.data_dir, "val")
         vocab = load_vocab(cfg.data_dir)
         vocab_size = max(vocab.values()) + 1
         doc_freq = None
@@ -65,10 +83,10 @@ class TrainingData:
                 raise ValueError(f"{df_path}: missing; loss '{cfg.loss}' needs the train CIDEr doc freqs")
             doc_freq = CiderDocFreq.from_dict(json.loads(df_path.read_text()))
         return cls(
-            model_args=model_args(cfg, vocab_size, 0 if images.raw else int(images.values.shape[1])),
+            model_args=model_args(cfg, vocab_size, 0 if images.raw else int(images.values.shape[-1])),
             train_images=images,
             train_captions=captions if with_captions else None,
-            val=load_split(cfg.data_dir, "val", raw=cfg.finetune),
+            val=val,
             references=reference_texts(captions) if source == "cider" else None,
             doc_freq=doc_freq,
         )

@@ -1,4 +1,8 @@
-"""In-memory view of one split of a precompute folder: image side, captions, relevance matrices."""
+"""One split of a precompute folder as training and evaluation read it: image side, captions, relevance.
+
+Pooled features and pixels are held in memory; region features are read by row from their shards
+(:class:`~vse_ray.data.region_rows.RegionRows`), so no process holds a whole split of regions.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import pyarrow.parquet as pq
 import torch
 from PIL import Image
 
+from vse_ray.data.region_rows import RegionRows
 from vse_ray.data.store import load_captions, load_features, load_relevance
 
 RELEVANCE_SOURCES = ("sbert", "cider", "svd", "spice")
@@ -19,10 +24,11 @@ RELEVANCE_SOURCES = ("sbert", "cider", "svd", "spice")
 
 @dataclass
 class ImageStore:
-    """Image side of a split in stored order: features (n, D) or uint8 pixels (n, H, W, 3), one row per id."""
+    """Image side of a split in stored order, one row per id: features (n, D), uint8 pixels (n, H, W, 3), or
+    region features (n, R, D) as an in-memory array or a :class:`RegionRows` reader."""
 
     image_ids: np.ndarray
-    values: np.ndarray
+    values: np.ndarray | RegionRows
 
     def __post_init__(self) -> None:
         self._order = np.argsort(self.image_ids, kind="stable")
@@ -31,6 +37,11 @@ class ImageStore:
     @property
     def raw(self) -> bool:
         return self.values.ndim == 4
+
+    @property
+    def layout(self) -> str:
+        """The model input this store gives: "pooled", "regions" or "pixels" (see vse_ray.models.base)."""
+        return {2: "pooled", 3: "regions", 4: "pixels"}[self.values.ndim]
 
     def rows(self, image_ids: np.ndarray, what: str = "image_id") -> np.ndarray:
         """Row index of each id; ValueError naming the first id that the split does not hold."""
@@ -44,6 +55,10 @@ class ImageStore:
     def tensor(self, image_ids: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(self.values[self.rows(image_ids)]))
 
+    def tensor_rows(self, rows: slice) -> torch.Tensor:
+        """Stored rows `rows` (in split order) as a tensor."""
+        return torch.from_numpy(np.ascontiguousarray(self.values[rows]))
+
 
 def decode_png_column(column: pa.ChunkedArray) -> np.ndarray:
     """PNG bytes column → uint8 (n, H, W, 3)."""
@@ -52,10 +67,13 @@ def decode_png_column(column: pa.ChunkedArray) -> np.ndarray:
 
 def load_image_store(data_dir: str, split: str, raw: bool) -> ImageStore:
     """Precomputed features, or (raw=True) the decoded PNG `image` column of `features/split=<split>`."""
+    path = Path(data_dir) / "features" / f"split={split}"
+    if not raw and any(path.glob("part-*.arrow")):
+        rows = RegionRows(path)
+        return ImageStore(rows.image_ids, rows)
     if not raw:
         image_ids, features = load_features(data_dir, split)
         return ImageStore(image_ids, np.asarray(features, dtype=np.float32))
-    path = Path(data_dir) / "features" / f"split={split}"
     table = pq.read_table(path, columns=["image_id", "image"]) if path.exists() else None
     if table is None or table.num_rows == 0:
         raise ValueError(f"{path}: no raw images; re-run precompute keeping images to fine-tune the CNN")

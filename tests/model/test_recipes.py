@@ -1,0 +1,105 @@
+"""Recipes: every shipped recipe builds and trains one step on tiny data; bad keys fail before any start."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from typer.testing import CliRunner
+
+from vse_ray.cli.main import app
+from vse_ray.data.store import load_captions
+from vse_ray.losses import make_loss
+from vse_ray.models import build_model
+from vse_ray.train.batches import BatchBuilder, TableBatches
+from vse_ray.train.engine import train_step
+from vse_ray.train.recipe import load_recipe, recipe_names
+from vse_ray.train.training_data import TrainingData
+
+TINY = ["batch_size=16", "embed_dim=32", "word_dim=16", "epochs=1", "cs_ks=[5, 10]", "ncs_ks=[1, 5]"]
+
+
+def test_the_papers_rows_are_there():
+    assert {
+        "vsepp_f30k_resnet152",
+        "cvsepp_f30k_vgg19",
+        "cvsepp_auto_f30k_vgg19",
+        "vse_inf_lseh_f30k",
+    } <= set(recipe_names())
+
+
+@pytest.mark.parametrize("name", recipe_names())
+def test_every_recipe_builds_and_trains_one_step(name, tiny_data_dir, tiny_region_dir, tmp_path):
+    paper = load_recipe(name, "<data>")
+    assert paper.reports and paper.paper["file"].endswith(".md") and paper.config.batch_size == 128
+    folder = tiny_region_dir if paper.config.model == "vse_inf" else tiny_data_dir
+    cfg = load_recipe(name, str(folder), TINY, output_dir=str(tmp_path)).config
+    assert (cfg.model, cfg.loss, cfg.loss_params) == (
+        paper.config.model,
+        paper.config.loss,
+        paper.config.loss_params,
+    )
+    data = TrainingData.load(cfg)
+    torch.manual_seed(0)
+    model = build_model(cfg.model, **data.model_args)
+    loss = make_loss(cfg.loss, **cfg.loss_params)
+    builder = BatchBuilder(data.train_images, loss.relevance_source, data.references, data.doc_freq)
+    rows = next(iter(TableBatches(load_captions(str(folder), "train"), 16, 0).epoch_batches(1)))
+    value = train_step(
+        model, loss, torch.optim.Adam(model.parameters(), lr=cfg.lr), builder(rows), cfg.grad_clip
+    )
+    assert torch.isfinite(value)
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "message"),
+    [
+        ("train: {loss: vsepp, epohcs: 3}", r"bad\.yaml: unknown TrainConfig field\(s\): \['epohcs'\]"),
+        ("paper: {}\nnotes: x", r"bad\.yaml: top-level key\(s\) \['notes'\] unknown"),
+        ("precompute: {cnn_name: vgg19}", r"bad\.yaml precompute: key\(s\) \['cnn_name'\] unknown"),
+        (
+            "train: {loss: lseh, loss_params: {lambda: 0.1}}",
+            r"loss_params \['lambda'\] unknown; allowed: \['margin'",
+        ),
+        (
+            "train: {model: vse_inf, model_params: {drop: 0.1}}",
+            r"model_params \['drop'\] unknown; allowed: \['num_layers'",
+        ),
+        ("train: {loss: lseh, loss_params: {margin: -1}}", r"bad\.yaml: loss 'lseh': margin must be >= 0"),
+    ],
+)
+def test_bad_recipe_names_file_and_key(tmp_path, yaml_text, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml_text)
+    with pytest.raises(ValueError, match=message):
+        load_recipe(str(path), "<data>")
+
+
+def test_overrides_and_unknown_recipe():
+    cfg = load_recipe(
+        "vse_inf_lseh_f30k", "<data>", ["loss_params.lam=0.05", "model_params.region_drop=0"]
+    ).config
+    assert cfg.loss_params == {"margin": 0.185, "lam": 0.05} and cfg.model_params == {"region_drop": 0}
+    with pytest.raises(ValueError, match=r"recipe 'vse_inf_lseh': no such recipe; recipes: \["):
+        load_recipe("vse_inf_lseh", "<data>")
+
+
+def _cli_error(args: list[str]) -> str:
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code != 0
+    return " ".join(result.output.replace("│", " ").split())
+
+
+def test_cli_refuses_a_bad_recipe_key_before_starting(tiny_data_dir, tmp_path):
+    args = ["train", "--recipe", "vsepp_f30k_resnet152", "--data", str(tiny_data_dir), "--set", "epohcs=1"]
+    assert "unknown TrainConfig field(s): ['epohcs']" in _cli_error([*args, "--output-dir", str(tmp_path)])
+    assert not (tmp_path / "mlflow.db").exists()
+    args = [
+        "train",
+        "--recipe",
+        "vse_inf_lseh_f30k",
+        "--data",
+        str(tiny_data_dir),
+        "--output-dir",
+        str(tmp_path),
+    ]
+    assert "model 'vse_inf' needs region features" in _cli_error(args)

@@ -1,0 +1,28 @@
+"""Models by name: ``build_model("vse_inf", vocab_size=..., feature_dim=..., embed_dim=...)``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vse_ray.models.base import RetrievalModel
+from vse_ray.models.vse import VSEModel
+from vse_ray.models.vse_inf import VSEInfModel
+
+MODELS: dict[str, type[RetrievalModel]] = {
+    "vsepp": VSEModel,
+    "vse_inf": VSEInfModel,
+}
+MODEL_NAMES = tuple(MODELS)
+DEFAULT_MODEL = "vsepp"
+
+
+def model_class(name: str) -> type[RetrievalModel]:
+    """The class registered as `name`; ValueError listing the choices for an unknown one."""
+    if name not in MODELS:
+        raise ValueError(f"model: must be one of {sorted(MODELS)}, got {name!r}")
+    return MODELS[name]
+
+
+def build_model(name: str, **kwargs: Any) -> RetrievalModel:
+    """Build the model registered as `name` with its constructor's keyword arguments."""
+    return model_class(name)(**kwargs)

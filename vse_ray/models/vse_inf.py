@@ -1,0 +1,118 @@
+"""VSE∞ (Chen, Hu, Song, Dai, Tian, "Learning the Best Pooling Strategy for Visual Semantic Embedding",
+CVPR 2021): an embedding model whose two sides pool sets of features with GPO (:mod:`vse_ray.models.gpo`).
+
+- Image side (Sec. 4, region features): each of the R regions φ_r (D wide) is mapped by a linear layer
+  plus a two-layer MLP residual, v_r = W φ_r + b + MLP(φ_r), with MLP = Linear(D, E/2) → BatchNorm → ReLU →
+  Linear(E/2, E); the set {v_r} is pooled by GPO and L2-normalised.
+- Text side: word embeddings → bidirectional GRU of hidden size E whose two directions are averaged per
+  word → GPO over the words → L2 normalisation.
+- s(i, c) = f(i) · g(c).
+
+Training drops each region with probability `region_drop` (0.2 in the reference implementation's region
+setting, its "size augmentation"); the pooled set is then the kept regions. BatchNorm statistics are taken
+over all R regions of the batch (the reference pads the kept regions with zeros instead).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from vse_ray.models.base import RetrievalModel
+from vse_ray.models.gpo import GPO
+from vse_ray.models.normalize import l2_normalize
+
+
+class RegionEncoder(nn.Module):
+    """(B, R, D) regions (optionally a (B, R) keep mask) → (B, E): FC + MLP residual, GPO, L2 norm."""
+
+    def __init__(self, feature_dim: int, embed_dim: int):
+        super().__init__()
+        self.fc = nn.Linear(feature_dim, embed_dim)
+        bound = float(np.sqrt(6.0) / np.sqrt(feature_dim + embed_dim))
+        nn.init.uniform_(self.fc.weight, -bound, bound)
+        nn.init.zeros_(self.fc.bias)
+        self.mlp = nn.Sequential(
+            nn.Linear(feature_dim, embed_dim // 2),
+            nn.BatchNorm1d(embed_dim // 2),
+            nn.ReLU(),
+            nn.Linear(embed_dim // 2, embed_dim),
+        )
+        self.gpo = GPO()
+
+    def forward(self, regions: Tensor, keep: Tensor | None = None) -> Tensor:
+        b, r, d = regions.shape
+        flat = regions.reshape(b * r, d)
+        features = (self.fc(flat) + self.mlp(flat)).reshape(b, r, -1)
+        lengths = keep.sum(dim=1) if keep is not None else torch.full((b,), r, device=regions.device)
+        return l2_normalize(self.gpo(features, lengths, keep))
+
+
+class BiGRUTextEncoder(nn.Module):
+    """Token ids → word embeddings → BiGRU (directions averaged) → GPO over words → L2 norm: (B, E)."""
+
+    def __init__(self, vocab_size: int, word_dim: int, embed_dim: int, num_layers: int = 1):
+        super().__init__()
+        if vocab_size < 2:
+            raise ValueError(f"vocab_size must be >= 2, got {vocab_size}")
+        self.embed = nn.Embedding(vocab_size, word_dim, padding_idx=0)
+        nn.init.uniform_(self.embed.weight, -0.1, 0.1)
+        self.rnn = nn.GRU(word_dim, embed_dim, num_layers, batch_first=True, bidirectional=True)
+        self.gpo = GPO()
+
+    def forward(self, tokens: Tensor, lengths: Tensor) -> Tensor:
+        lengths = lengths.clamp(min=1)
+        packed = pack_padded_sequence(
+            self.embed(tokens), lengths.cpu(), batch_first=True, enforce_sorted=False
+        )
+        words, _ = pad_packed_sequence(self.rnn(packed)[0], batch_first=True)
+        half = words.shape[-1] // 2
+        return l2_normalize(self.gpo((words[..., :half] + words[..., half:]) / 2, lengths.to(words.device)))
+
+
+class VSEInfModel(RetrievalModel):
+    """VSE∞ on region features (model name "vse_inf"; see the module docstring for the equations).
+
+    Args:
+        vocab_size: Caption vocabulary size.
+        feature_dim: Width D of each region feature (2048 for bottom-up regions).
+        word_dim: Word embedding size (300).
+        embed_dim: Joint embedding size E (1024).
+        num_layers: GRU layers (1).
+        region_drop: Probability of dropping each region of a training image (0.2; 0 disables).
+    """
+
+    kind = "embedding"
+    feature_layout = "regions"
+
+    def __init__(
+        self,
+        vocab_size: int,
+        feature_dim: int,
+        word_dim: int = 300,
+        embed_dim: int = 1024,
+        num_layers: int = 1,
+        region_drop: float = 0.2,
+    ):
+        super().__init__()
+        if not 0.0 <= region_drop < 1.0:
+            raise ValueError(f"region_drop must be in [0, 1), got {region_drop}")
+        self.region_drop = region_drop
+        self.image_encoder = RegionEncoder(feature_dim, embed_dim)
+        self.text_encoder = BiGRUTextEncoder(vocab_size, word_dim, embed_dim, num_layers)
+
+    def encode_images(self, images: Tensor) -> Tensor:
+        """(B, R, D) region features → (B, E) unit vectors."""
+        if images.dim() != 3:
+            raise ValueError(f"vse_inf needs region features (B, R, D), got shape {tuple(images.shape)}")
+        keep = None
+        if self.training and self.region_drop > 0:
+            keep = torch.rand(images.shape[:2], device=images.device) > self.region_drop
+            keep[:, 0] |= ~keep.any(dim=1)  # every image keeps at least one region
+        return self.image_encoder(images, keep)
+
+    def encode_captions(self, tokens: Tensor, lengths: Tensor) -> Tensor:
+        """(B, L) token ids + (B,) lengths → (B, E) unit vectors."""
+        return self.text_encoder(tokens, lengths)

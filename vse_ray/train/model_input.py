@@ -1,0 +1,50 @@
+"""Does the precompute folder give the image input the chosen model reads? Checked before anything starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vse_ray.data.split_data import ImageStore
+from vse_ray.data.store import load_manifest
+from vse_ray.models import model_class
+
+LAYOUT_WORDS = {
+    "pooled": "pooled features (D,)",
+    "regions": "region features (R, D)",
+    "pixels": "raw images (--finetune)",
+}
+
+
+def stored_layout(data_dir: str, finetune: bool) -> tuple[str, list[int]]:
+    """("pixels" | "regions" | "pooled", the manifest's feature_shape) of a precompute folder."""
+    shape = list(load_manifest(data_dir).get("dims", {}).get("feature_shape", []))
+    if finetune:
+        return "pixels", shape
+    return ("regions" if len(shape) == 2 else "pooled"), shape
+
+
+def check_model_input(model: str, layout: str, where: str, shape: list[int] | tuple[int, ...]) -> None:
+    """ValueError naming the model, what it needs, and what `where` holds, when the layouts differ."""
+    accepted = model_class(model).input_layouts
+    if layout not in accepted:
+        needs = " or ".join(LAYOUT_WORDS[a] for a in accepted)
+        raise ValueError(
+            f"model '{model}' needs {needs}, but {where} holds {LAYOUT_WORDS[layout]} of shape {tuple(shape)}"
+        )
+
+
+def check_data_for_model(data_dir: str, model: str, finetune: bool) -> None:
+    """Early check on the manifest alone (no feature is read)."""
+    layout, shape = stored_layout(data_dir, finetune)
+    check_model_input(model, layout, f"{Path(data_dir) / 'manifest.json'} (dims.feature_shape)", shape)
+
+
+def check_same_image_shape(train: ImageStore, other: ImageStore, data_dir: str, split: str) -> None:
+    """ValueError naming both splits when their rows differ in shape (region count or feature width)."""
+    a, b = tuple(train.values.shape[1:]), tuple(other.values.shape[1:])
+    if a != b and not train.raw:
+        root = Path(data_dir) / "features"
+        raise ValueError(
+            f"{root / f'split={split}'}: rows of shape {b} differ from {root / 'split=train'}: {a} "
+            "(region count or feature width)"
+        )

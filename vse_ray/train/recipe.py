@@ -1,0 +1,137 @@
+"""Recipes: a paper's table row as a named YAML file of training settings (``recipes/<name>.yaml``).
+
+A recipe has four top-level keys::
+
+    paper:      where the row comes from (file, table, row)
+    reports:    the numbers the paper reports for it (metric name → value)
+    precompute: PrecomputeConfig fields of the features the row was trained on
+    train:      TrainConfig fields: model, loss, loss_params, epochs, lr, lr_update, batch_size ...
+
+``load_recipe`` checks every key (top level, ``precompute``, ``train``, ``loss_params`` against the loss's
+constructor, ``model_params`` against the model's) and builds the loss, so a misspelt key fails before
+Ray or MLflow start. ``overrides`` are ``KEY=VALUE`` strings (YAML values) over ``train``; a dotted key sets
+one entry of ``loss_params`` or ``model_params`` (``loss_params.margin=0.2``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from vse_ray.data.config import PrecomputeConfig
+from vse_ray.losses import loss_hparams, make_loss
+from vse_ray.models import model_class
+from vse_ray.train.config import TrainConfig
+
+RECIPE_DIR = Path(__file__).resolve().parents[2] / "recipes"
+RECIPE_KEYS = ("paper", "reports", "precompute", "train")
+NESTED = ("loss_params", "model_params")
+
+
+@dataclass
+class Recipe:
+    """A parsed recipe: its file, its paper row, the reported numbers and the training config."""
+
+    path: Path
+    paper: dict[str, Any]
+    reports: dict[str, float]
+    precompute: dict[str, Any]
+    config: TrainConfig
+
+
+def recipe_names() -> list[str]:
+    """Names of the recipes shipped in ``recipes/``."""
+    return sorted(p.stem for p in RECIPE_DIR.glob("*.yaml"))
+
+
+def recipe_path(name: str) -> Path:
+    """A recipe file by name (``recipes/<name>.yaml``) or by path; ValueError listing the names."""
+    path = Path(name).expanduser()
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        return path
+    path = RECIPE_DIR / f"{name}.yaml"
+    if not path.is_file():
+        raise ValueError(f"recipe {name!r}: no such recipe; recipes: {recipe_names()}")
+    return path
+
+
+def parse_overrides(items: list[str]) -> dict[str, Any]:
+    """``["epochs=2", "loss_params.margin=0.1"]`` → ``{"epochs": 2, "loss_params": {"margin": 0.1}}``."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--set {item!r}: expected KEY=VALUE")
+        head, _, sub = key.partition(".")
+        value = yaml.safe_load(raw)
+        if sub and head not in NESTED:
+            raise ValueError(f"--set {item!r}: only {NESTED} take dotted keys")
+        if sub:
+            out.setdefault(head, {})[sub] = value
+        else:
+            out[head] = value
+    return out
+
+
+def merge_overrides(fields: dict[str, Any], items: list[str]) -> dict[str, Any]:
+    """TrainConfig fields with ``KEY=VALUE`` overrides; dotted keys update one entry of a params dict."""
+    merged = dict(fields)
+    for key, value in parse_overrides(items).items():
+        nested = key in NESTED and isinstance(value, dict)
+        merged[key] = {**merged.get(key, {}), **value} if nested else value
+    return merged
+
+
+def _check_params(where: str, kind: str, given: dict[str, Any], allowed: list[str]) -> None:
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        raise ValueError(f"{where}: {kind} {unknown} unknown; allowed: {allowed}")
+
+
+def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **fields: Any) -> Recipe:
+    """Parse and check recipe `name`, apply `overrides`, then `fields` (run plumbing such as output_dir).
+
+    Raises:
+        ValueError: naming the recipe file and the key: an unknown top-level, precompute, train, loss or
+            model key, or a value the config or the loss rejects.
+    """
+    path = recipe_path(name)
+    raw = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: expected a mapping with keys {RECIPE_KEYS}")
+    _check_params(str(path), "top-level key(s)", raw, list(RECIPE_KEYS))
+    precompute = raw.get("precompute") or {}
+    _check_params(
+        f"{path} precompute", "key(s)", precompute, [f.name for f in dataclasses.fields(PrecomputeConfig)]
+    )
+    train = merge_overrides(raw.get("train") or {}, overrides or [])
+    train.update(fields, data_dir=data_dir)
+    try:
+        cfg = TrainConfig.from_dict(train).validate()
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{path}: {err}") from err
+    _check_params(f"{path} train", "loss_params", cfg.loss_params, list(loss_hparams(cfg.loss)))
+    cls = model_class(cfg.model)
+    shared = (
+        "self",
+        "vocab_size",
+        "feature_dim",
+        "word_dim",
+        "embed_dim",
+        "cnn",
+        "cnn_weights",
+        *cls.config_fields,
+    )
+    own = [name for name in inspect.signature(cls.__init__).parameters if name not in shared]
+    _check_params(f"{path} train", "model_params", cfg.model_params, own)
+    try:
+        make_loss(cfg.loss, **cfg.loss_params)
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{path}: loss '{cfg.loss}': {err}") from err
+    return Recipe(path, raw.get("paper") or {}, raw.get("reports") or {}, precompute, cfg)
