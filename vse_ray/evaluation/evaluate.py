@@ -16,6 +16,7 @@ from vse_ray.data.split_data import SplitData, load_image_store, load_split
 from vse_ray.evaluation.eccv import eccv_positives
 from vse_ray.evaluation.embed import split_similarities
 from vse_ray.evaluation.examples import plot_retrieval_examples
+from vse_ray.evaluation.pair_blocks import parse_block
 from vse_ray.evaluation.plots import plot_metric_at_k
 from vse_ray.metrics import coco_1k_folds, evaluate_all, mean_over_folds, recall_at_k
 from vse_ray.tracking import get_best_checkpoint, resolve_tracking_uri
@@ -79,6 +80,7 @@ def evaluate_run(
     tracking_uri: str | None = None,
     output_dir: str = "vse_ray_out",
     coco_ids: str | None = None,
+    eval_block: str | None = None,
 ) -> EvaluationReport:
     """Evaluate the best checkpoint of `run` on `split`, write a JSON report and log it to the run.
 
@@ -90,16 +92,20 @@ def evaluate_run(
         tracking_uri: MLflow store (default: sqlite in `output_dir`).
         output_dir: Where the JSON report goes (`<output_dir>/reports/`).
         coco_ids: JSON mapping image/caption ids to COCO ids: adds the ECCV Caption metrics.
+        eval_block: "IMAGESxCAPTIONS" pairs per block of a similarity model's scoring (default: sized to
+            the free memory); refused when it cannot fit.
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol: must be one of {PROTOCOLS}, got {protocol!r}")
+    block = parse_block(eval_block) if eval_block else None
     uri = resolve_tracking_uri(tracking_uri, output_dir)
     checkpoint, run_id = resolve_run(run, uri)
     state = load_checkpoint(checkpoint)
     cfg = TrainConfig.from_dict(state["config"])
-    model = rebuild_model(state)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    model = rebuild_model(state).to(device)
     data = load_split(data_dir or cfg.data_dir, split, raw=model.feature_layout == "pixels")
-    sims = split_similarities(model, data, cfg.eval_batch_size, torch.device("cpu"))
+    sims = split_similarities(model, data, cfg.eval_batch_size, device, block, progress=True)
     kwargs: dict[str, Any] = {"ks": cfg.eval_ks, "cs_ks": cfg.cs_ks, "ncs_ks": cfg.ncs_ks}
     if coco_ids:
         kwargs["eccv_positives"] = eccv_positives(coco_ids, data.images.image_ids, data.caption_ids)

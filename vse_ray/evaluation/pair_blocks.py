@@ -15,7 +15,8 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-DEFAULT_BLOCK = (128, 512)
+AUTO_BLOCK_BYTES = 1 << 30  # working memory of one block when no block size is given
+AUTO_BLOCK_IMAGES = 128
 MEMORY_SHARE = 0.8  # of the memory the device has free, the share one block may take
 
 
@@ -33,6 +34,24 @@ def block_bytes(model: nn.Module, block: tuple[int, int], n_regions: int, n_word
     """Peak bytes of scoring one block of ``block = (images, captions)`` pairs (``model.pair_floats``)."""
     images, captions = block
     return images * captions * model.pair_floats(n_regions, n_words) * itemsize
+
+
+def auto_block(
+    model: nn.Module, n_img: int, n_txt: int, n_regions: int, n_words: int, itemsize: int, free: int
+) -> tuple[int, int]:
+    """Up to 128 images × as many captions as fit in min(1 GiB, the free share of memory)."""
+    images = min(n_img, AUTO_BLOCK_IMAGES)
+    per_row = block_bytes(model, (images, 1), n_regions, n_words, itemsize)
+    budget = min(AUTO_BLOCK_BYTES, int(free * MEMORY_SHARE))
+    return images, max(1, min(n_txt, budget // per_row))
+
+
+def parse_block(text: str) -> tuple[int, int]:
+    """``"128x512"`` → (128, 512); ValueError naming the option otherwise."""
+    images, sep, captions = text.lower().partition("x")
+    if not sep or not images.strip().isdigit() or not captions.strip().isdigit():
+        raise ValueError(f"eval block: expected IMAGESxCAPTIONS such as 128x512, got {text!r}")
+    return int(images), int(captions)
 
 
 def check_block_fits(
@@ -65,7 +84,7 @@ def score_matrix(
     img_repr: Tensor,
     txt_repr: Tensor,
     txt_lengths: Tensor,
-    block: tuple[int, int] = DEFAULT_BLOCK,
+    block: tuple[int, int] | None = None,
     device: torch.device | None = None,
     progress: bool = True,
 ) -> np.ndarray:
@@ -76,15 +95,18 @@ def score_matrix(
         img_repr: (N_img, R, E) encoded images (any device; blocks are moved to ``device``).
         txt_repr: (N_txt, L, E) encoded captions, padding beyond ``txt_lengths``.
         txt_lengths: (N_txt,) caption lengths.
-        block: (images, captions) pairs scored per vectorised pass: bounds the peak memory.
+        block: (images, captions) pairs scored per vectorised pass: bounds the peak memory (None: auto_block).
         device: where to score (default: the model's device).
         progress: show a progress bar over the blocks.
     """
     device = device or next(model.parameters()).device
     n_img, n_txt = img_repr.shape[0], txt_repr.shape[0]
-    block = (min(block[0], n_img), min(block[1], n_txt))
+    shape = (img_repr.shape[1], int(txt_lengths.max()), txt_repr.element_size())
     free = free_memory_bytes(device)
-    check_block_fits(model, block, img_repr.shape[1], int(txt_lengths.max()), txt_repr.element_size(), free)
+    if block is None:
+        block = auto_block(model, n_img, n_txt, *shape, free)
+    block = (min(block[0], n_img), min(block[1], n_txt))
+    check_block_fits(model, block, *shape, free)
     sims = np.empty((n_img, n_txt), dtype=np.float32)
     spans = [(i, j) for i in range(0, n_img, block[0]) for j in range(0, n_txt, block[1])]
     saved_max_pairs = model.max_pairs

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from torch import Tensor, nn
+from torch import Tensor
 
+from vse_ray.models.base import RetrievalModel
 from vse_ray.models.image_encoder import ImageProjection
 from vse_ray.models.region_input import check_region_features
 from vse_ray.models.word_encoder import WordGRUEncoder
 
 
-class RegionWordModel(nn.Module):
+class RegionWordModel(RetrievalModel):
     """Regions W_v f_r, L2-normalised (B, R, E), and Bi-GRU words (B, L, E); subclasses define ``score``.
 
     Args:
@@ -46,11 +47,3 @@ class RegionWordModel(nn.Module):
     def encode_captions(self, tokens: Tensor, lengths: Tensor) -> Tensor:
         """(B, L) token ids, (B,) lengths → (B, max(lengths), E) unit word vectors."""
         return self.text_encoder(tokens, lengths)
-
-    def score(self, img_repr: Tensor, txt_repr: Tensor, txt_lengths: Tensor) -> Tensor:
-        """(N_img, N_txt) similarities of every encoded image with every encoded caption."""
-        raise NotImplementedError
-
-    def forward(self, images: Tensor, tokens: Tensor, lengths: Tensor) -> Tensor:
-        """(B, B) similarities of a training batch, row b's positive in column b."""
-        return self.score(self.encode_images(images), self.encode_captions(tokens, lengths), lengths)

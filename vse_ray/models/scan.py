@@ -99,16 +99,29 @@ class SCANModel(RegionWordModel):
         bidirectional: bool = True,
         max_pairs: int = 16384,
     ) -> None:
+        self.check_options(
+            direction=direction, aggregation=aggregation, lambda_softmax=lambda_softmax, lambda_lse=lambda_lse
+        )
         super().__init__(vocab_size, feature_dim, word_dim, embed_dim, bidirectional)
+        self.direction, self.aggregation = direction, aggregation
+        self.lambda_softmax, self.lambda_lse, self.clip_slope = lambda_softmax, lambda_lse, clip_slope
+        self.max_pairs = max_pairs
+
+    @staticmethod
+    def check_options(
+        direction: str = "t2i",
+        aggregation: str = "lse",
+        lambda_softmax: float = 9.0,
+        lambda_lse: float = 6.0,
+        **_: object,
+    ) -> None:
+        """ValueError naming the first option SCAN does not have (also run on recipes before training)."""
         if direction not in DIRECTIONS:
             raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
         if aggregation not in AGGREGATIONS:
             raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
         if lambda_softmax <= 0 or lambda_lse <= 0:
             raise ValueError(f"lambda_softmax and lambda_lse must be > 0, got {lambda_softmax}, {lambda_lse}")
-        self.direction, self.aggregation = direction, aggregation
-        self.lambda_softmax, self.lambda_lse, self.clip_slope = lambda_softmax, lambda_lse, clip_slope
-        self.max_pairs = max_pairs
 
     def score(self, img_repr: Tensor, txt_repr: Tensor, txt_lengths: Tensor) -> Tensor:
         """(N_img, N_txt) SCAN similarities, in blocks of at most ``max_pairs`` pairs."""

@@ -63,11 +63,8 @@ class SGRAFModel(RegionWordModel):
         bidirectional: bool = True,
         max_pairs: int = 2048,
     ) -> None:
+        self.check_options(module=module, sgr_steps=sgr_steps, n_regions=n_regions)
         super().__init__(vocab_size, feature_dim, word_dim, embed_dim, bidirectional, dropout, n_regions)
-        if module not in SGRAF_MODULES:
-            raise ValueError(f"module: SGRAF has the modules {SGRAF_MODULES}, got {module!r}")
-        if sgr_steps < 1 or n_regions < 1:
-            raise ValueError(f"sgr_steps and n_regions must be >= 1, got {sgr_steps}, {n_regions}")
         self.image_global = VisualSelfAttention(embed_dim, n_regions, dropout)
         self.text_global = TextSelfAttention(embed_dim, dropout)
         self.local_sim = xavier_linear(embed_dim, sim_dim)
@@ -79,6 +76,14 @@ class SGRAFModel(RegionWordModel):
         else:
             self.filtration = AttentionFiltration(sim_dim)
         self.lambda_softmax, self.max_pairs = lambda_softmax, max_pairs
+
+    @staticmethod
+    def check_options(module: str = "sgr", sgr_steps: int = 3, n_regions: int = 36, **_: object) -> None:
+        """ValueError naming the first option SGRAF does not have (also run on recipes before training)."""
+        if module not in SGRAF_MODULES:
+            raise ValueError(f"module: SGRAF has the modules {SGRAF_MODULES}, got {module!r}")
+        if sgr_steps < 1 or n_regions < 1:
+            raise ValueError(f"sgr_steps and n_regions must be >= 1, got {sgr_steps}, {n_regions}")
 
     def score(self, img_repr: Tensor, txt_repr: Tensor, txt_lengths: Tensor) -> Tensor:
         """(N_img, N_txt) scores in [0, 1], in blocks of at most ``max_pairs`` pairs."""
