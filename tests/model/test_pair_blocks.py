@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
 from tests.model._xattn_inputs import token_batch
+from vse_ray.data.split_data import load_split
+from vse_ray.evaluation.embed import ensemble_similarities, split_similarities
 from vse_ray.evaluation.pair_blocks import check_block_fits, free_memory_bytes, score_matrix
 from vse_ray.metrics import evaluate_all
 from vse_ray.models.scan import SCANModel
@@ -45,3 +48,18 @@ def test_block_that_cannot_fit_is_refused_with_what_would():
     check_block_fits(model, (8, 16), 36, 12, 4, free)
     with pytest.raises(ValueError, match="images >= 1"):
         check_block_fits(model, (0, 16), 36, 12, 4, free)
+
+
+def test_ensemble_is_the_mean_of_the_members_matrices(tiny_region_dir):
+    split = load_split(str(tiny_region_dir), "val", raw=False)
+    torch.manual_seed(0)
+    models = [
+        SGRAFModel(vocab_size=60, feature_dim=32, word_dim=5, embed_dim=6, n_regions=5, sim_dim=4, module=m)
+        for m in ("sgr", "saf")
+    ]
+    cpu = torch.device("cpu")
+    members = [split_similarities(m, split, 16, cpu) for m in models]
+    ensemble = ensemble_similarities(models, split, 16, cpu, block=(4, 8))
+    assert ensemble.shape == (len(split.images.image_ids), len(split.tokens))
+    np.testing.assert_allclose(ensemble, (members[0] + members[1]) / 2, rtol=1e-6, atol=1e-7)
+    assert not np.allclose(members[0], members[1])

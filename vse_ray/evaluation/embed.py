@@ -69,6 +69,23 @@ def split_similarities(
     return sims
 
 
+def ensemble_similarities(
+    models: list[RetrievalModel],
+    split: SplitData,
+    batch_size: int,
+    device: torch.device,
+    block: tuple[int, int] | None = None,
+    progress: bool = False,
+) -> np.ndarray:
+    """The mean of the members' score matrices: SGRAF's SGR + SAF (SGRAF*), SCAN's t-i + i-t (SCAN*)."""
+    if not models:
+        raise ValueError("ensemble: needs at least one model")
+    total = split_similarities(models[0], split, batch_size, device, block, progress)
+    for model in models[1:]:
+        total += split_similarities(model, split, batch_size, device, block, progress)
+    return total / np.float32(len(models))
+
+
 def evaluate_split(
     model: RetrievalModel,
     split: SplitData,
