@@ -7,12 +7,16 @@ import pytest
 import torch
 
 from tests.model._xattn_inputs import token_batch
+from tests.model.tiny_store import tiny_config
 from vse_ray.data.split_data import load_split
 from vse_ray.evaluation.embed import ensemble_similarities, split_similarities
+from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.evaluation.pair_blocks import check_block_fits, free_memory_bytes, score_matrix
 from vse_ray.metrics import evaluate_all
 from vse_ray.models.scan import SCANModel
 from vse_ray.models.sgraf import SGRAFModel
+from vse_ray.train.engine import run_training
+from vse_ray.train.reporter import LocalReporter
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -63,3 +67,18 @@ def test_ensemble_is_the_mean_of_the_members_matrices(tiny_region_dir):
     assert ensemble.shape == (len(split.images.image_ids), len(split.tokens))
     np.testing.assert_allclose(ensemble, (members[0] + members[1]) / 2, rtol=1e-6, atol=1e-7)
     assert not np.allclose(members[0], members[1])
+
+
+def test_sgraf_trains_validates_and_evaluates_through_blocks(tiny_region_dir, tmp_path):
+    """End to end: training's validation and `evaluate_run` (with an ensemble) score through the blocks."""
+    params = {"module": "saf", "n_regions": 5, "sim_dim": 8}
+    cfg = tiny_config(tiny_region_dir, tmp_path / "o", model="sgraf", epochs=1, model_params=params)
+    reporter = LocalReporter(tmp_path / "ckpt")
+    run_training(cfg, reporter)
+    assert reporter.history[0]["rsum"] > 0
+    run, out = str(reporter.checkpoints[0]), str(tmp_path / "e")
+    twice = evaluate_run(run, split="val", output_dir=out, eval_block="7x9", ensemble=[run])
+    assert twice.path.name.endswith("_ensemble2.json")
+    assert twice.metrics["rsum"] == pytest.approx(reporter.history[0]["rsum"])  # a model averaged with itself
+    with pytest.raises(ValueError, match="eval block: expected IMAGESxCAPTIONS"):
+        evaluate_run(run, eval_block="7by9", output_dir=out)
