@@ -17,7 +17,6 @@ from pathlib import Path
 
 import torch
 
-import vse_ray.train  # noqa: F401  (loads the training package before evaluation's imports of it)
 from vse_ray.evaluation.pair_blocks import block_bytes, score_matrix
 from vse_ray.models.scan import SCANModel
 from vse_ray.models.sgraf import SGRAFModel
@@ -109,6 +108,8 @@ def main() -> None:
         seconds = time.perf_counter() - start
         pairs = args.images * args.captions
         print(f"{name:10s} {pairs:11,d} {seconds:9.1f} {pairs / seconds:11,.0f}")
+    if not args.memory_blocks:
+        return
     print("\npeak memory of the scoring over what was held before (MiB), against the estimate")
     print(f"{'model':10s} {'block':>10s} {'measured':>9s} {'estimate':>9s}")
     for name in names:

@@ -8,7 +8,9 @@ object store pages included, so shared pages count more than once: an upper boun
     python benchmarks/bench_precompute.py          # loop vs Ray at 1 and 2 CPUs, memory at two sizes
     python benchmarks/bench_precompute.py --sizes 400 1600 --cpus 1 2 4
 
-Target: Ray no slower than 1.3x the loop on 2 cores, faster as cores grow.
+    python benchmarks/bench_precompute.py --grid   # grid features: the CNN's last conv map as regions
+
+Target: Ray no slower than 1.3x the loop on 2 cores, faster as cores grow (pooled and grid features).
 """
 
 from __future__ import annotations
@@ -82,7 +84,10 @@ def run_loop(n: int, out: Path, config) -> dict:
 
     source = load_source(config)
     start = time.perf_counter()
-    cnn = CNNFeatureExtractor(config.cnn, config.weights, config.crop, init_seed=config.init_seed)
+    cnn = CNNFeatureExtractor(
+        config.cnn, config.weights, config.crop, init_seed=config.init_seed, grid=config.grid
+    )
+    suffix = "arrow" if config.grid else "parquet"
     for split, data in source.splits.items():
         for shard in plan_shards(split, len(data.image_ids), config.shard_size):
             ids = data.image_ids[shard.start : shard.stop]
@@ -91,7 +96,7 @@ def run_loop(n: int, out: Path, config) -> dict:
             batch["image"] = np.array([png_bytes(p) for p in pixels], dtype=object)
             batch = cnn(batch)
             write_atomic(
-                features_table(batch, True), out / "features" / f"split={split}" / f"{shard.start}.parquet"
+                features_table(batch, True), out / "features" / f"split={split}" / f"{shard.start}.{suffix}"
             )
     images_s = time.perf_counter() - start
     start = time.perf_counter()
@@ -147,6 +152,7 @@ def measure(args: argparse.Namespace) -> None:
         cnn=args.cnn,
         relevance_sources=(),
         shard_size=128,
+        grid=args.grid,
     )
     with tempfile.TemporaryDirectory() as tmp, PeakMemory() as memory:
         if args.mode == "loop":
@@ -156,8 +162,9 @@ def measure(args: argparse.Namespace) -> None:
     print(json.dumps({**result, "peak_rss_mb": memory.peak / 2**20}))
 
 
-def _child(mode: str, n: int, cpus: int, cnn: str) -> dict:
+def _child(mode: str, n: int, cpus: int, cnn: str, grid: bool) -> dict:
     cmd = [sys.executable, __file__, "--one", mode, "--n", str(n), "--cpus", str(cpus), "--cnn", cnn]
+    cmd += ["--grid"] if grid else []
     env = {**os.environ, "OMP_NUM_THREADS": str(cpus)} if mode == "loop" else dict(os.environ)
     lines = (
         subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout.strip().splitlines()
@@ -179,6 +186,7 @@ def main() -> None:
     parser.add_argument("--sizes", type=int, nargs=2, default=(400, 1600), help="Two dataset sizes (images).")
     parser.add_argument("--cpus", type=int, nargs="+", default=(1, 2), help="CPU counts of the scaling runs.")
     parser.add_argument("--cnn", default="resnet18")
+    parser.add_argument("--grid", action="store_true", help="Grid features (last conv map as regions).")
     parser.add_argument("--one", choices=("loop", "ray"), dest="mode", help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, default=400, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -187,13 +195,14 @@ def main() -> None:
         measure(args)
         return
     small, large = args.sizes
-    print(f"{os.cpu_count()} cores; cnn={args.cnn}; synthetic 64x64 images, 5 captions each")
+    kind = "grid regions" if args.grid else "pooled features"
+    print(f"{os.cpu_count()} cores; cnn={args.cnn} ({kind}); synthetic 64x64 images, 5 captions each")
     print(f"{'run':<22}{'images/s':>10}{'captions/s':>12}{'seconds':>9}{'peak RSS MB':>13}")
     for n in (small, large):
-        loop = _child("loop", n, max(args.cpus), args.cnn)
+        loop = _child("loop", n, max(args.cpus), args.cnn, args.grid)
         _row(f"loop n={n}", loop)
         for cpus in args.cpus if n == large else (max(args.cpus),):
-            ray_run = _child("ray", n, cpus, args.cnn)
+            ray_run = _child("ray", n, cpus, args.cnn, args.grid)
             _row(
                 f"ray n={n} cpus={cpus}",
                 ray_run,

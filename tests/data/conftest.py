@@ -38,11 +38,16 @@ def write_karpathy(root: Path, n_per_split: dict[str, int], captions: int = 5) -
     return path
 
 
-def write_precomp(root: Path, n: dict[str, int], per_caption: bool = False, dim: int = 6) -> Path:
-    """``{prefix}_ims.npy`` and ``_caps.txt`` per prefix in ``n``; features = image index + column / 10."""
+def write_precomp(
+    root: Path, n: dict[str, int], per_caption: bool = False, dim: int = 6, regions: int | None = None
+) -> Path:
+    """``{prefix}_ims.npy`` and ``_caps.txt`` per prefix in ``n``; features = image index + column / 10
+    (with ``regions``: (count, regions, dim), region r adding r / 100)."""
     root.mkdir(parents=True, exist_ok=True)
     for prefix, count in n.items():
         feats = np.arange(count, dtype=np.float32)[:, None] + np.arange(dim, dtype=np.float32) / 10
+        if regions:
+            feats = feats[:, None, :] + np.arange(regions, dtype=np.float32)[None, :, None] / 100
         np.save(root / f"{prefix}_ims.npy", np.repeat(feats, 5, axis=0) if per_caption else feats)
         lines = [
             f"a {'red blue green'.split()[k % 3]} shape number {k} caption {j}"

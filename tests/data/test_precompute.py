@@ -118,7 +118,14 @@ def test_manifest_records_counts_checksums_and_config(tiny):
     manifest = load_manifest(str(tiny))
     assert manifest["schema_version"] == 1 and manifest["config_hash"] == CONFIG.hash()
     assert manifest["rows"]["images"] == SIZES and manifest["rows"]["rejects"] == 0
-    assert manifest["dims"] == {"feature": 256, "feature_shape": [256], "sbert": 384, "svd": 16}
+    assert manifest["dims"] == {
+        "feature": 256,
+        "feature_shape": [256],
+        "regions": None,
+        "feature_dtype": "float32",
+        "sbert": 384,
+        "svd": 16,
+    }
     files = sorted(str(p.relative_to(tiny)) for p in tiny.glob("*/split=*/*.parquet"))
     assert sorted(manifest["shards"]) == files
     for name, info in manifest["shards"].items():

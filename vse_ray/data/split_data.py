@@ -12,12 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import torch
 from PIL import Image
 
 from vse_ray.data.region_rows import RegionRows
-from vse_ray.data.store import load_captions, load_features, load_relevance
+from vse_ray.data.store import load_captions, load_features, load_relevance, read_features_table
 
 RELEVANCE_SOURCES = ("sbert", "cider", "svd", "spice")
 
@@ -74,7 +73,10 @@ def load_image_store(data_dir: str, split: str, raw: bool) -> ImageStore:
     if not raw:
         image_ids, features = load_features(data_dir, split)
         return ImageStore(image_ids, np.asarray(features, dtype=np.float32))
-    table = pq.read_table(path, columns=["image_id", "image"]) if path.exists() else None
+    try:
+        table = read_features_table(data_dir, split, ["image_id", "image"])
+    except ValueError:
+        table = None
     if table is None or table.num_rows == 0:
         raise ValueError(f"{path}: no raw images; re-run precompute keeping images to fine-tune the CNN")
     return ImageStore(table["image_id"].to_numpy().astype(np.int64), decode_png_column(table["image"]))

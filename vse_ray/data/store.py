@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from vse_ray.data.schema import region_arrays, vectors
@@ -29,18 +30,24 @@ def load_manifest(data_dir: str) -> dict:
     return json.loads(path.read_text())
 
 
+def read_features_table(data_dir: str, split: str, columns: list[str]) -> pa.Table:
+    """Columns of a split's ``features`` table from its Parquet or Arrow IPC (region) shards;
+    ValueError naming the folder when a column is missing."""
+    folder = _table_dir(data_dir, "features", split)
+    file_format = "arrow" if any(folder.glob("part-*.arrow")) else "parquet"
+    dataset = pads.dataset(folder, format=file_format)
+    missing = [c for c in columns if c not in dataset.schema.names]
+    if missing:
+        raise ValueError(f"{folder}: no column(s) {missing}; it has {dataset.schema.names}")
+    return dataset.to_table(columns=columns)
+
+
 def load_features(data_dir: str, split: str) -> tuple[np.ndarray, np.ndarray]:
     """``(image_ids (n,) int64, features)`` sorted by ``image_id``, all in memory: (n, D) float32 pooled
     features, or (n, R, D) region features in their stored dtype (Arrow IPC shards)."""
-    folder = _table_dir(data_dir, "features", split)
-    arrow = sorted(folder.glob("part-*.arrow"))
-    if arrow:
-        tables = [pa.ipc.open_file(pa.memory_map(str(p))).read_all() for p in arrow]
-        table = pa.concat_tables(tables).select(["image_id", "feature"])
-        features = region_arrays(table["feature"])
-    else:
-        table = pq.read_table(folder, columns=["image_id", "feature"])
-        features = vectors(table["feature"])
+    table = read_features_table(data_dir, split, ["image_id", "feature"])
+    nested = pa.types.is_fixed_size_list(table.schema.field("feature").type.value_type)
+    features = region_arrays(table["feature"]) if nested else vectors(table["feature"])
     order = np.argsort(table["image_id"].to_numpy(), kind="stable")
     return table["image_id"].to_numpy().astype(np.int64)[order], features[order]
 

@@ -14,7 +14,7 @@ from typing import Any
 from mlflow import MlflowClient
 from ray import tune
 
-from vse_ray.train.checkpoint import load_checkpoint
+from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.run_artifacts import log_training_artifacts
 from vse_ray.tune.distributions import Distribution

@@ -19,11 +19,10 @@ from vse_ray.evaluation.examples import plot_retrieval_examples
 from vse_ray.evaluation.pair_blocks import parse_block
 from vse_ray.evaluation.plots import plot_metric_at_k
 from vse_ray.metrics import coco_1k_folds, evaluate_all, mean_over_folds, recall_at_k
+from vse_ray.models import rebuild_model
 from vse_ray.tracking import get_best_checkpoint, resolve_tracking_uri
 from vse_ray.tracking.artifacts import log_figures, log_json
-from vse_ray.train.checkpoint import load_checkpoint
-from vse_ray.train.config import TrainConfig
-from vse_ray.train.training_data import rebuild_model
+from vse_ray.tracking.checkpoint import load_checkpoint
 
 PROTOCOLS = ("full", "coco1k", "coco5k")
 CURVE_KS = (1, 2, 3, 5, 10, 20, 50, 100)
@@ -105,12 +104,15 @@ def evaluate_run(
     checkpoint, run_id = resolve_run(run, uri)
     members = [resolve_run(other, uri)[0] for other in ensemble or []]
     state = load_checkpoint(checkpoint)
-    cfg = TrainConfig.from_dict(state["config"])
+    cfg = state["config"]  # the run's TrainConfig.to_dict()
+    data_dir = data_dir or cfg["data_dir"]
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     models = [rebuild_model(s).to(device) for s in [state, *(load_checkpoint(m) for m in members)]]
-    data = load_split(data_dir or cfg.data_dir, split, raw=models[0].feature_layout == "pixels")
-    sims = ensemble_similarities(models, data, cfg.eval_batch_size, device, block, progress=True)
-    kwargs: dict[str, Any] = {"ks": cfg.eval_ks, "cs_ks": cfg.cs_ks, "ncs_ks": cfg.ncs_ks}
+    data = load_split(data_dir, split, raw=models[0].feature_layout == "pixels")
+    sims = ensemble_similarities(models, data, cfg["eval_batch_size"], device, block, progress=True)
+    kwargs: dict[str, Any] = {
+        k: tuple(cfg[f]) for k, f in (("ks", "eval_ks"), ("cs_ks", "cs_ks"), ("ncs_ks", "ncs_ks"))
+    }
     if coco_ids:
         kwargs["eccv_positives"] = eccv_positives(coco_ids, data.images.image_ids, data.caption_ids)
     metrics = score_split(sims, data, protocol, kwargs)
@@ -121,7 +123,7 @@ def evaluate_run(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report.to_dict(), indent=2))
     if run_id is not None and not members:  # an ensemble's numbers are not the run's own
-        pixels = data.images.values if data.images.raw else _pixels(data_dir or cfg.data_dir, split)
+        pixels = data.images.values if data.images.raw else _pixels(data_dir, split)
         _log_to_run(MlflowClient(uri), run_id, report, sims, data, pixels)
     return report
 

@@ -3,7 +3,14 @@
 from vse_ray.models.base import RetrievalModel
 from vse_ray.models.cnn import CNN_NAMES, build_cnn
 from vse_ray.models.image_encoder import CNNImageEncoder, ImageProjection
-from vse_ray.models.registry import DEFAULT_MODEL, MODEL_NAMES, MODELS, build_model, model_class
+from vse_ray.models.registry import (
+    DEFAULT_MODEL,
+    MODEL_NAMES,
+    MODELS,
+    build_model,
+    model_class,
+    rebuild_model,
+)
 from vse_ray.models.text_encoder import GRUTextEncoder
 from vse_ray.models.vse import VSEModel
 
@@ -20,4 +27,5 @@ __all__ = [
     "build_cnn",
     "build_model",
     "model_class",
+    "rebuild_model",
 ]

@@ -30,3 +30,14 @@ def model_class(name: str) -> type[RetrievalModel]:
 def build_model(name: str, **kwargs: Any) -> RetrievalModel:
     """Build the model registered as `name` with its constructor's keyword arguments."""
     return model_class(name)(**kwargs)
+
+
+def rebuild_model(state: dict[str, Any]) -> RetrievalModel:
+    """The model of a training checkpoint (`model_name`, `model_args`, `model` state dict) with its weights;
+    CNN weights come from the checkpoint, not a download."""
+    args = dict(state["model_args"])
+    if "cnn_weights" in args:
+        args["cnn_weights"] = None
+    model = build_model(state["model_name"], **args)
+    model.load_state_dict(state["model"])
+    return model

@@ -15,10 +15,10 @@ from torch import nn
 from vse_ray.evaluation.embed import evaluate_split
 from vse_ray.losses import make_loss
 from vse_ray.models import build_model
+from vse_ray.tracking.checkpoint import load_checkpoint, save_checkpoint
+from vse_ray.tracking.relevance_histogram import RelevanceHistogram
 from vse_ray.train.batches import BatchBuilder, BatchSource, TableBatches, TrainBatch
-from vse_ray.train.checkpoint import load_checkpoint, save_checkpoint
 from vse_ray.train.config import TrainConfig
-from vse_ray.train.relevance_histogram import RelevanceHistogram
 from vse_ray.train.reporter import Reporter
 from vse_ray.train.training_data import TrainingData
 

@@ -10,10 +10,10 @@ from mlflow.entities import Metric
 
 from vse_ray.evaluation.plots import plot_metric_at_k, plot_relevance_histogram, plot_training_curves
 from vse_ray.tracking.artifacts import log_figures, log_json
+from vse_ray.tracking.checkpoint import CHECKPOINT_FILE
+from vse_ray.tracking.relevance_histogram import RelevanceHistogram
 from vse_ray.tracking.runs import CHECKPOINT_ARTIFACT_DIR
-from vse_ray.train.checkpoint import CHECKPOINT_FILE
 from vse_ray.train.config import TrainConfig
-from vse_ray.train.relevance_histogram import RelevanceHistogram
 
 
 def log_training_artifacts(

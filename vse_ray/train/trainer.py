@@ -13,9 +13,9 @@ from ray.train.torch import TorchTrainer
 
 from vse_ray.losses import make_loss
 from vse_ray.tracking import get_or_create_experiment, get_or_create_run, log_epoch_metrics, log_params_flat
+from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.code_version import code_version
 from vse_ray.train.batches import train_columns
-from vse_ray.train.checkpoint import load_checkpoint
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.model_input import check_data_for_model
 from vse_ray.train.run_artifacts import log_training_artifacts

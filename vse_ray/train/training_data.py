@@ -12,7 +12,7 @@ import pyarrow as pa
 from vse_ray.data.split_data import ImageStore, SplitData, load_image_store, load_split
 from vse_ray.data.store import load_captions, load_vocab
 from vse_ray.losses import make_loss
-from vse_ray.models import RetrievalModel, build_model, model_class
+from vse_ray.models import model_class
 from vse_ray.relevance import CiderDocFreq
 from vse_ray.train.batches import reference_texts, train_columns
 from vse_ray.train.config import TrainConfig
@@ -34,16 +34,6 @@ def model_args(cfg: TrainConfig, vocab_size: int, feature_dim: int) -> dict[str,
     if cfg.finetune:
         args.update(cnn=cfg.cnn, cnn_weights=cfg.cnn_weights)
     return {**args, **cfg.model_params}
-
-
-def rebuild_model(state: dict[str, Any]) -> RetrievalModel:
-    """The model of a checkpoint with its weights; CNN weights come from the checkpoint, not a download."""
-    args = dict(state["model_args"])
-    if "cnn_weights" in args:
-        args["cnn_weights"] = None
-    model = build_model(state["model_name"], **args)
-    model.load_state_dict(state["model"])
-    return model
 
 
 @dataclass

@@ -34,7 +34,7 @@ def run_trial(
         trial_config(space, space.overrides(config), base), run_name=f"trial-{trial_id}"
     )
     if mode == "process":
-        from vse_ray.train.checkpoint import load_checkpoint
+        from vse_ray.tracking.checkpoint import load_checkpoint
         from vse_ray.train.engine import run_training
         from vse_ray.train.reporter import TuneReporter
 

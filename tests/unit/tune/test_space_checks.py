@@ -48,6 +48,7 @@ def test_one_space_per_loss_family():
             "sampling must be one of",
         ),
         ({"loss": "vsepp", "params": {"batch_size": {"choice": [1, 128]}}}, "batch_size"),
+        ({"loss": "vsepp", "params": {"model": {"choice": ["vsepp", "vsrn"]}}}, r"model: must be one of"),
         ({"loss": "vsepp", "params": {"lr": {"uniform": [-1.0, 1.0]}}}, "lr: must be a positive"),
         (
             {"loss": "ladder_auto", "one_of": {"g": [{"loss_params": {"l_min": 3, "l_max": 2}}]}},
@@ -63,6 +64,16 @@ def test_bad_spaces_name_the_problem(raw, message):
     with pytest.raises(ValueError, match=message) as err:
         check_search_space(parse_search_space(raw, source="my_space.yaml"))
     assert "my_space.yaml" in str(err.value)
+
+
+def test_a_space_searches_the_model():
+    space = parse_search_space({"loss": "lseh", "params": {"model": {"choice": ["vsepp", "vse_inf"]}}})
+    check_search_space(space)
+    models = {
+        trial_config(space, space.overrides(c["c"])).model
+        for _, c in generate_variants({"c": space.param_space()})
+    }
+    assert models <= {"vsepp", "vse_inf"}
 
 
 def test_unknown_loss_param_error_lists_the_constructor_arguments():
