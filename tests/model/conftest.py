@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 
 from tests.model.tiny_store import tiny_config, write_tiny_store
 from vse_ray.train.config import TrainConfig
@@ -24,3 +25,12 @@ def tiny_region_dir(tmp_path_factory) -> Path:
 @pytest.fixture()
 def tiny_cfg(tiny_data_dir, tmp_path) -> TrainConfig:
     return tiny_config(tiny_data_dir, tmp_path / "out")
+
+
+@pytest.fixture()
+def one_torch_thread():
+    """Tiny tensors: one intra-op thread (on a loaded machine a second one makes each small op wait)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

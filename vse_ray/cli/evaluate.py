@@ -21,9 +21,21 @@ def evaluate(
     coco_ids: Annotated[
         str | None, typer.Option(help="JSON {images: {id: coco_id}, captions: {id: coco_id}}: ECCV metrics.")
     ] = None,
+    eval_block: Annotated[
+        str | None,
+        typer.Option(help="IMAGESxCAPTIONS pairs per block for SCAN/SGRAF scoring (default: fits memory)."),
+    ] = None,
+    ensemble: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Another run to average scores with (repeatable): SGRAF* = SGR run + --ensemble SAF run."
+        ),
+    ] = None,
 ) -> None:
     """Evaluate a run (both directions, every metric) and write a JSON report."""
-    report = evaluate_run(run, split, protocol, data, tracking_uri, output_dir, coco_ids)
+    report = evaluate_run(
+        run, split, protocol, data, tracking_uri, output_dir, coco_ids, eval_block, ensemble
+    )
     width = max(len(k) for k in report.metrics)
     for key, value in sorted(report.metrics.items()):
         typer.echo(f"{key:<{width}}  {value:.4f}")

@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from vse_ray.data.split_data import SplitData, pad_tokens
+from vse_ray.evaluation.pair_blocks import check_block_fits, free_memory_bytes, score_matrix
 from vse_ray.metrics import evaluate_all
 from vse_ray.models import RetrievalModel
 
@@ -23,16 +24,27 @@ def _pad_words(chunks: list[torch.Tensor]) -> torch.Tensor:
 
 @torch.no_grad()
 def split_similarities(
-    model: RetrievalModel, split: SplitData, batch_size: int, device: torch.device
+    model: RetrievalModel,
+    split: SplitData,
+    batch_size: int,
+    device: torch.device,
+    block: tuple[int, int] | None = None,
+    progress: bool = False,
 ) -> np.ndarray:
     """`model.score` of every image × caption of the split: (n_images, n_captions) float32.
 
-    Each side is encoded once; scores are computed in (batch_size × batch_size) blocks, so similarity models,
-    whose score is a learned function of each pair, fit in memory too.
+    Each side is encoded once (``batch_size`` rows at a time). Embedding models score (batch_size × all
+    captions) blocks; similarity models, whose score is a learned function of each pair, go through
+    ``score_matrix`` in memory-bounded ``block`` = (images, captions) blocks (None: sized automatically),
+    a block that cannot fit being refused before anything is encoded.
     """
+    n_img, n_cap = len(split.images.image_ids), len(split.tokens)
+    if model.kind == "similarity" and block is not None:
+        fitted = (min(block[0], n_img), min(block[1], n_cap))
+        longest = max(len(t) for t in split.tokens)
+        check_block_fits(model, fitted, split.images.values.shape[1], longest, 4, free_memory_bytes(device))
     was_training = model.training
     model.eval()
-    n_img, n_cap = len(split.images.image_ids), len(split.tokens)
     img = torch.cat(
         [
             model.encode_images(split.images.tensor_rows(slice(s, s + batch_size)).to(device))
@@ -45,15 +57,33 @@ def split_similarities(
         txt.append(model.encode_captions(tokens.to(device), length.to(device)))
         lengths.append(length.to(device))
     txt_all, len_all = _pad_words(txt), torch.cat(lengths)
+    if model.kind == "similarity":
+        sims = score_matrix(model, img, txt_all, len_all, block, device, progress)
+        model.train(was_training)
+        return sims
     sims = np.empty((n_img, n_cap), dtype=np.float32)
-    col_block = n_cap if model.kind == "embedding" else batch_size
     for i in range(0, n_img, batch_size):
-        for j in range(0, n_cap, col_block):
-            cols = slice(j, j + col_block)
-            block = model.score(img[i : i + batch_size], txt_all[cols], len_all[cols])
-            sims[i : i + batch_size, cols] = block.float().cpu().numpy()
+        rows = slice(i, i + batch_size)
+        sims[rows] = model.score(img[rows], txt_all, len_all).float().cpu().numpy()
     model.train(was_training)
     return sims
+
+
+def ensemble_similarities(
+    models: list[RetrievalModel],
+    split: SplitData,
+    batch_size: int,
+    device: torch.device,
+    block: tuple[int, int] | None = None,
+    progress: bool = False,
+) -> np.ndarray:
+    """The mean of the members' score matrices: SGRAF's SGR + SAF (SGRAF*), SCAN's t-i + i-t (SCAN*)."""
+    if not models:
+        raise ValueError("ensemble: needs at least one model")
+    total = split_similarities(models[0], split, batch_size, device, block, progress)
+    for model in models[1:]:
+        total += split_similarities(model, split, batch_size, device, block, progress)
+    return total / np.float32(len(models))
 
 
 def evaluate_split(

@@ -14,8 +14,9 @@ from mlflow.entities import Metric
 
 from vse_ray.data.split_data import SplitData, load_image_store, load_split
 from vse_ray.evaluation.eccv import eccv_positives
-from vse_ray.evaluation.embed import split_similarities
+from vse_ray.evaluation.embed import ensemble_similarities
 from vse_ray.evaluation.examples import plot_retrieval_examples
+from vse_ray.evaluation.pair_blocks import parse_block
 from vse_ray.evaluation.plots import plot_metric_at_k
 from vse_ray.metrics import coco_1k_folds, evaluate_all, mean_over_folds, recall_at_k
 from vse_ray.models import rebuild_model
@@ -78,6 +79,8 @@ def evaluate_run(
     tracking_uri: str | None = None,
     output_dir: str = "vse_ray_out",
     coco_ids: str | None = None,
+    eval_block: str | None = None,
+    ensemble: list[str] | None = None,
 ) -> EvaluationReport:
     """Evaluate the best checkpoint of `run` on `split`, write a JSON report and log it to the run.
 
@@ -89,29 +92,37 @@ def evaluate_run(
         tracking_uri: MLflow store (default: sqlite in `output_dir`).
         output_dir: Where the JSON report goes (`<output_dir>/reports/`).
         coco_ids: JSON mapping image/caption ids to COCO ids: adds the ECCV Caption metrics.
+        eval_block: "IMAGESxCAPTIONS" pairs per block of a similarity model's scoring (default: sized to
+            the free memory); refused when it cannot fit.
+        ensemble: further runs (ids or checkpoints) whose score matrices are averaged with `run`'s, e.g. the
+            SAF run next to an SGR run for SGRAF* (the report and the logged metrics stay with `run`).
     """
     if protocol not in PROTOCOLS:
         raise ValueError(f"protocol: must be one of {PROTOCOLS}, got {protocol!r}")
+    block = parse_block(eval_block) if eval_block else None
     uri = resolve_tracking_uri(tracking_uri, output_dir)
     checkpoint, run_id = resolve_run(run, uri)
+    members = [resolve_run(other, uri)[0] for other in ensemble or []]
     state = load_checkpoint(checkpoint)
     cfg = state["config"]  # the run's TrainConfig.to_dict()
     data_dir = data_dir or cfg["data_dir"]
-    model = rebuild_model(state)
-    data = load_split(data_dir, split, raw=model.feature_layout == "pixels")
-    sims = split_similarities(model, data, cfg["eval_batch_size"], torch.device("cpu"))
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    models = [rebuild_model(s).to(device) for s in [state, *(load_checkpoint(m) for m in members)]]
+    data = load_split(data_dir, split, raw=models[0].feature_layout == "pixels")
+    sims = ensemble_similarities(models, data, cfg["eval_batch_size"], device, block, progress=True)
     kwargs: dict[str, Any] = {
         k: tuple(cfg[f]) for k, f in (("ks", "eval_ks"), ("cs_ks", "cs_ks"), ("ncs_ks", "ncs_ks"))
     }
     if coco_ids:
         kwargs["eccv_positives"] = eccv_positives(coco_ids, data.images.image_ids, data.caption_ids)
     metrics = score_split(sims, data, protocol, kwargs)
-    name = f"{run_id or Path(checkpoint).stem}_{split}_{protocol}.json"
+    tag = f"_ensemble{len(models)}" if members else ""
+    name = f"{run_id or Path(checkpoint).stem}_{split}_{protocol}{tag}.json"
     path = Path(output_dir).expanduser().resolve() / "reports" / name
     report = EvaluationReport(run_id, str(checkpoint), split, protocol, metrics, path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report.to_dict(), indent=2))
-    if run_id is not None:
+    if run_id is not None and not members:  # an ensemble's numbers are not the run's own
         pixels = data.images.values if data.images.raw else _pixels(data_dir, split)
         _log_to_run(MlflowClient(uri), run_id, report, sims, data, pixels)
     return report

@@ -5,12 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from vse_ray.models.base import RetrievalModel
+from vse_ray.models.scan import SCANModel
+from vse_ray.models.sgraf import SGRAFModel
 from vse_ray.models.vse import VSEModel
 from vse_ray.models.vse_inf import VSEInfModel
 
 MODELS: dict[str, type[RetrievalModel]] = {
     "vsepp": VSEModel,
     "vse_inf": VSEInfModel,
+    "scan": SCANModel,
+    "sgraf": SGRAFModel,
 }
 MODEL_NAMES = tuple(MODELS)
 DEFAULT_MODEL = "vsepp"

@@ -130,6 +130,12 @@ def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **
     )
     own = [name for name in inspect.signature(cls.__init__).parameters if name not in shared]
     _check_params(f"{path} train", "model_params", cfg.model_params, own)
+    check_options = getattr(cls, "check_options", None)
+    if check_options is not None:
+        try:
+            check_options(**cfg.model_params)
+        except ValueError as err:
+            raise ValueError(f"{path}: model '{cfg.model}': {err}") from err
     try:
         make_loss(cfg.loss, **cfg.loss_params)
     except (ValueError, TypeError) as err:
