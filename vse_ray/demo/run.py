@@ -185,7 +185,7 @@ def run_demo(settings: DemoSettings | None = None) -> DemoResult:
     precompute(precompute_config(s), data_dir)
     result.seconds["precompute"] = time.perf_counter() - start
     first = train_config(s, data_dir, s.losses[0], uri).validate()
-    result.experiment_id = get_or_create_experiment(first.experiment, uri)
+    result.experiment_id = get_or_create_experiment(first.experiment, uri, out)
     name = f"demo-{s.trainer}-s{s.seed}"
     result.parent_run_id = get_or_create_run(result.experiment_id, name, uri)
     log_params_flat({f"demo.{k}": v for k, v in vars(s).items()}, result.parent_run_id, uri)

@@ -72,7 +72,7 @@ def build_trainer(
 def fit(cfg: TrainConfig, *, callbacks: list | None = None) -> TrainResult:
     """Train on Ray Train; log params, per-epoch metrics (each epoch once) and artifacts to MLflow."""
     cfg = cfg.resolved().validate()
-    experiment_id = get_or_create_experiment(cfg.experiment, cfg.tracking_uri)
+    experiment_id = get_or_create_experiment(cfg.experiment, cfg.tracking_uri, cfg.output_dir)
     run_id = get_or_create_run(experiment_id, cfg.run_name, cfg.tracking_uri)
     client = MlflowClient(cfg.tracking_uri)
     if not client.get_run(run_id).data.params:

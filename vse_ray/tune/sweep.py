@@ -97,7 +97,7 @@ def run_sweep(cfg: SweepConfig) -> SweepResult:
     if restoring and not cfg.resume:
         raise ValueError(f"name: sweep {name!r} already exists at {path}; resume it or pick another name")
     uri = resolved.tracking_uri
-    experiment_id = get_or_create_experiment(resolved.experiment, uri)
+    experiment_id = get_or_create_experiment(resolved.experiment, uri, resolved.output_dir)
     parent = _parent_run(experiment_id, name, uri, cfg, space)
 
     trainable = tune.with_parameters(run_trial, space=space, base=base, mode=cfg.trial_mode)
