@@ -6,10 +6,13 @@ import json
 import shutil
 from pathlib import Path
 
+import pyarrow.parquet as pq
+
 import vse_ray
 from vse_ray.data.config import PrecomputeConfig
 from vse_ray.data.schema import SCHEMA_VERSION
-from vse_ray.data.shards import ShardLedger, sha256_file, write_json_atomic
+from vse_ray.data.shards import ShardLedger, part_name, write_json_atomic
+from vse_ray.data.verify import parquet_files
 
 STATE_CONFIG = Path("_state") / "config.json"
 
@@ -54,17 +57,21 @@ def write_manifest(out: Path, config: PrecomputeConfig, extra: dict) -> dict:
     splits = config.splits
     images, feature_files, rejects = table_counts(out, "features", splits)
     captions, caption_files, _ = table_counts(out, "captions", splits)
-    relevance = {
-        f"{path.parent.name}/{path.stem}": {"file": str(path.relative_to(out)), "sha256": sha256_file(path)}
-        for path in sorted((out / "relevance").glob("*/*.npy"))
-    }
+    relevance_files = parquet_files(out, ("relevance",))
+    relevance: dict[str, dict] = {}
+    for name, info in relevance_files.items():
+        _, split, source, part = name.split("/")
+        entry = relevance.setdefault(f"{split}/{source}", {"folder": str(Path(name).parent), "rows": 0})
+        entry["rows"] += info["rows"]
+        if part == part_name(0):
+            entry["captions"] = pq.read_schema(out / name).field("relevance").type.list_size
     manifest = {
         "schema_version": SCHEMA_VERSION,
         "vse_ray_version": vse_ray.__version__,
         "config": config.resolved().to_dict(),
         "config_hash": config.hash(),
         "rows": {"images": images, "captions": captions, "rejects": len(rejects)},
-        "shards": {**feature_files, **caption_files},
+        "shards": {**feature_files, **caption_files, **relevance_files},
         "relevance": relevance,
         "rejects": rejects,
         **extra,
