@@ -21,19 +21,23 @@ def claim_output(out: Path, config: PrecomputeConfig, overwrite: bool) -> None:
     """Make ``out`` hold this config's precompute: resume it, start it, or refuse to mix configs.
 
     Raises:
-        ValueError: If ``out`` was written with another config (or holds other files) and not ``overwrite``.
+        ValueError: If ``out`` was written with another config and not ``overwrite``, or if it is a non-empty
+            folder that vse_ray did not write (no manifest or state): ``overwrite`` never deletes those.
     """
     state = out / STATE_CONFIG
     if out.exists() and any(out.iterdir()):
         previous = json.loads(state.read_text()).get("config_hash") if state.is_file() else None
         if previous != config.hash():
-            if not overwrite:
-                what = (
-                    f"was written with another config (hash {previous[:12]})" if previous else "is not empty"
-                )
+            if previous is None and not (out / "manifest.json").is_file():
                 raise ValueError(
-                    f"out folder {out} {what}; the current config has hash {config.hash()[:12]}. "
-                    "Pass --overwrite to delete it and start again, or choose another --out."
+                    f"out folder {out} is not empty and holds no vse_ray precompute (no manifest.json or "
+                    f"{STATE_CONFIG}); choose another --out (--overwrite deletes only vse_ray folders)"
+                )
+            if not overwrite:
+                raise ValueError(
+                    f"out folder {out} was written with another config (hash {(previous or '?')[:12]}); the "
+                    f"current config has hash {config.hash()[:12]}. Pass --overwrite to delete it and start "
+                    "again, or choose another --out."
                 )
             shutil.rmtree(out)
     write_json_atomic({"config_hash": config.hash(), "config": config.resolved().to_dict()}, state)
