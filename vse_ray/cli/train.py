@@ -81,10 +81,11 @@ def train(
         max_failures=max_failures,
     )
     check_training(cfg)  # fields, loss hyper-parameters, data folder: before Ray and MLflow start
-    from vse_ray.ray_session import ensure_ray
+    from vse_ray.ray_session import ensure_ray, quiet_console
     from vse_ray.train.trainer import fit
 
     ensure_ray(ray_address)
+    quiet_console()
     result = fit(cfg)
     best = result.best_metrics
     typer.echo(f"best epoch {best['epoch']}: rsum {best['rsum']:.1f}; checkpoint {result.best_checkpoint}")

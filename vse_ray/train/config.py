@@ -57,8 +57,6 @@ class TrainConfig:
     cs_ks: tuple[int, ...] = (5, 10, 100, 1000)
     ncs_ks: tuple[int, ...] = (1, 5, 10, 25, 50)
     eval_batch_size: int = 512
-    fail_once_epoch: int = 0
-    fail_once_marker: str = ""
 
     def validate(self) -> TrainConfig:
         """Raise ValueError naming the first invalid field; return self."""
@@ -133,8 +131,6 @@ class TrainConfig:
         for key, value in self.to_dict().items():
             if key == "loss_params":
                 flat.update({f"loss.{k}": _scalar(v) for k, v in sorted(value.items())})
-            elif key in ("fail_once_epoch", "fail_once_marker"):
-                continue
             else:
                 flat[key] = _scalar(value)
         return flat
