@@ -74,8 +74,9 @@ def watch(driver: int, pipe_fd: int) -> None:
 
 
 def start_reaper() -> None:
-    """Start the watchdog of this process's Ray children (call right after starting a local Ray)."""
-    if not sys.platform.startswith("linux"):
+    """Start the watchdog of this process's children, right after ``ray.init``: when this process started
+    the Ray instance, gcs_server and raylet are its children; when it joined a cluster it has none (no-op)."""
+    if not sys.platform.startswith("linux") or not descendants(os.getpid()):
         return
     read_end, write_end = os.pipe()
     subprocess.Popen(

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 import ray
 import ray.data
 
-from vse_ray.ray_reaper import descendants, start_reaper
+from vse_ray.ray_reaper import start_reaper
 
 
 def ensure_ray(address: str | None = None, **init_kwargs: Any) -> None:
@@ -23,8 +22,7 @@ def ensure_ray(address: str | None = None, **init_kwargs: Any) -> None:
     if ray.is_initialized():
         return
     ray.init(address=address, **{"log_to_driver": False, **init_kwargs})
-    if descendants(os.getpid()):  # gcs_server and raylet are our children: we started this instance
-        start_reaper()
+    start_reaper()
 
 
 def quiet_console() -> None:
