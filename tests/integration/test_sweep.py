@@ -10,6 +10,7 @@ import pytest
 from mlflow import MlflowClient
 from typer.testing import CliRunner
 
+from tests.conftest import stray_files
 from tests.model.tiny_store import write_tiny_store
 from vse_ray.cli.main import app
 from vse_ray.tune.mlflow_trials import PARENT_TAG, STOP_TAG
@@ -34,7 +35,7 @@ TINY_TRAINING = {
 
 
 @pytest.mark.ray
-def test_sweep_interrupt_resume_and_mlflow(ray_session, tmp_path, mlflow_uri, capsys):
+def test_sweep_interrupt_resume_and_mlflow(ray_session, tmp_path, mlflow_uri, capsys, empty_cwd):
     space = tmp_path / "space.yaml"
     space.write_text(SPACE)
     cfg = SweepConfig(
@@ -92,3 +93,4 @@ def test_sweep_interrupt_resume_and_mlflow(ray_session, tmp_path, mlflow_uri, ca
     assert (
         lines[2].startswith("tiny-lseh (best)") and len(lines) == 5
     )  # the parent as its best trial, 2 trials
+    assert stray_files(empty_cwd) == []

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
 from typer.testing import CliRunner
 
+from tests.conftest import stray_files
 from tests.model.tiny_store import tiny_config, write_tiny_store
 from vse_ray.cli.main import app
+from vse_ray.data.verify import verify_data_dir
 from vse_ray.train.config import TrainConfig
+from vse_ray.train.reporter import Reporter
 from vse_ray.train.trainer import fit
 
 pytestmark = pytest.mark.ray
@@ -30,15 +35,20 @@ def _epochs_in_mlflow(uri: str, run_id: str) -> list[int]:
     return sorted(m.step for m in MlflowClient(uri).get_metric_history(run_id, "rsum"))
 
 
-def test_ddp_fit_logs_mlflow_and_evaluate_cli(ray_session, tiny_dir, tmp_path, mlflow_uri):
+def test_ddp_fit_logs_mlflow_and_evaluate_cli(ray_session, tiny_dir, tmp_path, mlflow_uri, empty_cwd, capsys):
     cfg = _cfg(tiny_dir, tmp_path, mlflow_uri, loss="ladder", num_workers=2, epochs=2)
     result = fit(cfg)
     assert [m["epoch"] for m in result.history] == [1, 2]
     assert _epochs_in_mlflow(mlflow_uri, result.run_id) == [1, 2]
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("epoch ")]
+    assert [line.split(":")[0] for line in printed] == ["epoch 1/2", "epoch 2/2"]
+    assert f"val rsum {result.history[1]['rsum']:.1f}, train loss" in printed[1] and printed[1].endswith(" s")
     client = MlflowClient(mlflow_uri)
     run = client.get_run(result.run_id)
     assert run.info.status == "FINISHED" and run.data.params["loss"] == "ladder"
     assert run.data.params["num_workers"] == "2" and "code_version" in run.data.params
+    assert run.data.params["data.train_images"] == "96" and run.data.params["data.val_captions"] == "100"
+    assert run.data.params["data.manifest_sha256"] == verify_data_dir(tiny_dir).manifest_sha256
     artifacts = {a.path for a in client.list_artifacts(result.run_id)}
     assert {"config.json", "metrics.json", "checkpoint", "plots"} <= artifacts
     plots = {a.path for a in client.list_artifacts(result.run_id, "plots")}
@@ -62,17 +72,33 @@ def test_ddp_fit_logs_mlflow_and_evaluate_cli(ray_session, tiny_dir, tmp_path, m
     logged = client.get_run(result.run_id).data.metrics
     assert logged["test_rsum"] == pytest.approx(report["metrics"]["rsum"])
     assert "test_CS_at_10_i2t" in logged and "test_NCS_at_5_t2i" in logged
+    assert list((tmp_path / "out" / "mlartifacts").rglob("metrics.json"))
+    assert stray_files(empty_cwd) == []  # train and evaluate wrote only under their output folders
+
+
+class KillOnceReporter:
+    """Test fault: the worker process dies (os._exit) after training epoch `epoch`, before reporting it,
+    once (a marker file remembers it); Ray Train restarts it from the previous epoch's checkpoint."""
+
+    def __init__(self, epoch: int, marker: Path):
+        self.epoch, self.marker = epoch, marker
+
+    def __call__(self, inner: Reporter) -> Reporter:
+        self.inner = inner
+        return self
+
+    def report(self, metrics: dict, checkpoint_dir: str | None) -> None:
+        if metrics["epoch"] == self.epoch and not self.marker.exists():
+            self.marker.write_text(f"killed after training epoch {self.epoch}\n")
+            os._exit(1)
+        self.inner.report(metrics, checkpoint_dir)
 
 
 def test_killed_worker_resumes_and_matches_a_clean_run(ray_session, tiny_dir, tmp_path, mlflow_uri):
     marker = tmp_path / "killed.txt"
-    faulty = _cfg(
-        tiny_dir, tmp_path, mlflow_uri, fail_once_epoch=2, fail_once_marker=str(marker), max_failures=1
-    )
-    faulty_result = fit(faulty)
-    assert (
-        marker.exists()
-    )  # the worker really died mid-epoch 2, and the run went on from epoch 1's checkpoint
+    faulty = _cfg(tiny_dir, tmp_path, mlflow_uri, max_failures=1)
+    faulty_result = fit(faulty, wrap_reporter=KillOnceReporter(2, marker))
+    assert marker.exists()  # the worker really died in epoch 2, and the run went on from epoch 1's checkpoint
     assert _epochs_in_mlflow(mlflow_uri, faulty_result.run_id) == [1, 2, 3]
     clean = _cfg(tiny_dir, tmp_path, mlflow_uri, run_name="clean", storage_path=str(tmp_path / "clean"))
     clean_result = fit(clean)

@@ -6,8 +6,7 @@ from typing import Annotated
 
 import typer
 
-from vse_ray.demo import DemoSettings, run_demo
-from vse_ray.demo.run import TRAINERS
+from vse_ray.demo.settings import TRAINERS, DemoSettings
 from vse_ray.losses import LOSS_NAMES
 
 D = DemoSettings
@@ -86,4 +85,6 @@ def demo(
         settings.validate()
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
+    from vse_ray.demo.run import run_demo
+
     run_demo(settings)

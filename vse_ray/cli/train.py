@@ -8,12 +8,10 @@ from typing import Annotated, Any
 import typer
 from click.core import ParameterSource
 
-from vse_ray.ray_session import ensure_ray
 from vse_ray.tracking import runs_table_url, ui_command
 from vse_ray.train.config import TrainConfig
-from vse_ray.train.model_input import check_data_for_model
+from vse_ray.train.preflight import check_training
 from vse_ray.train.recipe import load_recipe, merge_overrides
-from vse_ray.train.trainer import fit
 
 # Command-line option → TrainConfig field, where the names differ.
 CLI_FIELDS = {"param": "loss_params", "no_imgnorm": "normalize_image"}
@@ -115,11 +113,14 @@ def train(
             cfg = load_recipe(recipe, data, set_ or [], **given).config
         elif set_:
             cfg = TrainConfig.from_dict(merge_overrides(cfg.to_dict(), set_))
-        cfg.validate()
-        check_data_for_model(cfg.data_dir, cfg.model, cfg.finetune)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
+    check_training(cfg)  # fields, loss, data folder, model input: before Ray and MLflow start
+    from vse_ray.ray_session import ensure_ray, quiet_console
+    from vse_ray.train.trainer import fit
+
     ensure_ray(ray_address)
+    quiet_console()
     result = fit(cfg)
     best = result.best_metrics
     typer.echo(f"best epoch {best['epoch']}: rsum {best['rsum']:.1f}; checkpoint {result.best_checkpoint}")

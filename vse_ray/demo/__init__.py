@@ -1,5 +1,11 @@
 """vse_ray.demo: the whole mission on the embedded dataset (`vse-ray demo`)."""
 
-from vse_ray.demo.run import DemoResult, DemoSettings, run_demo
+from vse_ray.lazy_exports import lazy_exports
 
-__all__ = ["DemoResult", "DemoSettings", "run_demo"]
+_EXPORTS = {
+    "DemoResult": "vse_ray.demo.run",
+    "DemoSettings": "vse_ray.demo.settings",
+    "run_demo": "vse_ray.demo.run",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)

@@ -13,6 +13,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric
 
 from vse_ray.data.split_data import SplitData, load_image_store, load_split
+from vse_ray.data.verify import verify_data_dir
 from vse_ray.evaluation.eccv import eccv_positives
 from vse_ray.evaluation.embed import ensemble_similarities
 from vse_ray.evaluation.examples import plot_retrieval_examples
@@ -48,6 +49,9 @@ def resolve_run(run: str, tracking_uri: str) -> tuple[Path, str | None]:
     path = Path(run).expanduser()
     if path.exists():
         return path.resolve(), None
+    store = Path(tracking_uri.removeprefix("sqlite:///")) if tracking_uri.startswith("sqlite:///") else None
+    if store is not None and not store.is_file():
+        raise ValueError(f"run: {run!r} is neither a checkpoint path nor a run id (no MLflow store {store})")
     try:
         MlflowClient(tracking_uri).get_run(run)
     except Exception as err:
@@ -106,6 +110,7 @@ def evaluate_run(
     state = load_checkpoint(checkpoint)
     cfg = state["config"]  # the run's TrainConfig.to_dict()
     data_dir = data_dir or cfg["data_dir"]
+    verify_data_dir(data_dir, splits=(split,))
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     models = [rebuild_model(s).to(device) for s in [state, *(load_checkpoint(m) for m in members)]]
     data = load_split(data_dir, split, raw=models[0].feature_layout == "pixels")

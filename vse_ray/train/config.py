@@ -8,8 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vse_ray.models.cnn import CNN_NAMES
-
 _TUPLE_FIELDS = ("eval_ks", "cs_ks", "ncs_ks")
 
 
@@ -61,12 +59,11 @@ class TrainConfig:
     cs_ks: tuple[int, ...] = (5, 10, 100, 1000)
     ncs_ks: tuple[int, ...] = (1, 5, 10, 25, 50)
     eval_batch_size: int = 512
-    fail_once_epoch: int = 0
-    fail_once_marker: str = ""
 
     def validate(self) -> TrainConfig:
         """Raise ValueError naming the first invalid field; return self."""
-        from vse_ray.losses import LOSS_NAMES
+        from vse_ray.losses import LOSS_NAMES, make_loss
+        from vse_ray.models.cnn import CNN_NAMES
         from vse_ray.models.registry import MODELS
 
         if not self.data_dir:
@@ -79,6 +76,10 @@ class TrainConfig:
             raise ValueError(f"loss: must be one of {LOSS_NAMES}, got {self.loss!r}")
         if not isinstance(self.loss_params, dict):
             raise ValueError(f"loss_params: must be a dict, got {type(self.loss_params).__name__}")
+        try:
+            make_loss(self.loss, **self.loss_params)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"loss_params of {self.loss!r}: {err}") from err
         positive_ints = ("epochs", "batch_size", "lr_update", "word_dim", "embed_dim", "num_workers")
         for name in (*positive_ints, "eval_batch_size"):
             value = getattr(self, name)
@@ -139,8 +140,6 @@ class TrainConfig:
                 flat.update({f"loss.{k}": _scalar(v) for k, v in sorted(value.items())})
             elif key == "model_params":
                 flat.update({f"model.{k}": _scalar(v) for k, v in sorted(value.items())})
-            elif key in ("fail_once_epoch", "fail_once_marker"):
-                continue
             else:
                 flat[key] = _scalar(value)
         return flat

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -85,13 +83,6 @@ def train_step(
     return loss.detach()
 
 
-def _maybe_inject_failure(cfg: TrainConfig, epoch: int) -> None:
-    """Fault injection for reliability tests: kill this process once, mid-epoch, guarded by a marker file."""
-    if cfg.fail_once_epoch == epoch and cfg.fail_once_marker and not Path(cfg.fail_once_marker).exists():
-        Path(cfg.fail_once_marker).write_text(f"killed at epoch {epoch}\n")
-        os._exit(1)
-
-
 def train_one_epoch(
     cfg: TrainConfig,
     epoch: int,
@@ -116,8 +107,6 @@ def train_one_epoch(
             )
         total += loss.double().cpu()
         steps += 1
-        if step == 1:
-            _maybe_inject_failure(cfg, epoch)
     summed = torch.stack([total, torch.tensor(float(steps), dtype=torch.float64)])
     if ctx.world_size > 1:
         dist.all_reduce(summed)

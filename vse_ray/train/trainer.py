@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,9 @@ from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.code_version import code_version
 from vse_ray.train.batches import train_columns
 from vse_ray.train.config import TrainConfig
-from vse_ray.train.model_input import check_data_for_model
+from vse_ray.train.preflight import check_training
+from vse_ray.train.progress import EpochProgress
+from vse_ray.train.reporter import Reporter
 from vse_ray.train.run_artifacts import log_training_artifacts
 from vse_ray.train.worker import train_loop_per_worker
 
@@ -44,16 +47,27 @@ def train_dataset(cfg: TrainConfig) -> ray.data.Dataset:
 
 
 def build_trainer(
-    cfg: TrainConfig, *, callbacks: list | None = None, mlflow_run_id: str | None = None
+    cfg: TrainConfig,
+    *,
+    callbacks: list | None = None,
+    mlflow_run_id: str | None = None,
+    wrap_reporter: Callable[[Reporter], Reporter] | None = None,
 ) -> TorchTrainer:
-    """A TorchTrainer with a stable `RunConfig(name=cfg.run_name, storage_path=...)`: re-fitting resumes."""
+    """A TorchTrainer with a stable `RunConfig(name=cfg.run_name, storage_path=...)`: re-fitting resumes.
+
+    `wrap_reporter` (picklable) wraps each worker's Reporter: the hook tests use to inject faults.
+    """
     cfg = cfg.resolved().validate()
     resources: dict[str, float] = {"CPU": cfg.cpus_per_worker}
     if cfg.use_gpu:
         resources["GPU"] = 1.0
     return TorchTrainer(
         train_loop_per_worker,
-        train_loop_config={"cfg": cfg.to_dict(), "mlflow_run_id": mlflow_run_id},
+        train_loop_config={
+            "cfg": cfg.to_dict(),
+            "mlflow_run_id": mlflow_run_id,
+            "wrap_reporter": wrap_reporter,
+        },
         scaling_config=ray.train.ScalingConfig(
             num_workers=cfg.num_workers, use_gpu=cfg.use_gpu, resources_per_worker=resources
         ),
@@ -70,17 +84,25 @@ def build_trainer(
     )
 
 
-def fit(cfg: TrainConfig, *, callbacks: list | None = None) -> TrainResult:
+def fit(
+    cfg: TrainConfig,
+    *,
+    callbacks: list | None = None,
+    wrap_reporter: Callable[[Reporter], Reporter] | None = None,
+) -> TrainResult:
     """Train on Ray Train; log params, per-epoch metrics (each epoch once) and artifacts to MLflow."""
-    cfg = cfg.resolved().validate()
-    check_data_for_model(cfg.data_dir, cfg.model, cfg.finetune)
-    experiment_id = get_or_create_experiment(cfg.experiment, cfg.tracking_uri)
+    cfg = cfg.resolved()
+    data = check_training(cfg)
+    experiment_id = get_or_create_experiment(cfg.experiment, cfg.tracking_uri, cfg.output_dir)
     run_id = get_or_create_run(experiment_id, cfg.run_name, cfg.tracking_uri)
     client = MlflowClient(cfg.tracking_uri)
     if not client.get_run(run_id).data.params:
-        log_params_flat({**cfg.to_flat_dict(), "code_version": code_version()}, run_id, cfg.tracking_uri)
+        params = {**cfg.to_flat_dict(), **data.mlflow_params(), "code_version": code_version()}
+        log_params_flat(params, run_id, cfg.tracking_uri)
     try:
-        result = build_trainer(cfg, callbacks=callbacks, mlflow_run_id=run_id).fit()
+        trainer = build_trainer(cfg, callbacks=callbacks, mlflow_run_id=run_id, wrap_reporter=wrap_reporter)
+        with EpochProgress(run_id, cfg.tracking_uri, cfg.epochs):
+            result = trainer.fit()
     except Exception:
         client.set_terminated(run_id, status="FAILED")
         raise

@@ -14,7 +14,8 @@ from vse_ray.train.reporter import RayTrainReporter
 
 
 def train_loop_per_worker(config: dict[str, Any]) -> None:  # pragma: no cover, runs inside Ray Train workers
-    """Config keys: `cfg` (TrainConfig.to_dict()), `mlflow_run_id` (rank 0 logs each epoch live) or None."""
+    """Config keys: `cfg` (TrainConfig.to_dict()), `mlflow_run_id` (rank 0 logs each epoch live) or None,
+    `wrap_reporter` (None, or a picklable callable wrapping the worker's Reporter: tests inject faults)."""
     import ray.train
     import ray.train.torch
 
@@ -38,4 +39,6 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:  # pragma: no cover, 
         rank=rank,
         world_size=context.get_world_size(),
     )
-    run_training(cfg, RayTrainReporter(logger), start_state, worker)
+    reporter = RayTrainReporter(logger)
+    wrap = config.get("wrap_reporter")
+    run_training(cfg, wrap(reporter) if wrap is not None else reporter, start_state, worker)

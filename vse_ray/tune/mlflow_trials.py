@@ -10,13 +10,15 @@ from ray.tune import Callback
 from ray.tune.result import AUTO_RESULT_KEYS
 
 from vse_ray.tracking import get_or_create_run, log_epoch_metrics, log_params_flat
+from vse_ray.tracking.tags import (  # noqa: F401 (re-exported)
+    BEST_METRIC,
+    BEST_PARAM,
+    PARENT_TAG,
+    STOP_TAG,
+    SWEEP_PARAM,
+    TRIAL_TAG,
+)
 
-PARENT_TAG = "mlflow.parentRunId"
-TRIAL_TAG = "vse_ray.trial_id"
-STOP_TAG = "vse_ray.stop_reason"
-SWEEP_PARAM = "sweep."  # the parent run's own params (space, scheduler, ...)
-BEST_PARAM = "best."  # the parent run's copy of its best trial's params
-BEST_METRIC = "best_"  # ... and of that trial's metrics at its best epoch
 # Tune bookkeeping that is not a training metric (time_total_s is kept: wall time per trial is useful).
 TUNE_BOOKKEEPING_KEYS = frozenset(AUTO_RESULT_KEYS) - {"time_total_s"} | {"done", "should_checkpoint"}
 

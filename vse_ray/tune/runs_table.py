@@ -11,13 +11,13 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-from mlflow import MlflowClient
-from mlflow.entities import Run
+from typing import TYPE_CHECKING, Any
 
 from vse_ray.reporting import Column, metric_column, render_table
-from vse_ray.tune.mlflow_trials import BEST_METRIC, BEST_PARAM, PARENT_TAG, SWEEP_PARAM
+from vse_ray.tracking.tags import BEST_METRIC, BEST_PARAM, PARENT_TAG, SWEEP_PARAM
+
+if TYPE_CHECKING:
+    from mlflow.entities import Run
 
 DEFAULT_METRICS = ("rsum", "R_at_1_i2t", "R_at_1_t2i", "CS_at_100_i2t", "NCS_at_10_i2t")
 PARAM_CHOICES = ("differ", "all", "none")
@@ -43,6 +43,8 @@ def fetch_runs(tracking_uri: str, experiment: str, parent_run_id: str | None = N
     Raises:
         ValueError: when the experiment does not exist in the store at ``tracking_uri``.
     """
+    from mlflow import MlflowClient  # imported here: `vse-ray` starts without MLflow
+
     client = MlflowClient(tracking_uri)
     found = client.get_experiment_by_name(experiment)
     if found is None:

@@ -27,8 +27,6 @@ NOT_TUNABLE = (
     "cpus_per_worker",
     "use_gpu",
     "max_failures",
-    "fail_once_epoch",
-    "fail_once_marker",
     "eval_ks",
     "cs_ks",
     "ncs_ks",

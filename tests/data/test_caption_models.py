@@ -1,0 +1,20 @@
+"""Train-caption models of the precompute: the TF-IDF + SVD file holds arrays; a reduced k is said."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vse_ray.data.caption_stage import SVD_FILE, fit_train_models
+from vse_ray.data.config import PrecomputeConfig
+from vse_ray.relevance import TfidfSvd
+
+TEXTS = ["red bike", "blue horse", "green fence", "red horse", "blue bike", "green bike"]  # 6 terms
+
+
+def test_small_data_reduces_svd_dim_and_says_so(tmp_path, capsys):
+    train = {"image_id": np.repeat([0, 1], 3), "text": np.array(TEXTS, dtype=object)}
+    _, arrays = fit_train_models(train, PrecomputeConfig(svd_dim=400, vocab_min_count=1), tmp_path)
+    assert arrays["components"].shape == (5, 6)
+    assert "svd_dim: reduced from 400 to 5" in capsys.readouterr().out
+    stored = TfidfSvd.load(tmp_path / SVD_FILE)
+    np.testing.assert_array_equal(stored.transform(TEXTS), TfidfSvd.from_arrays(arrays).transform(TEXTS))
