@@ -17,6 +17,7 @@ from vse_ray.losses import make_loss
 from vse_ray.train.batches import BatchBuilder, BatchSource, TableBatches, TrainBatch
 from vse_ray.train.checkpoint import load_checkpoint, save_checkpoint
 from vse_ray.train.config import TrainConfig
+from vse_ray.train.gather import gather_rows, gather_with_local_grad, relevance_columns
 from vse_ray.train.relevance_histogram import RelevanceHistogram
 from vse_ray.train.reporter import Reporter
 from vse_ray.train.training_data import TrainingData, build_model
@@ -69,14 +70,23 @@ def train_step(
     optimizer: torch.optim.Optimizer,
     batch: TrainBatch,
     grad_clip: float,
+    rank: int = 0,
+    world_size: int = 1,
 ) -> torch.Tensor:
-    """One SGD step: forward both encoders, the loss, backward, clip the gradient norm, update."""
+    """One SGD step: forward both encoders, the loss, backward, clip the gradient norm, update.
+
+    With `world_size` > 1 the loss spans the global batch (`vse_ray.train.gather`) and is scaled by
+    `world_size` for backward, so DDP's averaged gradient is the one-process gradient of that batch.
+    """
     img_emb, txt_emb = model(batch.images, batch.tokens, batch.lengths)
+    if world_size > 1:
+        img_emb = gather_with_local_grad(img_emb, rank, world_size)
+        txt_emb = gather_with_local_grad(txt_emb, rank, world_size)
     loss = loss_fn(img_emb, txt_emb, relevance=batch.relevance, image_ids=batch.image_ids)
     optimizer.zero_grad(set_to_none=True)
     if not torch.isfinite(loss):
         return loss.detach()
-    loss.backward()
+    (loss * world_size).backward()
     nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     optimizer.step()
     return loss.detach()
@@ -101,12 +111,14 @@ def train_one_epoch(
 ) -> float:
     """Run one epoch; return the mean loss over all workers. Raises NonFiniteLossError on NaN/inf."""
     model.train()
+    builder_columns = relevance_columns(builder.source)
     total, steps = torch.zeros((), dtype=torch.float64), 0
     for step, rows in enumerate(ctx.batches.epoch_batches(epoch), start=1):
-        batch = builder(rows).to(ctx.device)
+        everyone = gather_rows(rows, builder_columns, ctx.world_size) if ctx.world_size > 1 else None
+        batch = builder(rows, everyone).to(ctx.device)
         if histogram is not None and batch.relevance is not None:
             histogram.add(batch.relevance)
-        loss = train_step(model, loss_fn, optimizer, batch, cfg.grad_clip)
+        loss = train_step(model, loss_fn, optimizer, batch, cfg.grad_clip, ctx.rank, ctx.world_size)
         if not torch.isfinite(loss):
             raise NonFiniteLossError(
                 f"loss is {loss.item()} at epoch {epoch}, step {step} (loss '{cfg.loss}')"
