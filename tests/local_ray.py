@@ -1,6 +1,6 @@
 """Ray nodes started by tests with `ray start --block`, each with its own temp dir and ports, stopped by PID.
 
-Never `ray stop`: other Ray instances may run on the same machine; only the processes a test started are ended.
+Never `ray stop`: other Ray instances may run on this machine; only the processes a test started are ended.
 """
 
 from __future__ import annotations
@@ -109,12 +109,18 @@ def start_node(
         if dashboard_port is None:
             command += ["--include-dashboard=false"]
         else:
-            command += ["--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={dashboard_port}"]
+            command += [
+                "--include-dashboard=true",
+                "--dashboard-host=127.0.0.1",
+                f"--dashboard-port={dashboard_port}",
+            ]
     else:
         command += [f"--address={gcs_address}"]
     log = temp_dir / "ray_start.log"
     with open(log, "w") as out:
-        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
     return LocalNode(process, temp_dir, node_manager, log)
 
 

@@ -38,13 +38,15 @@ class TwoNodeCluster:
     nodes: dict[str, LocalNode] = field(default_factory=dict)
 
     def driver(self, name: str, timeout_s: float = 300, **kwargs: Any) -> dict[str, Any]:
-        """Run `drivers.<name>(**kwargs)` in a subprocess connected to this cluster; return its JSON result."""
+        """Run `drivers.<name>(**kwargs)` in a subprocess connected to this cluster; its JSON result."""
         return self.wait_driver(self.start_driver(name, **kwargs), timeout_s)
 
     def start_driver(self, name: str, **kwargs: Any) -> subprocess.Popen:
         command = [sys.executable, "-m", "tests.multinode.drivers", name, json.dumps(kwargs)]
         env = {**self.env, "RAY_ADDRESS": self.gcs_address}
-        return subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        return subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
 
     @staticmethod
     def wait_driver(process: subprocess.Popen, timeout_s: float) -> dict[str, Any]:
@@ -90,7 +92,11 @@ def two_nodes() -> Iterator[TwoNodeCluster]:
     cluster = TwoNodeCluster(f"127.0.0.1:{gcs_port}", f"http://127.0.0.1:{dashboard_port}", env)
     try:
         cluster.nodes["node_a"] = start_node(
-            env, head_port=gcs_port, num_cpus=NODE_CPUS, resources={"node_a": 1}, dashboard_port=dashboard_port
+            env,
+            head_port=gcs_port,
+            num_cpus=NODE_CPUS,
+            resources={"node_a": 1},
+            dashboard_port=dashboard_port,
         )
         cluster.start_worker_node()
         cluster.wait_for_nodes()

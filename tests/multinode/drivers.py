@@ -33,7 +33,9 @@ def alive_nodes() -> dict[str, str]:
 def _record_placement(out: str, rank: int) -> None:  # pragma: no cover, runs inside Ray Train workers
     folder = Path(out) / "placement"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"rank{rank}.json").write_text(json.dumps(node_names()[ray.get_runtime_context().get_node_id()]))
+    (folder / f"rank{rank}.json").write_text(
+        json.dumps(node_names()[ray.get_runtime_context().get_node_id()])
+    )
 
 
 def _ddp_loop(config: dict[str, Any]) -> None:  # pragma: no cover, runs inside Ray Train workers

@@ -49,7 +49,9 @@ def test_ddp_on_two_nodes_equals_one_worker_over_the_global_batches(cluster, tin
     run_training(one, reporter, None, WorkerContext(_GlobalBatches(shards), torch.device("cpu")))
     reference = load_checkpoint(reporter.checkpoints[-1])
 
-    assert distributed["history"][0]["train_loss"] == pytest.approx(reference["history"][0]["train_loss"], rel=1e-5)
+    assert distributed["history"][0]["train_loss"] == pytest.approx(
+        reference["history"][0]["train_loss"], rel=1e-5
+    )
     for name, want in reference["model"].items():
         torch.testing.assert_close(distributed["model"][name], want, rtol=1e-4, atol=1e-5, msg=name)
 
