@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from contextlib import suppress
 from dataclasses import dataclass
@@ -65,6 +66,17 @@ class LocalNode:
 
     def alive(self) -> bool:
         return self.process.poll() is None
+
+    def started(self, timeout_s: float = 180) -> bool:
+        """Wait until `ray start` reports the node up (True) or exits (False)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if "Ray runtime started" in self.log.read_text(errors="ignore"):
+                return True
+            if not self.alive():
+                return False
+            time.sleep(0.5)
+        return False
 
     def stop(self) -> None:
         """SIGTERM then SIGKILL the process group, then kill leftover processes of this node's temp dir."""

@@ -60,10 +60,17 @@ class TwoNodeCluster:
         assert process.returncode == 0 and lines, f"driver failed ({process.returncode}):\n{out[-4000:]}"
         return json.loads(lines[-1][len("RESULT ") :])
 
-    def start_worker_node(self) -> None:
-        self.nodes["node_b"] = start_node(
-            self.env, gcs_address=self.gcs_address, num_cpus=NODE_CPUS, resources={"node_b": 1}
-        )
+    def start_worker_node(self, attempts: int = 3) -> None:
+        """Start `node_b` (retried: a loaded machine can time out a node's start-up)."""
+        for _ in range(attempts):
+            node = start_node(
+                self.env, gcs_address=self.gcs_address, num_cpus=NODE_CPUS, resources={"node_b": 1}
+            )
+            self.nodes["node_b"] = node
+            if node.started():
+                return
+            node.stop()
+        pytest.fail(f"node_b did not start:\n{node.log.read_text()[-3000:]}")
 
     def wait_for_nodes(self, timeout_s: float = 120) -> dict[str, str]:
         """Block until both nodes are alive; return node id -> node name."""
@@ -98,6 +105,8 @@ def two_nodes() -> Iterator[TwoNodeCluster]:
             resources={"node_a": 1},
             dashboard_port=dashboard_port,
         )
+        if not cluster.nodes["node_a"].started():
+            pytest.fail(f"head did not start:\n{cluster.nodes['node_a'].log.read_text()[-3000:]}")
         cluster.start_worker_node()
         cluster.wait_for_nodes()
         yield cluster

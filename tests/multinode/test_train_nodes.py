@@ -75,6 +75,8 @@ def test_worker_node_lost_mid_epoch_resumes_from_checkpoint(cluster, tiny_dir, t
         time.sleep(0.2)
     worker_node = cluster.nodes["node_b"]
     os.kill(worker_node.raylet_pid(), signal.SIGKILL)  # node_b is gone in the middle of epoch 2
+    (checkpoint,) = run_dir.glob("checkpoint_*")
+    assert load_checkpoint(checkpoint)["epoch"] == 1  # epoch 2 had not reported: the loss fell inside it
     worker_node.process.wait(timeout=60)
     worker_node.stop()
     cluster.start_worker_node()  # a node restarted in its place
