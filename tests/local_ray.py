@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
+TERMINAL_WORDS = {"succeeded": "SUCCEEDED", "failed": "FAILED", "was stopped": "STOPPED"}
 
 
 def free_ports(n: int) -> list[int]:
@@ -79,7 +82,7 @@ class LocalNode:
         return False
 
     def stop(self) -> None:
-        """SIGTERM then SIGKILL the process group, then kill leftover processes of this node's temp dir."""
+        """SIGTERM, then SIGKILL, its process group; kill what is left of its temp dir; delete the dir."""
         for sig, wait_s in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
             try:
                 os.killpg(self.process.pid, sig)
@@ -93,6 +96,7 @@ class LocalNode:
         for pid in pids_using(self.temp_dir):
             with suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
 def start_node(
@@ -134,6 +138,36 @@ def start_node(
             command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
     return LocalNode(process, temp_dir, node_manager, log)
+
+
+def ray_cli(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
+    """`ray <args>` with this environment (its token), output captured."""
+    return subprocess.run([str(BIN / "ray"), *args], env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def submit_and_wait(address: str, env: dict[str, str], entrypoint: list[str], timeout_s: float) -> str:
+    """`ray job submit` the entrypoint to the dashboard at `address`, wait for it to succeed; its logs."""
+    job_id = f"vse-ray-test-{uuid.uuid4().hex[:8]}"
+    deadline = time.monotonic() + timeout_s
+    while True:  # the job server can come up a little after the node
+        submitted = ray_cli("job", "submit", "--address", address, "--submission-id", job_id, "--no-wait",
+                            "--", *entrypoint, env=env)  # fmt: skip
+        if submitted.returncode == 0:
+            break
+        assert time.monotonic() < deadline, submitted.stdout + submitted.stderr
+        time.sleep(2)
+    status = ""
+    while time.monotonic() < deadline:
+        out = ray_cli("job", "status", "--address", address, job_id, env=env)
+        text = re.sub(r"\x1b\[[0-9;]*m", "", out.stdout + out.stderr)  # drop colour codes
+        found = re.search(r"Job '[^']+' (succeeded|failed|was stopped)", text)  # terminal-state lines
+        status = TERMINAL_WORDS[found.group(1)] if found else ""
+        if status:
+            break
+        time.sleep(3)
+    logs = ray_cli("job", "logs", "--address", address, job_id, env=env).stdout
+    assert status == "SUCCEEDED", f"job {job_id} ended {status or 'by timeout'}:\n{logs[-4000:]}"
+    return logs
 
 
 def pids_using(temp_dir: Path) -> list[int]:

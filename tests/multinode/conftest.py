@@ -37,13 +37,15 @@ class TwoNodeCluster:
     env: dict[str, str]
     nodes: dict[str, LocalNode] = field(default_factory=dict)
 
-    def driver(self, name: str, timeout_s: float = 300, **kwargs: Any) -> dict[str, Any]:
+    def driver(self, name: str, timeout_s: float = 300, local_cpus: int = 0, **kwargs: Any) -> dict[str, Any]:
         """Run `drivers.<name>(**kwargs)` in a subprocess connected to this cluster; its JSON result."""
-        return self.wait_driver(self.start_driver(name, **kwargs), timeout_s)
+        return self.wait_driver(self.start_driver(name, local_cpus, **kwargs), timeout_s)
 
-    def start_driver(self, name: str, **kwargs: Any) -> subprocess.Popen:
+    def start_driver(self, name: str, local_cpus: int = 0, **kwargs: Any) -> subprocess.Popen:
+        """The driver on this cluster, or (local_cpus > 0) on a one-node Ray of its own with that many CPUs"""
         command = [sys.executable, "-m", "tests.multinode.drivers", name, json.dumps(kwargs)]
-        env = {**self.env, "RAY_ADDRESS": self.gcs_address}
+        address = {"RAY_ADDRESS": "local", "LOCAL_CPUS": str(local_cpus)} if local_cpus else {}
+        env = {**self.env, "RAY_ADDRESS": self.gcs_address, **address}
         return subprocess.Popen(
             command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )

@@ -18,11 +18,11 @@ NODE_NAMES = ("node_a", "node_b")
 
 
 def node_names(alive_only: bool = True) -> dict[str, str]:
-    """Node id -> its custom node resource name (`node_a` / `node_b`), alive nodes only unless told."""
+    """Node id -> its custom resource name (`node_a` / `node_b`, else "local"), alive only unless told."""
     return {
-        n["NodeID"]: next(r for r in NODE_NAMES if r in n["Resources"])
+        n["NodeID"]: next((r for r in NODE_NAMES if r in n["Resources"]), "local")
         for n in ray.nodes()
-        if (n["Alive"] or not alive_only) and any(r in n["Resources"] for r in NODE_NAMES)
+        if n["Alive"] or not alive_only
     }
 
 
@@ -97,9 +97,39 @@ def train_worker_nodes(job_id: str) -> list[dict[str, Any]]:
     return [{"state": a.state, "node": names.get(a.node_id, a.node_id)} for a in list_actors(filters=filters)]
 
 
+def precompute_cli(argv: list[str]) -> dict[str, Any]:
+    """`pipelines/precompute.py argv` in this driver; the manifest it wrote."""
+    import typer
+
+    from vse_ray.cli.precompute import precompute
+
+    app = typer.Typer(add_completion=False)
+    app.command()(precompute)
+    typer.main.get_command(app).main(argv, standalone_mode=False)
+    out = argv[argv.index("--out") + 1]
+    pools = {}
+    if os.environ["RAY_ADDRESS"] != "local":  # the state API needs the cluster's dashboard
+        from ray.util.state import list_actors
+
+        job = [("job_id", "=", ray.get_runtime_context().get_job_id())]
+        names = node_names(alive_only=False)
+        pools = {
+            model: sorted({names[a.node_id] for a in list_actors(filters=job, detail=True, limit=1000)
+                           if model in (a.repr_name or a.class_name)})
+            for model in ("CNNFeatureExtractor", "CaptionVectorizer")
+        }  # fmt: skip
+    manifest = json.loads((Path(out) / "manifest.json").read_text())
+    return {"manifest": manifest, "nodes": node_names(alive_only=False), "pools": pools}
+
+
 def main() -> None:
+    """RAY_ADDRESS=local starts a one-node Ray of LOCAL_CPUS CPUs instead of joining the cluster."""
     name, kwargs = sys.argv[1], json.loads(sys.argv[2])
-    ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=False, configure_logging=False)
+    address = os.environ["RAY_ADDRESS"]
+    local = (
+        {"num_cpus": int(os.environ["LOCAL_CPUS"]), "include_dashboard": False} if address == "local" else {}
+    )
+    ray.init(address=address, log_to_driver=False, configure_logging=False, **local)
     try:
         result = globals()[name](**kwargs)
     finally:

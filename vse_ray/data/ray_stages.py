@@ -54,13 +54,15 @@ def map_in_actor_pool(
     """``map_batches`` of a callable model class, one block (= one shard) per call, on ``res.actors`` actors.
 
     The class receives ``kwargs`` plus ``device`` and ``num_threads`` from the resource plan; the node of the
-    actor that computed each batch is recorded as stage "model".
+    actor that computed each batch is recorded as stage "model". The actors are spread over the nodes
+    (one model copy per node first), so a multi-node cluster shares the model work.
     """
     return ds.map_batches(
         _node_tagged(model, "model"),
         fn_constructor_kwargs={**kwargs, "device": res.device, "num_threads": res.torch_threads},
         batch_size=None,
         compute=ray.data.ActorPoolStrategy(size=res.actors),
+        scheduling_strategy="SPREAD",
         num_cpus=res.actor_cpus,
         num_gpus=res.actor_gpus,
     )
