@@ -71,8 +71,9 @@ class TwoNodeCluster:
             self.nodes["node_b"] = node
             if node.started():
                 return
+            log = node.log.read_text()[-3000:]
             node.stop()
-        pytest.fail(f"node_b did not start:\n{node.log.read_text()[-3000:]}")
+        pytest.fail(f"node_b did not start:\n{log}")
 
     def wait_for_nodes(self, timeout_s: float = 120) -> dict[str, str]:
         """Block until both nodes are alive; return node id -> node name."""
@@ -82,7 +83,7 @@ class TwoNodeCluster:
             if sorted(alive.values()) == list(NODE_NAMES):
                 return alive
             if time.monotonic() > deadline:
-                logs = {n: node.log.read_text()[-1500:] for n, node in self.nodes.items()}
+                logs = {n: node.log.read_text(errors="ignore")[-1500:] for n, node in self.nodes.items()}
                 pytest.fail(f"cluster has nodes {alive}, expected {NODE_NAMES}:\n{logs}")
             time.sleep(1)
 
