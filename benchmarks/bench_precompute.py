@@ -119,15 +119,15 @@ def run_loop(n: int, out: Path, config) -> dict:
     }
 
 
-def run_ray(n: int, out: Path, config, cpus: int) -> dict:
+def run_ray(n: int, out: Path, config, cpus: int, cluster_address: str | None = None) -> dict:
+    """Precompute on a local Ray of `cpus` CPUs, or on the running cluster at `cluster_address`."""
     import ray
 
     from vse_ray.data.config import ExecutionOptions
     from vse_ray.data.precompute import precompute
 
-    ray.init(
-        address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False, configure_logging=False
-    )
+    local = {"num_cpus": cpus, "include_dashboard": False} if cluster_address is None else {}
+    ray.init(address=cluster_address or "local", log_to_driver=False, configure_logging=False, **local)
     ray.data.DataContext.get_current().enable_progress_bars = False
     start = time.perf_counter()
     summary = precompute(config, str(out), ExecutionOptions(), verbose=False)
@@ -158,13 +158,14 @@ def measure(args: argparse.Namespace) -> None:
         if args.mode == "loop":
             result = run_loop(args.n, Path(tmp), config.resolved())
         else:
-            result = run_ray(args.n, Path(tmp), config, args.cpus)
+            result = run_ray(args.n, Path(tmp), config, args.cpus, args.cluster_address)
     print(json.dumps({**result, "peak_rss_mb": memory.peak / 2**20}))
 
 
-def _child(mode: str, n: int, cpus: int, cnn: str, grid: bool) -> dict:
+def _child(mode: str, n: int, cpus: int, cnn: str, grid: bool, cluster_address: str | None = None) -> dict:
     cmd = [sys.executable, __file__, "--one", mode, "--n", str(n), "--cpus", str(cpus), "--cnn", cnn]
     cmd += ["--grid"] if grid else []
+    cmd += ["--cluster-address", cluster_address] if cluster_address and mode == "ray" else []
     env = {**os.environ, "OMP_NUM_THREADS": str(cpus)} if mode == "loop" else dict(os.environ)
     lines = (
         subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout.strip().splitlines()
@@ -187,6 +188,11 @@ def main() -> None:
     parser.add_argument("--cpus", type=int, nargs="+", default=(1, 2), help="CPU counts of the scaling runs.")
     parser.add_argument("--cnn", default="resnet18")
     parser.add_argument("--grid", action="store_true", help="Grid features (last conv map as regions).")
+    parser.add_argument(
+        "--cluster-address",
+        help="Run the Ray measurements on this running cluster (e.g. 10.0.0.1:6379) instead of local Ray "
+        "instances of --cpus CPUs; its temp output then must be on storage every node sees (TMPDIR).",
+    )
     parser.add_argument("--one", choices=("loop", "ray"), dest="mode", help=argparse.SUPPRESS)
     parser.add_argument("--n", type=int, default=400, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -202,9 +208,9 @@ def main() -> None:
         loop = _child("loop", n, max(args.cpus), args.cnn, args.grid)
         _row(f"loop n={n}", loop)
         for cpus in args.cpus if n == large else (max(args.cpus),):
-            ray_run = _child("ray", n, cpus, args.cnn, args.grid)
+            ray_run = _child("ray", n, cpus, args.cnn, args.grid, args.cluster_address)
             _row(
-                f"ray n={n} cpus={cpus}",
+                f"ray n={n} " + (f"cpus={cpus}" if args.cluster_address is None else "cluster"),
                 ray_run,
                 f"   ray/loop time {ray_run['seconds'] / loop['seconds']:.2f}",
             )

@@ -33,6 +33,7 @@ def test_write_pieces_splits_by_shard_and_lists_rejects(tmp_path):
     }
     batch["reject"] = np.array(["", "corrupt image: x", "", "", "", "", "", ""], dtype=object)
     batch["feature"] = np.tile(batch["row"][:, None].astype(np.float32), (1, 3))
+    batch["_node_model"] = np.array(["n1"] * 6 + ["n2"] * 2)  # the actor that computed each row
     summary = write_pieces(
         batch, table_dir=str(tmp_path / "features"), to_table=lambda b: features_table(b, False)
     )
@@ -47,6 +48,8 @@ def test_write_pieces_splits_by_shard_and_lists_rejects(tmp_path):
     table = pq.read_table(tmp_path / "features" / "split=train" / "part-00000000.parquet")
     assert table["image_id"].to_pylist() == [100, 102, 103]
     assert table.schema.field("feature").type.list_size == 3
+    assert [json.loads(n)["model"] for n in summary["nodes"]] == [["n1"], ["n1", "n2"]]
+    assert "_node_model" not in table.column_names
 
     ledger = ShardLedger(tmp_path, "features")
     rows = [{k: v[i] for k, v in summary.items()} for i in range(2)]
@@ -57,6 +60,7 @@ def test_write_pieces_splits_by_shard_and_lists_rejects(tmp_path):
     )
     marker = ledger.markers("train")[0]
     assert marker["rows"] == 3 and marker["rejects"][0]["image_id"] == 101
+    assert marker["nodes"] == {"model": ["n1"], "write": [""]}  # written outside Ray here
 
 
 def test_pending_deletes_leftovers_of_incomplete_shards(tmp_path):

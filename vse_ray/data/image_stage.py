@@ -15,7 +15,7 @@ import ray
 from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
 from vse_ray.data.image_io import FileImages, SyntheticImages, load_images
 from vse_ray.data.precomp import read_precomp_rows
-from vse_ray.data.ray_stages import dataset_of_shards, map_in_actor_pool, write_shards
+from vse_ray.data.ray_stages import dataset_of_shards, map_in_actor_pool, on_node, write_shards
 from vse_ray.data.resources import TASK_CPUS, StageResources, plan_resources
 from vse_ray.data.schema import features_table
 from vse_ray.data.shards import ShardLedger, plan_shards, shard_input
@@ -70,8 +70,14 @@ def _cnn_features(
     res: StageResources,
 ) -> ray.data.Dataset:
     ds = ds.map_batches(
-        load_images,
-        fn_kwargs={"source": images, "size": config.resize, "keep_png": bool(config.keep_images)},
+        on_node,
+        fn_kwargs={
+            "fn": load_images,
+            "stage": "read",
+            "source": images,
+            "size": config.resize,
+            "keep_png": bool(config.keep_images),
+        },
         batch_size=None,
         num_cpus=TASK_CPUS,
     )

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import vse_ray
 from vse_ray.data.config import PrecomputeConfig
 from vse_ray.data.schema import SCHEMA_VERSION
-from vse_ray.data.shards import ShardLedger, part_name, write_json_atomic
+from vse_ray.data.shards import ShardLedger, merge_nodes, part_name, write_json_atomic
 from vse_ray.data.verify import parquet_files
 
 STATE_CONFIG = Path("_state") / "config.json"
@@ -56,6 +56,12 @@ def table_counts(out: Path, table: str, splits: tuple[str, ...]) -> tuple[dict, 
     return counts, files, rejects
 
 
+def table_nodes(out: Path, table: str, splits: tuple[str, ...]) -> dict[str, list[str]]:
+    """``{stage: [Ray node ids]}`` of the nodes that read, computed and wrote this table's shards."""
+    ledger = ShardLedger(out, table)
+    return merge_nodes(m.get("nodes", {}) for split in splits for m in ledger.markers(split))
+
+
 def write_manifest(out: Path, config: PrecomputeConfig, extra: dict) -> dict:
     """Write ``manifest.json`` from the shard markers, the relevance files and ``extra`` (dims, timings)."""
     splits = config.splits
@@ -80,5 +86,6 @@ def write_manifest(out: Path, config: PrecomputeConfig, extra: dict) -> dict:
         "rejects": rejects,
         **extra,
     }
+    manifest["nodes"] = {table: table_nodes(out, table, splits) for table in ("features", "captions")}
     write_json_atomic(manifest, out / "manifest.json")
     return manifest

@@ -9,7 +9,30 @@ import pyarrow as pa
 import ray
 
 from vse_ray.data.resources import TASK_CPUS, StageResources
-from vse_ray.data.shards import Shard, ShardLedger, record_pieces, write_pieces
+from vse_ray.data.shards import NODE_PREFIX, Shard, ShardLedger, current_node, record_pieces, write_pieces
+
+
+def _tag_node(batch: dict[str, np.ndarray], stage: str) -> dict[str, np.ndarray]:
+    """Add a column naming the Ray node this batch was processed on (recorded in the shard markers)."""
+    rows = len(next(iter(batch.values())))
+    batch[NODE_PREFIX + stage] = np.full(rows, current_node())
+    return batch
+
+
+def on_node(batch: dict[str, np.ndarray], *, fn: Callable, stage: str, **kwargs) -> dict[str, np.ndarray]:
+    """``map_batches`` function: ``fn(batch, **kwargs)`` with the node that ran it tagged as ``stage``."""
+    return _tag_node(fn(batch, **kwargs), stage)
+
+
+def _node_tagged(model: type, stage: str) -> type:
+    """``model`` whose batches also name the node of the actor that computed them."""
+
+    class NodeTagged(model):
+        def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+            return _tag_node(super().__call__(batch), stage)
+
+    NodeTagged.__name__ = model.__name__
+    return NodeTagged
 
 
 def dataset_of_shards(blocks: list[pa.Table]) -> ray.data.Dataset:
@@ -30,13 +53,16 @@ def map_in_actor_pool(
 ) -> ray.data.Dataset:
     """``map_batches`` of a callable model class, one block (= one shard) per call, on ``res.actors`` actors.
 
-    The class receives ``kwargs`` plus ``device`` and ``num_threads`` from the resource plan.
+    The class receives ``kwargs`` plus ``device`` and ``num_threads`` from the resource plan; the node of the
+    actor that computed each batch is recorded as stage "model". The actors are spread over the nodes
+    (one model copy per node first), so a multi-node cluster shares the model work.
     """
     return ds.map_batches(
-        model,
+        _node_tagged(model, "model"),
         fn_constructor_kwargs={**kwargs, "device": res.device, "num_threads": res.torch_threads},
         batch_size=None,
         compute=ray.data.ActorPoolStrategy(size=res.actors),
+        scheduling_strategy="SPREAD",
         num_cpus=res.actor_cpus,
         num_gpus=res.actor_gpus,
     )

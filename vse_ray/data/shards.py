@@ -3,9 +3,9 @@
 A table (``features`` or ``captions``) of a split is cut into shards of ``shard_size`` consecutive rows.
 Each shard is written as one or more ``part-<first row>.parquet`` (or ``.arrow``) files, renamed into
 place only when complete. Once all its rows are accounted for, a marker
-``_state/<table>/<split>-<start>.json`` holds its files, row counts, checksums and rejects. A rerun
-skips shards with a marker and deletes the files of shards without one before redoing them, so an
-interrupted run completes without duplicate or missing rows.
+``_state/<table>/<split>-<start>.json`` holds its files, row counts, checksums, rejects and the Ray nodes
+that read, computed and wrote it. A rerun skips shards with a marker and deletes the files of shards
+without one before redoing them, so an interrupted run completes without duplicate or missing rows.
 """
 
 from __future__ import annotations
@@ -20,6 +20,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import ray
+
+NODE_PREFIX = "_node_"  # batch columns naming the Ray node a stage ran on; recorded in markers, never written
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,7 @@ class ShardLedger:
                     if p["file"]
                 },
                 "rejects": [r for p in pieces for r in json.loads(str(p["rejects"]))],
+                "nodes": merge_nodes(json.loads(str(p.get("nodes", "{}"))) for p in pieces),
             },
             self.marker(shard),
         )
@@ -153,11 +157,14 @@ def write_pieces(
     Returns:
         Columns ``split``, ``shard_start``, ``n_in`` (rows seen), ``rows`` (rows written), ``file``,
         ``sha256``,
-        ``rejects`` (JSON list of ``{"image_id", "path", "reason"}``).
+        ``rejects`` (JSON list of ``{"image_id", "path", "reason"}``), ``nodes`` (JSON ``{stage: [node
+        ids]}``: this writer's node and those of the ``_node_<stage>`` columns, which are not written).
     """
     summary: dict[str, list] = {
-        k: [] for k in ("split", "shard_start", "n_in", "rows", "file", "sha256", "rejects")
+        k: [] for k in ("split", "shard_start", "n_in", "rows", "file", "sha256", "rejects", "nodes")
     }
+    tags = {name: batch.pop(name) for name in [n for n in batch if n.startswith(NODE_PREFIX)]}
+    write_node = current_node()
     keys = np.array(
         [f"{split}/{start}" for split, start in zip(batch["split"], batch["shard_start"], strict=True)]
     )
@@ -189,11 +196,32 @@ def write_pieces(
                 file,
                 digest,
                 json.dumps(rejects),
+                json.dumps(
+                    {"write": [write_node]}
+                    | {
+                        n.removeprefix(NODE_PREFIX): sorted(set(col[rows].tolist()))
+                        for n, col in tags.items()
+                    }
+                ),
             ),
             strict=True,
         ):
             summary[name].append(value)
     return {name: np.asarray(values) for name, values in summary.items()}
+
+
+def current_node() -> str:
+    """Id of the Ray node this process runs on ("" outside Ray)."""
+    return ray.get_runtime_context().get_node_id() if ray.is_initialized() else ""
+
+
+def merge_nodes(parts: Iterable[dict[str, list[str]]]) -> dict[str, list[str]]:
+    """Union of ``{stage: [node ids]}`` maps, sorted."""
+    merged: dict[str, set[str]] = {}
+    for part in parts:
+        for stage, nodes in part.items():
+            merged.setdefault(stage, set()).update(nodes)
+    return {stage: sorted(nodes) for stage, nodes in sorted(merged.items())}
 
 
 def shard_input(shard: Shard, columns: dict[str, np.ndarray]) -> pa.Table:

@@ -20,6 +20,7 @@ Evaluation encodes each side once and calls ``score`` on query × gallery chunks
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from torch import Tensor, nn
@@ -66,6 +67,21 @@ class RetrievalModel(nn.Module):
         """
         return img_repr @ txt_repr.T
 
-    def forward(self, images: Tensor, tokens: Tensor, lengths: Tensor) -> Tensor:
-        """(B, B) similarities of a training batch: ``score(encode_images(...), encode_captions(...))``."""
-        return self.score(self.encode_images(images), self.encode_captions(tokens, lengths), lengths)
+    def forward(
+        self,
+        images: Tensor,
+        tokens: Tensor,
+        lengths: Tensor,
+        gather: Callable[[Tensor], Tensor] | None = None,
+    ) -> Tensor:
+        """(B, B) similarities of a training batch: ``score(encode_images(...), encode_captions(...))``.
+
+        ``gather`` (DDP, embedding models only) maps this worker's (B, E) embeddings to the (W·B, E) global
+        batch (``vse_ray.train.gather``), so the result is the (W·B, W·B) matrix of every worker's pairs.
+        """
+        img, txt = self.encode_images(images), self.encode_captions(tokens, lengths)
+        if gather is not None:
+            if self.kind != "embedding":
+                raise ValueError(f"{type(self).__name__}: only embedding models gather across workers")
+            img, txt = gather(img), gather(txt)
+        return self.score(img, txt, lengths)

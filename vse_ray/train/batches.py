@@ -76,7 +76,9 @@ class RayShardBatches:  # pragma: no cover, runs inside Ray Train workers (cover
 
 @dataclass
 class TrainBatch:
-    """Tensors of one step: images/features, padded tokens, lengths, image ids, (B, B) relevance or None."""
+    """Tensors of one step: images/features, padded tokens, lengths, image ids, (B, B) relevance or None.
+
+    Under global-batch gathering (W workers) `image_ids` and `relevance` span the W·B gathered pairs."""
 
     images: torch.Tensor
     tokens: torch.Tensor
@@ -123,15 +125,19 @@ class BatchBuilder:
             doc_freq,
         )
 
-    def __call__(self, batch: dict[str, Any]) -> TrainBatch:
+    def __call__(self, batch: dict[str, Any], global_batch: dict[str, Any] | None = None) -> TrainBatch:
+        """`global_batch`: every worker's rows in rank order (`gather_rows`); image ids and relevance then
+        span it, while images and tokens stay this worker's."""
         image_ids = np.array(batch["image_id"], dtype=np.int64)
+        scope = batch if global_batch is None else global_batch
+        scope_ids = np.array(scope["image_id"], dtype=np.int64)
         tokens, lengths = pad_tokens(list(batch["tokens"]))
         return TrainBatch(
             images=self.images.tensor(image_ids),
             tokens=tokens,
             lengths=lengths,
-            image_ids=torch.from_numpy(image_ids),
-            relevance=self._relevance(batch, image_ids),
+            image_ids=torch.from_numpy(scope_ids),
+            relevance=self._relevance(scope, scope_ids),
         )
 
     def _relevance(self, batch: dict[str, Any], image_ids: np.ndarray) -> torch.Tensor | None:

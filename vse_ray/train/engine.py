@@ -17,6 +17,7 @@ from vse_ray.tracking.checkpoint import load_checkpoint, save_checkpoint
 from vse_ray.tracking.relevance_histogram import RelevanceHistogram
 from vse_ray.train.batches import BatchBuilder, BatchSource, TableBatches, TrainBatch
 from vse_ray.train.config import TrainConfig
+from vse_ray.train.gather import gather_rows, gather_with_local_grad, relevance_columns
 from vse_ray.train.reporter import Reporter
 from vse_ray.train.training_data import TrainingData
 
@@ -70,17 +71,31 @@ def train_step(
     optimizer: torch.optim.Optimizer,
     batch: TrainBatch,
     grad_clip: float,
+    rank: int = 0,
+    world_size: int = 1,
 ) -> torch.Tensor:
-    """One SGD step: the model's (B, B) similarities, their loss, backward, clip the gradient norm, update."""
-    sims = model(batch.images, batch.tokens, batch.lengths)
+    """One SGD step: the model's (B, B) similarities, their loss, backward, clip the gradient norm, update.
+
+    With `world_size` > 1 (embedding models: see `gathers`) the similarities and the loss span the global
+    batch (`vse_ray.train.gather`) and the loss is scaled by `world_size` for backward, so DDP's averaged
+    gradient is the one-process gradient of that batch.
+    """
+    gather = (lambda emb: gather_with_local_grad(emb, rank, world_size)) if world_size > 1 else None
+    sims = model(batch.images, batch.tokens, batch.lengths, gather)
     loss = loss_fn.from_similarity(sims, relevance=batch.relevance, image_ids=batch.image_ids)
     optimizer.zero_grad(set_to_none=True)
     if not torch.isfinite(loss):
         return loss.detach()
-    loss.backward()
+    (loss * world_size).backward()
     nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     optimizer.step()
     return loss.detach()
+
+
+def gathers(model: nn.Module) -> bool:
+    """Whether the loss spans the global batch under DDP: embedding models all-gather their embeddings;
+    similarity models (SCAN, SGRAF) score each worker's local B x B pairs, as their papers train."""
+    return getattr(model, "module", model).kind == "embedding"
 
 
 def train_one_epoch(
@@ -95,12 +110,15 @@ def train_one_epoch(
 ) -> float:
     """Run one epoch; return the mean loss over all workers. Raises NonFiniteLossError on NaN/inf."""
     model.train()
+    builder_columns = relevance_columns(builder.source)
+    world_size = ctx.world_size if gathers(model) else 1  # 1: each worker's local B x B loss, DDP averages
     total, steps = torch.zeros((), dtype=torch.float64), 0
     for step, rows in enumerate(ctx.batches.epoch_batches(epoch), start=1):
-        batch = builder(rows).to(ctx.device)
+        everyone = gather_rows(rows, builder_columns, world_size) if world_size > 1 else None
+        batch = builder(rows, everyone).to(ctx.device)
         if histogram is not None and batch.relevance is not None:
             histogram.add(batch.relevance)
-        loss = train_step(model, loss_fn, optimizer, batch, cfg.grad_clip)
+        loss = train_step(model, loss_fn, optimizer, batch, cfg.grad_clip, ctx.rank, world_size)
         if not torch.isfinite(loss):
             raise NonFiniteLossError(
                 f"loss is {loss.item()} at epoch {epoch}, step {step} (loss '{cfg.loss}')"

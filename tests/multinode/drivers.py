@@ -1,0 +1,141 @@
+"""Ray driver programs of the multi-node tests, each run in its own process against the test cluster.
+
+`python -m tests.multinode.drivers <name> '<json kwargs>'` connects to `RAY_ADDRESS`, runs `<name>(**kwargs)`
+and prints `RESULT <json>` as its last line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import ray
+
+NODE_NAMES = ("node_a", "node_b")
+
+
+def node_names(alive_only: bool = True) -> dict[str, str]:
+    """Node id -> its custom resource name (`node_a` / `node_b`, else "local"), alive only unless told."""
+    return {
+        n["NodeID"]: next((r for r in NODE_NAMES if r in n["Resources"]), "local")
+        for n in ray.nodes()
+        if n["Alive"] or not alive_only
+    }
+
+
+def alive_nodes() -> dict[str, str]:
+    return node_names()
+
+
+def _record_placement(out: str, rank: int) -> None:  # pragma: no cover, runs inside Ray Train workers
+    folder = Path(out) / "placement"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"rank{rank}.json").write_text(
+        json.dumps(node_names()[ray.get_runtime_context().get_node_id()])
+    )
+
+
+def _ddp_loop(config: dict[str, Any]) -> None:  # pragma: no cover, runs inside Ray Train workers
+    """The engine over seeded in-memory shards (`TableBatches`, rank::world_size): known global batches."""
+    import ray.train
+    import torch
+
+    from vse_ray.data.store import load_captions
+    from vse_ray.losses import make_loss
+    from vse_ray.train.batches import TableBatches, train_columns
+    from vse_ray.train.config import TrainConfig
+    from vse_ray.train.engine import WorkerContext, run_training
+    from vse_ray.train.reporter import RayTrainReporter
+
+    cfg = TrainConfig.from_dict(config["cfg"])
+    context = ray.train.get_context()
+    rank, world = context.get_world_rank(), context.get_world_size()
+    _record_placement(config["out"], rank)
+    source = make_loss(cfg.loss, **cfg.loss_params).relevance_source
+    captions = load_captions(cfg.data_dir, "train").select(train_columns(source))
+    batches = TableBatches(captions, cfg.batch_size, cfg.seed, rank, world)
+    run_training(cfg, RayTrainReporter(), None, WorkerContext(batches, torch.device("cpu"), rank, world))
+
+
+def ddp_fit(cfg: dict[str, Any], out: str) -> dict[str, Any]:
+    """A 2-worker TorchTrainer, workers on different nodes (STRICT_SPREAD); its checkpoint and placement."""
+    import ray.train
+    from ray.train.torch import TorchTrainer
+
+    trainer = TorchTrainer(
+        _ddp_loop,
+        train_loop_config={"cfg": cfg, "out": out},
+        scaling_config=ray.train.ScalingConfig(
+            num_workers=2, resources_per_worker={"CPU": 1}, placement_strategy="STRICT_SPREAD"
+        ),
+        run_config=ray.train.RunConfig(name="ddp", storage_path=str(Path(out) / "ray_results")),
+    )
+    result = trainer.fit()
+    placement = {p.stem: json.loads(p.read_text()) for p in (Path(out) / "placement").glob("rank*.json")}
+    return {"checkpoint": result.checkpoint.path, "placement": placement}
+
+
+def fit_run(cfg: dict[str, Any]) -> dict[str, Any]:
+    """`vse_ray.train.trainer.fit` as the pipelines call it; its run id and epochs."""
+    from vse_ray.train.config import TrainConfig
+    from vse_ray.train.trainer import fit
+
+    result = fit(TrainConfig.from_dict(cfg))
+    job_id = ray.get_runtime_context().get_job_id()
+    return {"run_id": result.run_id, "epochs": [m["epoch"] for m in result.history], "job_id": job_id}
+
+
+def train_worker_nodes(job_id: str) -> list[dict[str, Any]]:
+    """Every Ray Train worker actor of job `job_id` (alive or dead) with its node name."""
+    from ray.util.state import list_actors
+
+    names = node_names(alive_only=False)
+    filters = [("class_name", "=", "RayTrainWorker"), ("job_id", "=", job_id)]
+    return [{"state": a.state, "node": names.get(a.node_id, a.node_id)} for a in list_actors(filters=filters)]
+
+
+def precompute_cli(argv: list[str]) -> dict[str, Any]:
+    """`pipelines/precompute.py argv` in this driver; the manifest it wrote."""
+    import typer
+
+    from vse_ray.cli.precompute import precompute
+
+    app = typer.Typer(add_completion=False)
+    app.command()(precompute)
+    typer.main.get_command(app).main(argv, standalone_mode=False)
+    out = argv[argv.index("--out") + 1]
+    pools = {}
+    if os.environ["RAY_ADDRESS"] != "local":  # the state API needs the cluster's dashboard
+        from ray.util.state import list_actors
+
+        job = [("job_id", "=", ray.get_runtime_context().get_job_id())]
+        names = node_names(alive_only=False)
+        pools = {
+            model: sorted({names[a.node_id] for a in list_actors(filters=job, detail=True, limit=1000)
+                           if model in (a.repr_name or a.class_name)})
+            for model in ("CNNFeatureExtractor", "CaptionVectorizer")
+        }  # fmt: skip
+    manifest = json.loads((Path(out) / "manifest.json").read_text())
+    return {"manifest": manifest, "nodes": node_names(alive_only=False), "pools": pools}
+
+
+def main() -> None:
+    """RAY_ADDRESS=local starts a one-node Ray of LOCAL_CPUS CPUs instead of joining the cluster."""
+    name, kwargs = sys.argv[1], json.loads(sys.argv[2])
+    address = os.environ["RAY_ADDRESS"]
+    local = (
+        {"num_cpus": int(os.environ["LOCAL_CPUS"]), "include_dashboard": False} if address == "local" else {}
+    )
+    ray.init(address=address, log_to_driver=False, configure_logging=False, **local)
+    try:
+        result = globals()[name](**kwargs)
+    finally:
+        ray.shutdown()
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

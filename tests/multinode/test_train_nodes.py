@@ -1,0 +1,89 @@
+"""DDP training across two nodes: equal to one worker over the same global batches; a lost node mid-epoch."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from mlflow import MlflowClient
+from vse_ray.train.checkpoint import load_checkpoint
+
+from tests.model.tiny_store import tiny_config
+from vse_ray.data.store import load_captions
+from vse_ray.losses import make_loss
+from vse_ray.train.batches import TableBatches, train_columns
+from vse_ray.train.engine import WorkerContext, run_training
+from vse_ray.train.reporter import LocalReporter
+
+pytestmark = [pytest.mark.ray, pytest.mark.multinode]
+
+
+class _GlobalBatches:
+    """Batch k of every rank's shard, concatenated in rank order: the global batches of a DDP run."""
+
+    def __init__(self, shards: list[TableBatches]):
+        self.shards = shards
+
+    def epoch_batches(self, epoch: int):
+        for parts in zip(*(s.epoch_batches(epoch) for s in self.shards), strict=True):
+            yield {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+
+
+def test_ddp_on_two_nodes_equals_one_worker_over_the_global_batches(cluster, tiny_dir, tmp_path):
+    cfg = tiny_config(tiny_dir, tmp_path / "out", loss="ladder", epochs=1, batch_size=8)
+    result = cluster.driver("ddp_fit", cfg=cfg.to_dict(), out=str(tmp_path))
+    assert sorted(result["placement"].values()) == ["node_a", "node_b"]  # one worker per node
+    distributed = load_checkpoint(result["checkpoint"])
+
+    source = make_loss(cfg.loss).relevance_source
+    captions = load_captions(cfg.data_dir, "train").select(train_columns(source))
+    shards = [TableBatches(captions, cfg.batch_size, cfg.seed, rank, 2) for rank in range(2)]
+    one = dataclasses.replace(cfg, batch_size=2 * cfg.batch_size)
+    reporter = LocalReporter(tmp_path / "one")
+    run_training(one, reporter, None, WorkerContext(_GlobalBatches(shards), torch.device("cpu")))
+    reference = load_checkpoint(reporter.checkpoints[-1])
+
+    assert distributed["history"][0]["train_loss"] == pytest.approx(
+        reference["history"][0]["train_loss"], rel=1e-5
+    )
+    for name, want in reference["model"].items():
+        torch.testing.assert_close(distributed["model"][name], want, rtol=1e-4, atol=1e-5, msg=name)
+
+
+def _epochs_in_mlflow(uri: str, run_id: str) -> list[int]:
+    return sorted(m.step for m in MlflowClient(uri).get_metric_history(run_id, "rsum"))
+
+
+def test_worker_node_lost_mid_epoch_resumes_from_checkpoint(cluster, tiny_dir, tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    cfg = tiny_config(
+        tiny_dir, tmp_path / "out", num_workers=2, cpus_per_worker=1.5, epochs=3, batch_size=4,
+        max_failures=2, tracking_uri=uri, run_name="node-loss",
+    ).resolved()  # fmt: skip
+    # 1.5 of each node's 2 CPUs per worker: the two workers cannot share a node.
+    driver = cluster.start_driver("fit_run", cfg=cfg.to_dict())
+    run_dir = Path(cfg.storage_path) / cfg.run_name
+    deadline = time.monotonic() + 300
+    while not list(run_dir.glob("checkpoint_*")):
+        assert driver.poll() is None and time.monotonic() < deadline, "no checkpoint before the node loss"
+        time.sleep(0.2)
+    worker_node = cluster.nodes["node_b"]
+    os.kill(worker_node.raylet_pid(), signal.SIGKILL)  # node_b is gone in the middle of epoch 2
+    (checkpoint,) = run_dir.glob("checkpoint_*")
+    assert load_checkpoint(checkpoint)["epoch"] == 1  # epoch 2 had not reported: the loss fell inside it
+    worker_node.process.wait(timeout=60)
+    worker_node.stop()
+    cluster.start_worker_node()  # a node restarted in its place
+
+    result = cluster.wait_driver(driver, timeout_s=400)
+    assert result["epochs"] == [1, 2, 3]
+    assert _epochs_in_mlflow(uri, result["run_id"]) == [1, 2, 3]  # none duplicated, none missing
+    workers = cluster.driver("train_worker_nodes", job_id=result["job_id"])
+    assert len(workers) == 4  # the first worker group and the one that resumed
+    assert {"node_a", "node_b"} <= {w["node"] for w in workers}
