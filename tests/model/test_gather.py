@@ -21,10 +21,11 @@ from torch import nn
 
 from vse_ray.data.store import load_captions
 from vse_ray.losses import make_loss
+from vse_ray.models import build_model
 from vse_ray.train.batches import BatchBuilder
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.engine import WorkerContext, train_one_epoch
-from vse_ray.train.training_data import TrainingData, build_model
+from vse_ray.train.training_data import TrainingData
 
 LOSSES = ("vsepp", "ladder", "sam", "lseh", "bcls")  # no relevance, S-BERT, CIDEr, SVD, S-BERT + Kendall
 HALF, STEPS = 8, 2  # pairs per worker, steps per epoch
@@ -53,7 +54,7 @@ def _epoch(cfg: TrainConfig, loss: str, batches: list[dict], rank: int, world: i
     cfg = dataclasses.replace(cfg, loss=loss)
     data = TrainingData.load(cfg)
     torch.manual_seed(0)
-    model = build_model(data.model_args)
+    model = build_model(cfg.model, **data.model_args)
     net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     loss_fn = make_loss(loss)

@@ -68,13 +68,16 @@ def test_every_recipe_builds_and_trains_one_step(name, tiny_data_dir, tiny_regio
         ("precompute: {cnn_name: vgg19}", r"bad\.yaml precompute: key\(s\) \['cnn_name'\] unknown"),
         (
             "train: {loss: lseh, loss_params: {lambda: 0.1}}",
-            r"loss_params \['lambda'\] unknown; allowed: \['margin'",
+            r"bad\.yaml: loss_params of 'lseh': unknown hyper-parameter\(s\) \['lambda'\]",
         ),
         (
             "train: {model: vse_inf, model_params: {drop: 0.1}}",
             r"model_params \['drop'\] unknown; allowed: \['num_layers'",
         ),
-        ("train: {loss: lseh, loss_params: {margin: -1}}", r"bad\.yaml: loss 'lseh': margin must be >= 0"),
+        (
+            "train: {loss: lseh, loss_params: {margin: -1}}",
+            r"bad\.yaml: loss_params of 'lseh': margin must be >= 0",
+        ),
         (
             "train: {model: scan, model_params: {module: sgr}}",
             r"model_params \['module'\] unknown; allowed: \['direction'",

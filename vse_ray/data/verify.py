@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vse_ray.data.schema import SCHEMA_VERSION
@@ -71,10 +72,33 @@ def read_manifest(data_dir: str | Path) -> tuple[dict, str]:
     return manifest, hashlib.sha256(raw).hexdigest()
 
 
+SHARD_SUFFIXES = (".parquet", ".arrow")  # Parquet tables; Arrow IPC region features (see schema.py)
+
+
+def shard_rows(path: Path) -> int:
+    """Row count of a Parquet or Arrow IPC shard, from its metadata (nothing else is read)."""
+    if path.suffix == ".arrow":
+        with pa.memory_map(str(path)) as source:
+            reader = pa.ipc.open_file(source)
+            return sum(reader.get_record_batch(i).num_rows for i in range(reader.num_record_batches))
+    return pq.ParquetFile(path).metadata.num_rows
+
+
+def shard_paths(folder: Path, tables: Sequence[str] = TABLES) -> list[Path]:
+    """Every Parquet / Arrow IPC shard under ``tables`` of ``folder``, hidden (temporary) files left out."""
+    return sorted(
+        p
+        for table in tables
+        for p in (folder / table).rglob("*")
+        if p.suffix in SHARD_SUFFIXES
+        and not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    )
+
+
 @functools.lru_cache(maxsize=4096)
 def _file_facts(path: Path, size: int, mtime_ns: int, checksum: bool) -> tuple[int, str]:
-    """(Parquet row count, sha256 or ""), computed once per process for an unchanged file."""
-    return pq.ParquetFile(path).metadata.num_rows, sha256_file(path) if checksum else ""
+    """(row count, sha256 or ""), computed once per process for an unchanged file."""
+    return shard_rows(path), sha256_file(path) if checksum else ""
 
 
 def verify_data_dir(
@@ -94,12 +118,7 @@ def verify_data_dir(
     folder = Path(data_dir).expanduser().resolve()
     manifest, digest = read_manifest(folder)
     listed: dict[str, dict] = manifest["shards"]
-    on_disk = {
-        str(p.relative_to(folder))
-        for table in TABLES
-        for p in (folder / table).rglob("*.parquet")
-        if not any(part.startswith(".") for part in p.relative_to(folder).parts)
-    }
+    on_disk = {str(p.relative_to(folder)) for p in shard_paths(folder)}
     missing, extra = sorted(set(listed) - on_disk), sorted(on_disk - set(listed))
     if missing:
         raise ValueError(f"{folder}: {len(missing)} file(s) of {MANIFEST} are missing, e.g. {missing[0]}")
@@ -135,12 +154,10 @@ def verify_data_dir(
 
 
 def parquet_files(folder: Path, tables: Sequence[str] = TABLES) -> dict[str, dict]:
-    """``{relative path: {rows, sha256}}`` of the Parquet files under ``tables`` (manifest ``shards``)."""
+    """``{relative path: {rows, sha256}}`` of the shards under ``tables`` (manifest ``shards``)."""
     return {
-        str(p.relative_to(folder)): {"rows": pq.ParquetFile(p).metadata.num_rows, "sha256": sha256_file(p)}
-        for table in tables
-        for p in sorted((folder / table).rglob("*.parquet"))
-        if not any(part.startswith(".") for part in p.relative_to(folder).parts)
+        str(p.relative_to(folder)): {"rows": shard_rows(p), "sha256": sha256_file(p)}
+        for p in shard_paths(folder, tables)
     }
 
 

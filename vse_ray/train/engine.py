@@ -95,7 +95,8 @@ def train_step(
 def gathers(model: nn.Module) -> bool:
     """Whether the loss spans the global batch under DDP: embedding models all-gather their embeddings;
     similarity models (SCAN, SGRAF) score each worker's local B x B pairs, as their papers train."""
-    return getattr(model, "module", model).kind == "embedding"
+    inner = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
+    return inner.kind == "embedding"
 
 
 def train_one_epoch(
