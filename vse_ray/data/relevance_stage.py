@@ -22,12 +22,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
-import pyarrow.parquet as pq
 import ray
 
 from vse_ray.data.schema import relevance_table, vectors
 from vse_ray.data.shards import part_name, write_atomic
-from vse_ray.data.store import load_captions
+from vse_ray.data.store import load_captions, read_features_table
 from vse_ray.relevance import CiderDocFreq, cider_doc_freq, cider_matrix, spice_matrix, tokenize
 
 EVAL_SPLITS = ("val", "test")
@@ -75,9 +74,7 @@ def _row_slices(n: int, block: int) -> list[slice]:
 
 def split_relevance(out: Path, split: str, sources: tuple[str, ...], block: int) -> dict[str, str]:
     """Write the missing matrices of one split; returns ``{source: reason}`` for sources that were skipped."""
-    image_ids = np.sort(
-        pq.read_table(out / "features" / f"split={split}", columns=["image_id"])["image_id"].to_numpy()
-    )
+    image_ids = np.sort(read_features_table(str(out), split, ["image_id"])["image_id"].to_numpy())
     captions = load_captions(str(out), split)
     img_of_cap = image_of_caption(image_ids, captions["image_id"].to_numpy())
     shape = (len(image_ids), captions.num_rows)
