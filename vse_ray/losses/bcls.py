@@ -18,7 +18,7 @@ from vse_ray.losses.samplers.log_sum_exp import add_weighted_row, exponent_floor
 from vse_ray.losses.samplers.sliding_window import EDGE_TOLERANCE, window_row
 from vse_ray.losses.sorting import host_rows
 
-KENDALL_FORMS = ("sw_hs", "full")
+KENDALL_FORMS = ("sw_hs", "full", "none")
 NEGATIVE_BELOW = 1.0 - EDGE_TOLERANCE  # Triplet-SN's negatives: candidates whose relevance is below 1
 
 
@@ -28,7 +28,8 @@ class BCLSLoss(BaseVSELoss):
     Triplet-SN per query: [(1/γ) log Σ_{j: r_qj < 1} exp(γ s_qj) - s_qq + m]_+ over in-batch negatives.
     Kendall: with ``kendall="sw_hs"`` the sliding-window hard-sample form (eq. 18-20, window α, stride β,
     M = (2 - α)/β windows; see SlidingWindowSampler); with ``kendall="full"`` the O(B³) sum of eq. 17
-    (all j, k of the batch, the positive included). The positive pair's relevance is set to 1, the paper's
+    (all j, k of the batch, the positive included); ``kendall="none"`` drops L_K (Triplet-SN only, the
+    ablation of the study protocol). The positive pair's relevance is set to 1, the paper's
     normalisation of the S-BERT pseudo labels r in [-1, 1]. The "sw_hs" form is one autograd node whose
     forward and backward run as compiled loops over the queries.
 
@@ -37,7 +38,7 @@ class BCLSLoss(BaseVSELoss):
         gamma: γ of eq. 15 (default 50).
         alpha: relaxation α of eq. 17, in (0, 2) (default 0.2).
         beta: sliding-window stride β (default 0.1).
-        kendall: "sw_hs" | "full".
+        kendall: "sw_hs" | "full" | "none".
         reduction: see BaseVSELoss.
     """
 
@@ -69,9 +70,8 @@ class BCLSLoss(BaseVSELoss):
                 sims, relevance, candidates, self.sampler, self.gamma, self.margin
             )
         soft_max, valid = soft_hardest_similarity(sims, candidates & (relevance < NEGATIVE_BELOW), self.gamma)
-        return triplet_sn(soft_max, positive_sims(sims), valid, self.margin) + kendall_full(
-            sims, relevance, self.alpha
-        )
+        triplet = triplet_sn(soft_max, positive_sims(sims), valid, self.margin)
+        return triplet if self.kendall == "none" else triplet + kendall_full(sims, relevance, self.alpha)
 
 
 def triplet_sn(soft_max: Tensor, positive: Tensor, valid: Tensor, margin: float) -> Tensor:
