@@ -8,6 +8,7 @@ from vse_ray.cli.compare import compare
 from vse_ray.cli.demo import demo
 from vse_ray.cli.evaluate import evaluate
 from vse_ray.cli.precompute import precompute
+from vse_ray.cli.study import study
 from vse_ray.cli.sweep import sweep
 from vse_ray.cli.train import train
 
@@ -23,6 +24,7 @@ app.command(name="precompute")(precompute)
 app.command(name="train")(train)
 app.command(name="evaluate")(evaluate)
 app.command(name="demo")(demo)
+app.command(name="study")(study)
 
 
 if __name__ == "__main__":

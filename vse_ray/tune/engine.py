@@ -62,7 +62,11 @@ def fit_trials(
     tune_config: tune.TuneConfig | None = None,
     stop: Any = None,
 ) -> tune.ResultGrid:
-    """Fit the trials of ``param_space`` (or resume the run's folder when it holds an earlier run)."""
+    """Fit the trials of ``param_space`` (or resume the run's folder when it holds an earlier run).
+
+    The default ``tune_config`` reuses trial processes: a trial that ends hands its process (torch and the
+    compiled kernels already loaded) to the next one.
+    """
     trainable = tune.with_resources(trainable, run.resources)
     if tune.Tuner.can_restore(run.path):
         tuner = tune.Tuner.restore(
@@ -76,7 +80,7 @@ def fit_trials(
     tuner = tune.Tuner(
         trainable,
         param_space=param_space,
-        tune_config=tune_config or tune.TuneConfig(),
+        tune_config=tune_config or tune.TuneConfig(reuse_actors=True),
         run_config=tune.RunConfig(
             name=run.name,
             storage_path=str(run.storage_path),
@@ -104,13 +108,3 @@ def best_checkpoint(result: tune.Result, metric: str = "rsum") -> tuple[tune.Che
     """The kept checkpoint with the highest ``metric`` and its epoch's metrics (Tune bookkeeping removed)."""
     checkpoint, metrics = max(result.best_checkpoints, key=lambda item: item[1][metric])
     return checkpoint, {k: v for k, v in metrics.items() if k not in TUNE_BOOKKEEPING_KEYS and k != "config"}
-
-
-def epoch_history(result: tune.Result) -> list[dict[str, Any]]:
-    """Every epoch the trial reported (validation metrics), Tune bookkeeping removed."""
-    frame = result.metrics_dataframe
-    if frame is None:
-        return []
-    keep = [c for c in frame.columns if "/" not in c and c not in TUNE_BOOKKEEPING_KEYS]
-    rows = frame[keep].to_dict("records")
-    return [{k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()} for row in rows]

@@ -1,0 +1,42 @@
+"""`vse-ray study`: compare losses over seeds with controls (studies/*.yaml), or print a study's summary."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated
+
+import typer
+
+from vse_ray.study import load_study, run_study, study_summary
+
+
+def study(
+    study_file: Annotated[str, typer.Argument(help="Study YAML, e.g. studies/ladder_bcls_cs.yaml.")],
+    output_dir: Annotated[
+        str, typer.Option(help="Output folder: data, Tune trials, MLflow store (rerun to resume).")
+    ] = "vse_ray_out/studies",
+    summary: Annotated[
+        bool, typer.Option("--summary", help="Print the summary of a study already run here; train nothing.")
+    ] = False,
+    seeds: Annotated[int | None, typer.Option(help="Override the file's number of seeds.")] = None,
+    num_cpus: Annotated[int | None, typer.Option(help="CPUs of a local Ray instance (default: all).")] = None,
+) -> None:
+    """Run a loss comparison: a shared warm-up per seed, then every loss and control as Ray Tune trials
+    from it, each selected on validation rsum and scored on test.
+
+    Prints one progress line per stage (data, warm-up, train, test) and a table of mean ± std over seeds with
+    the paired difference from the baseline (* = its 95 % interval excludes 0). The table (CSV + Markdown),
+    the CS@K-vs-rsum trade-off plot and per-row metrics go to the study's MLflow parent run; each run is a
+    child run `<loss>[-<control>]-s<seed>`.
+    """
+    try:
+        spec = load_study(study_file)
+        if seeds is not None:
+            spec = dataclasses.replace(spec, seeds=seeds).validate()
+        if summary:
+            typer.echo(study_summary(spec, output_dir))
+            return
+    except ValueError as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(code=2) from None
+    run_study(spec, output_dir, num_cpus=num_cpus)
