@@ -39,4 +39,4 @@ def study(
     except ValueError as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(code=2) from None
-    run_study(spec, output_dir, num_cpus=num_cpus)
+    run_study(spec, output_dir, ray_options={"num_cpus": num_cpus} if num_cpus else None)

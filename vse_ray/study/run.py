@@ -326,8 +326,16 @@ def write_summary(ctx: StudyContext) -> StudyResult:
     )
 
 
-def run_study(spec: StudySpec, output_dir: str | Path, *, num_cpus: int | None = None) -> StudyResult:
-    """Run (or resume) the whole study; print one progress line per stage and the summary table."""
+def run_study(
+    spec: StudySpec, output_dir: str | Path, *, ray_options: dict[str, Any] | None = None
+) -> StudyResult:
+    """Run (or resume) the whole study; print one progress line per stage and the summary table.
+
+    Args:
+        spec: A study (validated again here, before Ray or MLflow start).
+        output_dir: Data, Tune trials, MLflow store, summary files and the log file go here.
+        ray_options: `ray.init` keywords when a local Ray instance is started (e.g. `num_cpus`).
+    """
     from vse_ray.ray_session import ensure_ray
 
     spec.validate()
@@ -343,7 +351,7 @@ def run_study(spec: StudySpec, output_dir: str | Path, *, num_cpus: int | None =
 
     ctx_seconds: dict[str, float] = {}
     started = time.perf_counter()
-    ensure_ray(**({"num_cpus": num_cpus} if num_cpus else {}))
+    ensure_ray(**{"include_dashboard": False, **(ray_options or {})})
     stage("ray start", started)
     started = time.perf_counter()
     data_dir = prepare_data(spec, out)
