@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from vse_ray.cli.errors import readable_errors
 from vse_ray.cli.evaluate import evaluate
 
 if __name__ == "__main__":
-    typer.run(evaluate)
+    typer.run(readable_errors(evaluate))

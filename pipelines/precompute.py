@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import typer
 
+from vse_ray.cli.errors import readable_errors
 from vse_ray.cli.precompute import precompute
 
 if __name__ == "__main__":
-    typer.run(precompute)  # joins the running cluster (inside `ray job submit`), else starts a local Ray
+    # joins the running cluster (inside `ray job submit`), else starts a local Ray
+    typer.run(readable_errors(precompute))

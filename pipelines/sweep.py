@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import typer
 
+from vse_ray.cli.errors import readable_errors
 from vse_ray.cli.sweep import sweep
 
 if __name__ == "__main__":
-    typer.run(sweep)  # Tune joins the running cluster (inside `ray job submit`), else starts a local Ray
+    # Tune joins the running cluster (inside `ray job submit`), else starts a local Ray
+    typer.run(readable_errors(sweep))

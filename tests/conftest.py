@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -47,3 +48,17 @@ def ray_session():
 def mlflow_uri(tmp_path) -> str:
     """An absolute sqlite tracking URI in a throwaway folder."""
     return f"sqlite:///{(tmp_path / 'mlflow.db').resolve()}"
+
+
+@pytest.fixture()
+def empty_cwd(tmp_path_factory, monkeypatch) -> Path:
+    """Run the test from an empty current folder; `stray_files(empty_cwd)` then lists what a command wrote
+    there, outside the output folder it was given."""
+    folder = tmp_path_factory.mktemp("cwd")
+    monkeypatch.chdir(folder)
+    return folder
+
+
+def stray_files(folder: Path) -> list[str]:
+    """Every path under `folder`, relative to it (empty when nothing was written there)."""
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))

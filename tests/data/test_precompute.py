@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +18,7 @@ from vse_ray.data import load_captions, load_features, load_manifest, load_relev
 from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
 from vse_ray.data.precompute import precompute
 from vse_ray.data.shards import sha256_file
+from vse_ray.data.store import iter_relevance
 from vse_ray.data.synthetic import generate_synthetic, synthetic_image
 from vse_ray.data.vocab import END, START
 from vse_ray.features import CNNFeatureExtractor
@@ -26,7 +28,7 @@ pytestmark = pytest.mark.ray
 CONFIG = PrecomputeConfig(
     n_train=40, n_val=10, n_test=10, image_size=32, cnn="small", shard_size=16, svd_dim=16, vocab_min_count=1
 )
-OPTIONS = ExecutionOptions(cnn_actors=1, sbert_actors=1)
+OPTIONS = ExecutionOptions(cnn_actors=1, sbert_actors=1, relevance_block=4)
 SIZES = {"train": 40, "val": 10, "test": 10}
 
 
@@ -76,7 +78,7 @@ def test_captions_tokens_and_vectors(tiny):
     tokens = captions["tokens"].to_pylist()
     assert all(t[0] == START and t[-1] == END for t in tokens)
     assert " ".join(inverse[i] for i in tokens[3][1:-1]) == tokenize(texts[3])
-    svd = TfidfSvd.from_bytes((tiny / "tfidf_svd.bin").read_bytes())
+    svd = TfidfSvd.load(tiny / "tfidf_svd.npz")
     np.testing.assert_allclose(
         np.stack(captions["svd"].to_numpy(zero_copy_only=False)), svd.transform(texts), atol=1e-6
     )
@@ -114,12 +116,28 @@ def test_cider_relevance_equals_pycocoevalcap(tiny):
         np.testing.assert_allclose(matrix[:, j], scores, rtol=1e-5, atol=1e-5)
 
 
+def test_relevance_shards_read_by_pyarrow_ray_data_and_in_chunks(tiny, ray_session):
+    whole = load_relevance(str(tiny), "val", "cider")
+    assert len(list((tiny / "relevance" / "val" / "cider").glob("part-*.parquet"))) == 3  # rows 0, 4, 8
+    table = pq.read_table(tiny / "relevance" / "val" / "cider")  # plain pyarrow, every row shard
+    assert table.schema.field("relevance").type == pa.list_(pa.float32(), 50)
+    assert table["image_id"].to_pylist() == list(range(40, 50))
+    np.testing.assert_array_equal(np.stack(table["relevance"].to_numpy(zero_copy_only=False)), whole)
+    rows = ray_session.data.read_parquet(str(tiny / "relevance" / "val" / "cider")).take_all()
+    by_id = {int(r["image_id"]): np.asarray(r["relevance"]) for r in rows}
+    np.testing.assert_array_equal(np.stack([by_id[i] for i in range(40, 50)]), whole)
+    chunks = list(iter_relevance(str(tiny), "val", "cider", chunk_rows=3))
+    assert [len(ids) for ids, _ in chunks] == [3, 1, 3, 1, 2]  # at most 3 rows, within each shard
+    np.testing.assert_array_equal(np.concatenate([r for _, r in chunks]), whole)
+
+
 def test_manifest_records_counts_checksums_and_config(tiny):
     manifest = load_manifest(str(tiny))
-    assert manifest["schema_version"] == 1 and manifest["config_hash"] == CONFIG.hash()
+    assert manifest["schema_version"] == 2 and manifest["config_hash"] == CONFIG.hash()
     assert manifest["rows"]["images"] == SIZES and manifest["rows"]["rejects"] == 0
     assert manifest["dims"] == {"feature": 256, "feature_shape": [256], "sbert": 384, "svd": 16}
-    files = sorted(str(p.relative_to(tiny)) for p in tiny.glob("*/split=*/*.parquet"))
+    patterns = ("*/split=*/*.parquet", "relevance/*/*/*.parquet")
+    files = sorted(str(p.relative_to(tiny)) for g in patterns for p in tiny.glob(g))
     assert sorted(manifest["shards"]) == files
     for name, info in manifest["shards"].items():
         assert sha256_file(tiny / name) == info["sha256"]
@@ -149,7 +167,7 @@ def test_rerun_skips_and_interrupted_run_completes_identically(tiny):
     (tiny / "_state" / "features" / "train-00000016.json").unlink()
     (tiny / "features" / "split=train" / "part-00000016.parquet").unlink()
     (tiny / "features" / "split=train" / "part-00000020.parquet").write_bytes(b"partial")
-    (tiny / "relevance" / "val" / "cider.npy").unlink()
+    shutil.rmtree(tiny / "relevance" / "val" / "cider")
     summary = precompute(CONFIG, str(tiny), OPTIONS, verbose=False)
     assert summary.processed == {"images": 16, "captions": 0}
     after = {p: sha256_file(p) for p in tiny.rglob("*") if p.is_file() and "_state" not in p.parts}

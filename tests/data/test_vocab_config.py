@@ -63,7 +63,9 @@ def test_changed_config_is_refused_unless_overwrite(tmp_path):
     assert not (out / "features").exists()
 
 
-def test_foreign_folder_is_refused(tmp_path):
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_foreign_folder_is_refused_and_never_deleted(tmp_path, overwrite):
     (tmp_path / "notes.txt").write_text("mine")
-    with pytest.raises(ValueError, match="is not empty"):
-        claim_output(tmp_path, PrecomputeConfig(), overwrite=False)
+    with pytest.raises(ValueError, match="holds no vse_ray precompute .*deletes only vse_ray folders"):
+        claim_output(tmp_path, PrecomputeConfig(), overwrite=overwrite)
+    assert (tmp_path / "notes.txt").read_text() == "mine"

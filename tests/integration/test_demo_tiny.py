@@ -6,13 +6,14 @@ from __future__ import annotations
 import pytest
 from mlflow import MlflowClient
 
+from tests.conftest import stray_files
 from vse_ray.demo import DemoSettings, run_demo
 from vse_ray.tune.mlflow_trials import PARENT_TAG
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
-def test_tiny_demo_end_to_end(ray_session, tmp_path, capsys):
+def test_tiny_demo_end_to_end(ray_session, tmp_path, capsys, empty_cwd):
     settings = DemoSettings(
         output_dir=str(tmp_path / "demo"),
         losses=("vsepp", "bcls"),
@@ -41,3 +42,4 @@ def test_tiny_demo_end_to_end(ray_session, tmp_path, capsys):
     assert f"#/experiments/{result.experiment_id}/runs" in out and "bcls-shuffled" in out
     written = {p.name for p in (tmp_path / "demo").iterdir()}
     assert written == {"data", "logs", "mlflow.db", "ray_results", "studies"}
+    assert stray_files(empty_cwd) == []  # everything under --output-dir

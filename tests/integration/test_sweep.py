@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
+from tests.conftest import stray_files
 from tests.model.tiny_store import write_tiny_store
 from vse_ray.tune.mlflow_trials import PARENT_TAG, STOP_TAG
 from vse_ray.tune.sweep import run_sweep
@@ -31,7 +32,7 @@ TINY_TRAINING = {
 
 
 @pytest.mark.ray
-def test_sweep_interrupt_resume_and_mlflow(ray_session, tmp_path, mlflow_uri, capsys):
+def test_sweep_interrupt_resume_and_mlflow(ray_session, tmp_path, mlflow_uri, capsys, empty_cwd):
     space = tmp_path / "space.yaml"
     space.write_text(SPACE)
     cfg = SweepConfig(
@@ -76,3 +77,4 @@ def test_sweep_interrupt_resume_and_mlflow(ray_session, tmp_path, mlflow_uri, ca
     assert Path(second.best_checkpoint, "model.pt").is_file()
     out = capsys.readouterr().out
     assert f"Best trial {second.best_trial_id}: rsum" in out and "#/experiments/" in out
+    assert stray_files(empty_cwd) == []

@@ -8,6 +8,7 @@ import pytest
 from mlflow import MlflowClient
 from typer.testing import CliRunner
 
+from tests.conftest import stray_files
 from tests.model.tiny_store import tiny_config, write_tiny_store
 from vse_ray.cli.main import app
 from vse_ray.train.config import TrainConfig
@@ -30,7 +31,7 @@ def _epochs_in_mlflow(uri: str, run_id: str) -> list[int]:
     return sorted(m.step for m in MlflowClient(uri).get_metric_history(run_id, "rsum"))
 
 
-def test_ddp_fit_logs_mlflow_and_evaluate_cli(ray_session, tiny_dir, tmp_path, mlflow_uri):
+def test_ddp_fit_logs_mlflow_and_evaluate_cli(ray_session, tiny_dir, tmp_path, mlflow_uri, empty_cwd):
     cfg = _cfg(tiny_dir, tmp_path, mlflow_uri, loss="ladder", num_workers=2, epochs=2)
     result = fit(cfg)
     assert [m["epoch"] for m in result.history] == [1, 2]
@@ -62,6 +63,8 @@ def test_ddp_fit_logs_mlflow_and_evaluate_cli(ray_session, tiny_dir, tmp_path, m
     logged = client.get_run(result.run_id).data.metrics
     assert logged["test_rsum"] == pytest.approx(report["metrics"]["rsum"])
     assert "test_CS_at_10_i2t" in logged and "test_NCS_at_5_t2i" in logged
+    assert list((tmp_path / "out" / "mlartifacts").rglob("metrics.json"))
+    assert stray_files(empty_cwd) == []  # train and evaluate wrote only under their output folders
 
 
 def test_killed_worker_resumes_and_matches_a_clean_run(ray_session, tiny_dir, tmp_path, mlflow_uri):

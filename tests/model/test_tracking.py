@@ -6,6 +6,7 @@ from pathlib import Path
 
 from mlflow import MlflowClient
 
+from tests.conftest import stray_files
 from vse_ray.tracking import (
     get_best_run,
     get_or_create_experiment,
@@ -35,9 +36,9 @@ def test_links():
     )
 
 
-def test_run_reuse_params_and_exactly_once_epochs(mlflow_uri):
-    exp = get_or_create_experiment("tiny", mlflow_uri)
-    assert get_or_create_experiment("tiny", mlflow_uri) == exp
+def test_run_reuse_params_and_exactly_once_epochs(mlflow_uri, tmp_path):
+    exp = get_or_create_experiment("tiny", mlflow_uri, tmp_path)
+    assert get_or_create_experiment("tiny", mlflow_uri, tmp_path) == exp
     run = get_or_create_run(exp, "tiny-vsepp-s0", mlflow_uri)
     assert get_or_create_run(exp, "tiny-vsepp-s0", mlflow_uri) == run
     assert get_or_create_run(exp, "tiny-sam-s0", mlflow_uri) != run
@@ -51,9 +52,17 @@ def test_run_reuse_params_and_exactly_once_epochs(mlflow_uri):
     assert len(client.get_run(run).data.params) == 150
 
 
-def test_get_best_run(mlflow_uri):
-    exp = get_or_create_experiment("best", mlflow_uri)
+def test_get_best_run(mlflow_uri, tmp_path):
+    exp = get_or_create_experiment("best", mlflow_uri, tmp_path)
     runs = {name: get_or_create_run(exp, name, mlflow_uri) for name in ("a", "b", "c")}
     for name, rsum in (("a", 100.0), ("b", 250.0)):
         log_epoch_metrics([{"epoch": 1, "rsum": rsum}], runs[name], mlflow_uri)
     assert get_best_run("best", tracking_uri=mlflow_uri).info.run_id == runs["b"]
+
+
+def test_artifacts_land_under_the_output_folder(mlflow_uri, tmp_path, empty_cwd):
+    out = tmp_path / "out"
+    run = get_or_create_run(get_or_create_experiment("arts", mlflow_uri, out), "r", mlflow_uri)
+    MlflowClient(mlflow_uri).log_dict(run, {"a": 1}, "doc.json")
+    assert list((out / "mlartifacts").rglob("doc.json"))
+    assert stray_files(empty_cwd) == []

@@ -16,6 +16,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from PIL import Image
 
+from vse_ray.data.schema import relevance_table
+from vse_ray.data.verify import describe_folder
 from vse_ray.relevance import tokenize
 from vse_ray.relevance.cider import cider_matrix
 from vse_ray.relevance.cider_doc_freq import cider_doc_freq
@@ -96,7 +98,6 @@ def write_tiny_store(root: Path, seed: int = 0) -> Path:
         if split == "train":
             train_refs = refs
             continue
-        (root / "relevance" / split).mkdir(parents=True)
         own = sbert.reshape(n_images, len(TEMPLATES), SBERT_DIM)
         matrices = {
             "sbert": (own @ sbert.T).mean(axis=1),
@@ -104,12 +105,15 @@ def write_tiny_store(root: Path, seed: int = 0) -> Path:
             "cider": cider_matrix([tokenize(t) for t in texts], refs).T,
         }
         for name, matrix in matrices.items():
-            np.save(root / "relevance" / split / f"{name}.npy", matrix.astype(np.float32))
+            (root / "relevance" / split / name).mkdir(parents=True)
+            path = root / "relevance" / split / name / "part-00000000.parquet"
+            pq.write_table(relevance_table(ids, matrix, n_caps), path)
     (root / "vocab.json").write_text(json.dumps(vocab))
     (root / "cider_df.json").write_text(json.dumps(cider_doc_freq(train_refs).to_dict()))
     (root / "manifest.json").write_text(
         json.dumps(
             {
+                **describe_folder(root),
                 "dataset": "tiny",
                 "dims": {
                     "feature": FEATURE_DIM,

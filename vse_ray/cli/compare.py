@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from vse_ray.tracking import resolve_tracking_uri
-from vse_ray.tune.runs_table import DEFAULT_METRICS, fetch_runs, runs_table
+from vse_ray.tune.runs_table import DEFAULT_METRICS
 
 
 def compare(
@@ -26,6 +26,8 @@ def compare(
     limit: Annotated[int, typer.Option(help="Show at most this many runs (0: all).")] = 0,
 ) -> None:
     """Print the experiment's runs sorted by --metric, with the params that differ between them."""
+    from vse_ray.tune.runs_table import fetch_runs, runs_table
+
     uri = resolve_tracking_uri(tracking_uri, output_dir)
     try:
         runs = fetch_runs(uri, experiment, parent)

@@ -6,8 +6,7 @@ from typing import Annotated
 
 import typer
 
-from vse_ray.demo import DemoSettings, run_demo
-from vse_ray.demo.run import DEMO_LOSSES
+from vse_ray.demo.settings import DEMO_LOSSES, DemoSettings
 
 D = DemoSettings
 
@@ -76,9 +75,7 @@ def demo(
         num_cpus=num_cpus,
         seed=seed,
     )
-    try:
-        settings.validate().study()
-    except ValueError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(code=2) from None
+    settings.validate().study()  # bad input: one line (the `readable_errors` wrapper), before Ray starts
+    from vse_ray.demo.run import run_demo
+
     run_demo(settings)

@@ -6,8 +6,6 @@ from typing import Annotated
 
 import typer
 
-from vse_ray.evaluation.evaluate import evaluate_run
-
 
 def evaluate(
     run: Annotated[str, typer.Option(help="MLflow run id, or a checkpoint file/folder.")],
@@ -23,6 +21,8 @@ def evaluate(
     ] = None,
 ) -> None:
     """Evaluate a run (both directions, every metric) and write a JSON report."""
+    from vse_ray.evaluation.evaluate import evaluate_run
+
     report = evaluate_run(run, split, protocol, data, tracking_uri, output_dir, coco_ids)
     width = max(len(k) for k in report.metrics)
     for key, value in sorted(report.metrics.items()):

@@ -6,6 +6,7 @@ import typer
 
 from vse_ray.cli.compare import compare
 from vse_ray.cli.demo import demo
+from vse_ray.cli.errors import readable_errors
 from vse_ray.cli.evaluate import evaluate
 from vse_ray.cli.precompute import precompute
 from vse_ray.cli.study import study
@@ -17,15 +18,18 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
 )
-# Sub-commands are registered below, one line each: app.command()(module.function)
-app.command(name="sweep")(sweep)
-app.command(name="compare")(compare)
-app.command(name="precompute")(precompute)
-app.command(name="train")(train)
-app.command(name="evaluate")(evaluate)
-app.command(name="demo")(demo)
-app.command(name="study")(study)
-
+# One line per sub-command; each is wrapped once by `readable_errors` (short messages, --debug tracebacks).
+COMMANDS = {
+    "sweep": sweep,
+    "compare": compare,
+    "precompute": precompute,
+    "train": train,
+    "evaluate": evaluate,
+    "demo": demo,
+    "study": study,
+}
+for _name, _command in COMMANDS.items():
+    app.command(name=_name)(readable_errors(_command))
 
 if __name__ == "__main__":
     app()

@@ -7,8 +7,6 @@ from typing import Annotated
 import typer
 
 from vse_ray.data.config import AUTO, ExecutionOptions, PrecomputeConfig
-from vse_ray.data.precompute import precompute as run_precompute
-from vse_ray.ray_session import ensure_ray
 
 
 def _auto_int(name: str, value: str, allow_none: bool = False) -> int | str | None:
@@ -96,5 +94,6 @@ def precompute(
         overwrite=overwrite,
     )
     config.resolved()  # bad values fail before Ray starts
-    ensure_ray(ray_address)
-    run_precompute(config, out, options)
+    from vse_ray.data.precompute import precompute as run_precompute
+
+    run_precompute(config, out, options, ray_address=ray_address)  # reads the input before Ray starts

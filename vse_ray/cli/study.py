@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from vse_ray.study import load_study, run_study, study_summary
+from vse_ray.study.spec import load_study
 
 
 def study(
@@ -29,14 +29,14 @@ def study(
     the CS@K-vs-rsum trade-off plot and per-row metrics go to the study's MLflow parent run; each run is a
     child run `<loss>[-<control>]-s<seed>`.
     """
-    try:
-        spec = load_study(study_file)
-        if seeds is not None:
-            spec = dataclasses.replace(spec, seeds=seeds).validate()
-        if summary:
-            typer.echo(study_summary(spec, output_dir))
-            return
-    except ValueError as err:
-        typer.echo(f"error: {err}", err=True)
-        raise typer.Exit(code=2) from None
+    spec = load_study(study_file)  # bad input: one line (the `readable_errors` wrapper), before Ray starts
+    if seeds is not None:
+        spec = dataclasses.replace(spec, seeds=seeds).validate()
+    if summary:
+        from vse_ray.study.run import study_summary
+
+        typer.echo(study_summary(spec, output_dir))
+        return
+    from vse_ray.study.run import run_study
+
     run_study(spec, output_dir, ray_options={"num_cpus": num_cpus} if num_cpus else None)

@@ -7,9 +7,6 @@ from typing import Annotated
 import typer
 import yaml
 
-from vse_ray.tune.sweep import run_sweep
-from vse_ray.tune.sweep_config import SweepConfig
-
 
 def sweep(
     space: Annotated[str, typer.Option(help="Search-space YAML, e.g. tune_spaces/ladder_auto.yaml.")],
@@ -44,6 +41,9 @@ def sweep(
     ] = None,
 ) -> None:
     """Tune over the space; print and log the best trial; `vse-ray compare` or the MLflow UI show the runs."""
+    from vse_ray.tune.sweep import run_sweep
+    from vse_ray.tune.sweep_config import SweepConfig
+
     train: dict = {"epochs": epochs}
     for item in set_ or []:
         key, sep, value = item.partition("=")

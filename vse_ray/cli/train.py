@@ -7,10 +7,9 @@ from typing import Annotated, Any
 
 import typer
 
-from vse_ray.ray_session import ensure_ray
 from vse_ray.tracking import runs_table_url, ui_command
 from vse_ray.train.config import TrainConfig
-from vse_ray.train.trainer import fit
+from vse_ray.train.preflight import check_training
 
 
 def parse_loss_params(items: list[str]) -> dict[str, Any]:
@@ -80,7 +79,11 @@ def train(
         tracking_uri=tracking_uri,
         experiment=experiment,
         max_failures=max_failures,
-    ).validate()
+    )
+    check_training(cfg)  # fields, loss hyper-parameters, data folder: before Ray and MLflow start
+    from vse_ray.ray_session import ensure_ray
+    from vse_ray.train.trainer import fit
+
     ensure_ray(ray_address)
     result = fit(cfg)
     best = result.best_metrics

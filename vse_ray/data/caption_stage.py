@@ -22,6 +22,8 @@ from vse_ray.data.sources import SplitSource
 from vse_ray.data.vocab import build_vocab
 from vse_ray.relevance import TfidfSvd, cider_doc_freq, tokenize
 
+SVD_FILE = "tfidf_svd.npz"
+
 
 def caption_columns(split: SplitSource, kept_ids: np.ndarray) -> dict[str, np.ndarray]:
     """``caption_id``, ``image_id``, ``text`` of the captions of the kept images, sorted by ``caption_id``."""
@@ -36,9 +38,11 @@ def caption_columns(split: SplitSource, kept_ids: np.ndarray) -> dict[str, np.nd
     return {"caption_id": caption_id[order], "image_id": image_id[order], "text": text[order]}
 
 
-def fit_train_models(train: dict[str, np.ndarray], config: PrecomputeConfig, out: Path) -> tuple[dict, bytes]:
-    """Vocabulary, CIDEr doc freqs and TF-IDF+SVD of the train captions; reused when already saved."""
-    vocab_path, svd_path, df_path = out / "vocab.json", out / "tfidf_svd.bin", out / "cider_df.json"
+def fit_train_models(
+    train: dict[str, np.ndarray], config: PrecomputeConfig, out: Path
+) -> tuple[dict, dict[str, np.ndarray]]:
+    """Vocabulary, CIDEr doc freqs and TF-IDF+SVD arrays of the train captions; reused when already saved."""
+    vocab_path, svd_path, df_path = out / "vocab.json", out / SVD_FILE, out / "cider_df.json"
     if not (vocab_path.exists() and svd_path.exists() and df_path.exists()):
         texts = [str(t) for t in train["text"]]
         tokenised = [tokenize(t) for t in texts]
@@ -47,10 +51,16 @@ def fit_train_models(train: dict[str, np.ndarray], config: PrecomputeConfig, out
         for image_id, text in zip(train["image_id"].tolist(), tokenised, strict=True):
             refs.setdefault(image_id, []).append(text)
         write_json_atomic(cider_doc_freq(list(refs.values())).to_dict(), df_path)
-        tmp = svd_path.with_name(".tfidf_svd.bin.tmp")
-        tmp.write_bytes(TfidfSvd(k=config.svd_dim, seed=config.seed).fit(texts).to_bytes())
-        tmp.replace(svd_path)
-    return json.loads(vocab_path.read_text()), svd_path.read_bytes()
+        model = TfidfSvd(k=config.svd_dim, seed=config.seed).fit(texts)
+        if model.dim < config.svd_dim:
+            print(
+                f"svd_dim: reduced from {config.svd_dim} to {model.dim}: the truncated SVD needs fewer "
+                f"components than the {len(texts)} train captions and their {len(model.vocabulary)} TF-IDF "
+                "terms",
+                flush=True,
+            )
+        model.save(svd_path)
+    return json.loads(vocab_path.read_text()), TfidfSvd.load(svd_path).to_arrays()
 
 
 def run_caption_stage(
@@ -68,7 +78,7 @@ def run_caption_stage(
         options: Pool sizes and batch sizes.
         out: The output folder.
     """
-    vocab, svd_bytes = fit_train_models(columns["train"], config, out)
+    vocab, svd_arrays = fit_train_models(columns["train"], config, out)
     ledger = ShardLedger(out, "captions")
     todo = [
         shard
@@ -79,7 +89,7 @@ def run_caption_stage(
     ]
     if not todo:
         return 0
-    kwargs = {"vocab": vocab, "svd_bytes": svd_bytes, "sbert_model": config.sbert_model}
+    kwargs = {"vocab": vocab, "svd_arrays": svd_arrays, "sbert_model": config.sbert_model}
     kwargs["batch_size"] = options.sbert_batch_size
     ds = dataset_of_shards([shard_input(s, columns[s.split]) for s in todo])
     res = plan_resources(options.sbert_actors, "sbert_actors", len(todo))

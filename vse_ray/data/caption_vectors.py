@@ -14,7 +14,7 @@ class CaptionVectorizer:
 
     Args:
         vocab: ``{word: id}`` built from the training captions.
-        svd_bytes: The TF-IDF + SVD model fitted on the training captions (``TfidfSvd.to_bytes()``).
+        svd_arrays: The TF-IDF + SVD model fitted on the training captions (``TfidfSvd.to_arrays()``).
         sbert_model: Sentence-BERT model name or folder.
         device: Torch device of the Sentence-BERT model.
         batch_size: Captions per Sentence-BERT forward pass.
@@ -24,7 +24,7 @@ class CaptionVectorizer:
     def __init__(
         self,
         vocab: dict[str, int],
-        svd_bytes: bytes,
+        svd_arrays: dict[str, np.ndarray],
         sbert_model: str,
         device: str = "cpu",
         batch_size: int = 64,
@@ -33,7 +33,7 @@ class CaptionVectorizer:
         if num_threads is not None:
             torch.set_num_threads(num_threads)
         self.vocab = vocab
-        self.svd = TfidfSvd.from_bytes(svd_bytes)
+        self.svd = TfidfSvd.from_arrays(svd_arrays)
         self.sbert = SentenceEncoder(sbert_model, device=device, batch_size=batch_size)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

@@ -38,11 +38,22 @@ def read_karpathy(
     path = Path(json_path)
     if not path.is_file():
         raise ValueError(f"karpathy_json: file {json_path} does not exist")
-    images = json.loads(path.read_text()).get("images")
+    try:
+        document = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{json_path}: expected a UTF-8 JSON file ({err})") from err
+    if not isinstance(document, dict):
+        raise ValueError(
+            f"{json_path}: the top level is a JSON {type(document).__name__}, expected an object with an "
+            "'images' list (Karpathy split format)"
+        )
+    images = document.get("images")
     if not isinstance(images, list) or not images:
         raise ValueError(f"{json_path}: expected a non-empty 'images' list")
     rows: dict[str, list[int]] = {split: [] for split in SPLIT_NAMES}
     for row, image in enumerate(images):
+        if not isinstance(image, dict):
+            raise ValueError(f"{json_path}: images[{row}] is a {type(image).__name__}, expected an object")
         for key in ("split", "filename", "imgid", "sentences"):
             if key not in image:
                 raise ValueError(f"{json_path}: images[{row}] has no {key!r} field")

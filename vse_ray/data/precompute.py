@@ -84,18 +84,24 @@ def _vector_width(out: Path, table: str, column: str) -> int:
 
 
 def precompute(
-    config: PrecomputeConfig, out: str, options: ExecutionOptions | None = None, verbose: bool = True
+    config: PrecomputeConfig,
+    out: str,
+    options: ExecutionOptions | None = None,
+    verbose: bool = True,
+    ray_address: str | None = None,
 ) -> PrecomputeSummary:
     """Run (or resume) the whole precompute of one dataset into ``out``.
 
     Shards already complete for the same config are skipped; a folder written with another config is refused
-    unless ``options.overwrite``. Uses this process's Ray instance if there is one, else :func:`ensure_ray`.
+    unless ``options.overwrite``. The input is read and checked first; then it uses this process's Ray
+    instance if there is one, else :func:`ensure_ray` (``ray_address``).
 
     Args:
         config: What to compute.
         out: Output folder (local or shared filesystem).
         options: How to run it.
         verbose: Print the summary.
+        ray_address: Ray cluster to join when this process has no Ray instance yet (None: see ensure_ray).
 
     Returns:
         Counts, rejects and timings.
@@ -107,7 +113,7 @@ def precompute(
     folder = Path(out)
     source = load_source(config)
     claim_output(folder, config, options.overwrite)
-    ensure_ray()
+    ensure_ray(ray_address)
     started = time.perf_counter()
     seconds, processed = {}, {}
 

@@ -1,8 +1,10 @@
-"""Stage 1c: full query x gallery relevance matrices of the evaluation splits, written in row blocks.
+"""Stage 1c: full query x gallery relevance matrices of the evaluation splits, written as Parquet row shards.
 
-``relevance/<split>/<source>.npy`` is (n_images, n_captions) float32; rows follow ascending ``image_id``
-(the order of :func:`~vse_ray.data.store.load_features`), columns ascending ``caption_id`` (the order of
-:func:`~vse_ray.data.store.load_captions`). ``R[i, j]`` is:
+``relevance/<split>/<source>/part-<row>.parquet`` holds rows of the (n_images, n_captions) float32 matrix:
+one row per image (``image_id``, ascending), its relevance to every caption of the split as
+``relevance: fixed_size_list<float32>[n_captions]`` (columns ascending ``caption_id``, the order of
+:func:`~vse_ray.data.store.load_captions`). A source's folder appears only once all its shards are written.
+``R[i, j]`` is:
 
 - ``sbert`` / ``svd``: the mean cosine between caption j and the reference captions of image i (the
   ladder loss relevance, eq. 1, averaged over the image's captions);
@@ -15,6 +17,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -22,7 +25,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import ray
 
-from vse_ray.data.schema import vectors
+from vse_ray.data.schema import relevance_table, vectors
+from vse_ray.data.shards import part_name, write_atomic
 from vse_ray.data.store import load_captions
 from vse_ray.relevance import CiderDocFreq, cider_doc_freq, cider_matrix, spice_matrix, tokenize
 
@@ -50,16 +54,19 @@ def _cider_rows(hypotheses: list[str], references: list[list[str]], doc_freq: Ci
     return cider_matrix(hypotheses, references, doc_freq).T.astype(np.float32)
 
 
-def write_row_blocks(path: Path, shape: tuple[int, int], blocks: Iterable[tuple[slice, np.ndarray]]) -> None:
-    """Write a float32 .npy row block by row block through a temporary file renamed into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npy")
-    out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=shape)
+def write_row_blocks(
+    folder: Path, image_ids: np.ndarray, n_captions: int, blocks: Iterable[tuple[slice, np.ndarray]]
+) -> None:
+    """Write one Parquet shard per row block into a hidden folder, renamed to ``folder`` once complete."""
+    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
     for rows, block in blocks:
-        out[rows] = block
-    out.flush()
-    del out
-    os.replace(tmp, path)
+        write_atomic(relevance_table(image_ids[rows], block, n_captions), tmp / part_name(rows.start or 0))
+    if not tmp.exists():  # no image rows
+        empty = relevance_table(image_ids[:0], np.zeros((0, n_captions)), n_captions)
+        write_atomic(empty, tmp / part_name(0))
+    os.replace(tmp, folder)
 
 
 def _row_slices(n: int, block: int) -> list[slice]:
@@ -81,23 +88,26 @@ def split_relevance(out: Path, split: str, sources: tuple[str, ...], block: int)
         references[row].append(text)
     skipped = {}
     for source in sources:
-        path = out / "relevance" / split / f"{source}.npy"
-        if path.exists():
+        folder = out / "relevance" / split / source
+        if folder.exists():
             continue
+        folder.parent.mkdir(parents=True, exist_ok=True)
         if source in ("sbert", "svd"):
             rows_of = mean_cosine(vectors(captions[source]), img_of_cap, shape[0])
-            write_row_blocks(path, shape, ((rows, rows_of(rows)) for rows in slices))
+            write_row_blocks(folder, image_ids, shape[1], ((rows, rows_of(rows)) for rows in slices))
         elif source == "cider" and len(slices) == 1:  # one block: no task start-up cost
-            write_row_blocks(path, shape, [(slices[0], cider_matrix(texts, references).T)])
+            write_row_blocks(folder, image_ids, shape[1], [(slices[0], cider_matrix(texts, references).T)])
         elif source == "cider":
             hyps, doc_freq = ray.put(texts), ray.put(cider_doc_freq(references))
             refs = [(rows, _cider_rows.remote(hyps, references[rows], doc_freq)) for rows in slices]
-            write_row_blocks(path, shape, ((rows, ray.get(ref)) for rows, ref in refs))
+            write_row_blocks(folder, image_ids, shape[1], ((rows, ray.get(ref)) for rows, ref in refs))
         else:
             try:
-                write_row_blocks(path, shape, [(slice(None), spice_matrix(texts, references).T)])
+                matrix = spice_matrix(texts, references).T
             except RuntimeError as err:
                 skipped[source] = str(err)
+                continue
+            write_row_blocks(folder, image_ids, shape[1], ((rows, matrix[rows]) for rows in slices))
     return skipped
 
 

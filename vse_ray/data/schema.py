@@ -1,16 +1,22 @@
 """Arrow schemas of the precompute output tables, readable by plain pyarrow.
 
-Layout of a precompute folder (``SCHEMA_VERSION`` 1)::
+Layout of a precompute folder (``SCHEMA_VERSION`` 2)::
 
-    manifest.json        schema version, config and its hash, row counts, per-shard checksums, rejects
+    manifest.json        written last: schema version, config and its hash, row counts, rows and sha256 of
+                         every Parquet file (``shards``), relevance shapes, rejects
     vocab.json           {"word": id}; 0=<pad>, 1=<unk>, 2=<start>, 3=<end>; built from train captions only
     cider_df.json        CIDEr document frequencies of the train reference sets (CiderDocFreq.to_dict())
-    tfidf_svd.bin        the TF-IDF + truncated SVD model fitted on train captions (TfidfSvd.to_bytes())
+    tfidf_svd.npz        the TF-IDF + truncated SVD model fitted on train captions, arrays only: vocabulary,
+                         idf, components, k, seed (TfidfSvd.save / TfidfSvd.load; no pickle)
     rejects.parquet      image_id, split, path, reason of every image that could not be loaded
     features/split=<split>/part-<row>.parquet   FEATURES columns, one row per image
     captions/split=<split>/part-<row>.parquet   CAPTIONS columns, one row per caption
-    relevance/<split>/<source>.npy             (n_images, n_captions) float32 for val/test; rows follow
-                                               ascending image_id, columns ascending caption_id
+    relevance/<split>/<source>/part-<row>.parquet
+                         RELEVANCE columns for val/test, one row per image (ascending image_id) holding its
+                         relevance to every caption of the split (ascending caption_id): the rows
+                         ``<row>:<row + block>`` of the (n_images, n_captions) float32 matrix. Read it whole
+                         with ``store.load_relevance``, in row chunks with ``store.iter_relevance``, or with
+                         ``pyarrow.parquet.read_table`` / ``ray.data.read_parquet`` on the source folder.
 
 ``<row>`` is the index (within the split) of the shard's first row, so file names are the same on every run.
 Vectors are ``fixed_size_list<float32>[D]``; ``split`` is dictionary-encoded strings so that reading the
@@ -22,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 SPLIT_TYPE = pa.dictionary(pa.int32(), pa.string())
 
 
@@ -89,3 +95,16 @@ def captions_table(batch: dict[str, np.ndarray]) -> pa.Table:
         fixed_size_list(svd),
     ]
     return pa.Table.from_arrays(columns, schema=captions_schema(sbert.shape[1], svd.shape[1]))
+
+
+def relevance_schema(n_captions: int) -> pa.Schema:
+    """``image_id`` int64, ``relevance`` fixed_size_list<float32>[n_captions] (one matrix row per image)."""
+    return pa.schema([("image_id", pa.int64()), ("relevance", pa.list_(pa.float32(), n_captions))])
+
+
+def relevance_table(image_ids: np.ndarray, rows: np.ndarray, n_captions: int) -> pa.Table:
+    """Rows of a relevance matrix (k, n_captions) with their image ids, in the ``relevance`` schema."""
+    values = fixed_size_list(np.asarray(rows, dtype=np.float32).reshape(len(image_ids), n_captions))
+    return pa.Table.from_arrays(
+        [pa.array(np.asarray(image_ids, dtype=np.int64)), values], schema=relevance_schema(n_captions)
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -50,13 +51,46 @@ def load_captions(data_dir: str, split: str) -> pa.Table:
     return table.sort_by("caption_id")
 
 
-def load_relevance(data_dir: str, split: str, source: str) -> np.ndarray:
-    """(n_images, n_captions) float32 matrix (rows: ascending image_id, columns: ascending caption_id)."""
-    path = Path(data_dir) / "relevance" / split / f"{source}.npy"
-    if not path.is_file():
-        have = sorted(p.stem for p in path.parent.glob("*.npy")) if path.parent.is_dir() else []
+def relevance_folder(data_dir: str, split: str, source: str) -> Path:
+    """``relevance/<split>/<source>``; ValueError naming the sources the split has when it is missing."""
+    path = Path(data_dir) / "relevance" / split / source
+    if not path.is_dir():
+        have = relevance_sources(data_dir, split)
         raise ValueError(f"{path} does not exist; {split!r} has relevance sources {have}")
-    return np.load(path)
+    return path
+
+
+def relevance_sources(data_dir: str, split: str) -> list[str]:
+    """Relevance sources stored for ``split`` (sorted)."""
+    folder = Path(data_dir) / "relevance" / split
+    return (
+        sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+        if (folder.is_dir())
+        else []
+    )
+
+
+def iter_relevance(
+    data_dir: str, split: str, source: str, chunk_rows: int = 256
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """``(image_ids (k,), rows (k, n_captions) float32)`` chunks of a relevance matrix, in row order."""
+    for path in sorted(relevance_folder(data_dir, split, source).glob("part-*.parquet")):
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_rows):
+            yield batch["image_id"].to_numpy(), vectors(batch["relevance"])
+
+
+def load_relevance(data_dir: str, split: str, source: str, chunk_rows: int = 256) -> np.ndarray:
+    """(n_images, n_captions) float32 matrix (rows: ascending image_id, columns: ascending caption_id),
+    filled chunk by chunk (peak memory: the matrix plus one chunk)."""
+    files = sorted(relevance_folder(data_dir, split, source).glob("part-*.parquet"))
+    n_rows = sum(pq.read_metadata(f).num_rows for f in files)
+    width = pq.read_schema(files[0]).field("relevance").type.list_size if files else 0
+    out = np.empty((n_rows, width), dtype=np.float32)
+    start = 0
+    for _, rows in iter_relevance(data_dir, split, source, chunk_rows):
+        out[start : start + len(rows)] = rows
+        start += len(rows)
+    return out
 
 
 def load_vocab(data_dir: str) -> dict:

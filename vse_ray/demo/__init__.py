@@ -1,5 +1,10 @@
 """vse_ray.demo: the study protocol at laptop scale on the embedded dataset (`vse-ray demo`)."""
 
-from vse_ray.demo.run import DemoSettings, run_demo
+from vse_ray.lazy_exports import lazy_exports
 
-__all__ = ["DemoSettings", "run_demo"]
+_EXPORTS = {
+    "DemoSettings": "vse_ray.demo.settings",
+    "run_demo": "vse_ray.demo.run",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)

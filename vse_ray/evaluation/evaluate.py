@@ -12,6 +12,7 @@ import torch
 from mlflow import MlflowClient
 from mlflow.entities import Metric
 
+from vse_ray.data.verify import verify_data_dir
 from vse_ray.evaluation.eccv import eccv_positives
 from vse_ray.evaluation.embed import split_similarities
 from vse_ray.evaluation.examples import plot_retrieval_examples
@@ -48,6 +49,9 @@ def resolve_run(run: str, tracking_uri: str) -> tuple[Path, str | None]:
     path = Path(run).expanduser()
     if path.exists():
         return path.resolve(), None
+    store = Path(tracking_uri.removeprefix("sqlite:///")) if tracking_uri.startswith("sqlite:///") else None
+    if store is not None and not store.is_file():
+        raise ValueError(f"run: {run!r} is neither a checkpoint path nor a run id (no MLflow store {store})")
     try:
         MlflowClient(tracking_uri).get_run(run)
     except Exception as err:
@@ -99,6 +103,7 @@ def evaluate_run(
     cfg = TrainConfig.from_dict(state["config"])
     model = build_model(state["model_args"], pretrained=False)
     model.load_state_dict(state["model"])
+    verify_data_dir(data_dir or cfg.data_dir, splits=(split,))
     data = load_split(data_dir or cfg.data_dir, split, raw=state["model_args"]["cnn"] is not None)
     sims = split_similarities(model, data, cfg.eval_batch_size, torch.device("cpu"))
     kwargs: dict[str, Any] = {"ks": cfg.eval_ks, "cs_ks": cfg.cs_ks, "ncs_ks": cfg.ncs_ks}

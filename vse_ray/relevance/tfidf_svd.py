@@ -1,31 +1,41 @@
-"""TF-IDF + truncated SVD caption vectors: the semantic factor of LSEH (eq. 5-7)."""
+"""TF-IDF + truncated SVD caption vectors: the semantic factor of LSEH (eq. 5-7).
+
+The fitted model is kept as plain arrays (vocabulary, idf, SVD components), so it is stored as an ``.npz``
+that loads without running code (``np.load(..., allow_pickle=False)``), unlike a pickled scikit-learn model.
+"""
 
 from __future__ import annotations
 
-import pickle
+import os
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 from sklearn.decomposition import TruncatedSVD
-from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+from sklearn.preprocessing import normalize
 
 from vse_ray.relevance._checks import check_texts
 
 # LSEH pre-processing: lower-case, drop punctuation and non-alphabetic tokens, stop words and words
 # shorter than 3 letters. (The paper also stems; no stemmer ships with the dependencies.)
 _WORD_PATTERN = r"(?u)\b[^\W\d_]{3,}\b"
+_TOKENISATION = {"lowercase": True, "stop_words": "english", "token_pattern": _WORD_PATTERN}
+ARRAY_NAMES = ("vocabulary", "idf", "components", "k", "seed")
 
 
 def make_tfidf_vectorizer() -> TfidfVectorizer:
     """The TF-IDF vectorizer of LSEH's pre-processing (scikit-learn smooth idf, l2-normalised rows)."""
-    return TfidfVectorizer(lowercase=True, stop_words="english", token_pattern=_WORD_PATTERN)
+    return TfidfVectorizer(**_TOKENISATION)
 
 
 class TfidfSvd:
     """Caption vectors ``B = A V_k`` of LSEH eq. 5 (A: TF-IDF matrix, V_k: top-k right singular vectors).
 
     LSEH's semantic factor is ``lambda * cos(D'_i, D'_j)`` between these vectors (eq. 6-7), so
-    :meth:`transform` returns them L2-normalised.
+    :meth:`transform` returns them L2-normalised. :meth:`transform` computes what scikit-learn's
+    ``TfidfVectorizer.transform`` then ``TruncatedSVD.transform`` compute (term counts × idf, rows
+    l2-normalised, times ``components.T``) from the stored arrays.
 
     Args:
         k: Number of singular values (400 in LSEH); capped at ``min(vocabulary - 1, n_fit_texts)``.
@@ -39,13 +49,15 @@ class TfidfSvd:
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         self.k, self.seed = k, seed
-        self._vectorizer: TfidfVectorizer | None = None
-        self._svd: TruncatedSVD | None = None
+        self.vocabulary: np.ndarray | None = None  # (V,) terms in column order
+        self.idf: np.ndarray | None = None  # (V,) float64
+        self.components: np.ndarray | None = None  # (k', V) float64
+        self._counter: CountVectorizer | None = None
 
     @property
     def dim(self) -> int:
         """Output dimension k' after :meth:`fit`."""
-        return int(self._fitted_svd().n_components)
+        return int(self._fitted()[2].shape[0])
 
     def fit(self, texts: Sequence[str]) -> TfidfSvd:
         """Learn the vocabulary, idf and the truncated SVD from ``texts``; raises ValueError if < 2 terms."""
@@ -59,31 +71,68 @@ class TfidfSvd:
         if vocabulary < 2:
             raise ValueError(f"texts: TF-IDF vocabulary has {vocabulary} term(s), the SVD needs at least 2")
         k_eff = min(self.k, vocabulary - 1, n_texts)
-        self._svd = TruncatedSVD(n_components=k_eff, random_state=self.seed).fit(tfidf)
-        self._vectorizer = vectorizer
-        return self
+        svd = TruncatedSVD(n_components=k_eff, random_state=self.seed).fit(tfidf)
+        terms = sorted(vectorizer.vocabulary_, key=vectorizer.vocabulary_.__getitem__)
+        return self._set(np.array(terms, dtype=str), vectorizer.idf_, svd.components_)
 
     def transform(self, texts: Sequence[str]) -> np.ndarray:
         """(n, k') float32 L2-normalised SVD vectors (all-zero rows for captions with no known term)."""
-        svd = self._fitted_svd()
-        reduced = svd.transform(self._vectorizer.transform(check_texts("texts", texts)))
+        _, idf, components = self._fitted()
+        counts = self._counter.transform(check_texts("texts", texts)).astype(np.float64)
+        reduced = normalize(counts.multiply(idf).tocsr()) @ components.T
         norms = np.linalg.norm(reduced, axis=1, keepdims=True)
         return np.divide(reduced, norms, out=np.zeros_like(reduced), where=norms > 0).astype(np.float32)
 
-    def to_bytes(self) -> bytes:
-        """Serialise the fitted model (pickle: load only files you trust)."""
-        svd = self._fitted_svd()
-        return pickle.dumps({"k": self.k, "seed": self.seed, "vectorizer": self._vectorizer, "svd": svd})
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The fitted model as arrays (``ARRAY_NAMES``); no Python objects."""
+        vocabulary, idf, components = self._fitted()
+        return {
+            "vocabulary": vocabulary,
+            "idf": idf,
+            "components": components,
+            "k": np.array(self.k),
+            "seed": np.array(self.seed),
+        }
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> TfidfSvd:
-        """Inverse of :meth:`to_bytes`."""
-        state = pickle.loads(data)
-        model = cls(k=state["k"], seed=state["seed"])
-        model._vectorizer, model._svd = state["vectorizer"], state["svd"]
-        return model
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> TfidfSvd:
+        """Inverse of :meth:`to_arrays`; ValueError naming a missing or mis-shaped array."""
+        missing = [name for name in ARRAY_NAMES if name not in arrays]
+        if missing:
+            raise ValueError(f"TF-IDF + SVD arrays: missing {missing}, expected {list(ARRAY_NAMES)}")
+        vocabulary, idf, components = (np.asarray(arrays[n]) for n in ("vocabulary", "idf", "components"))
+        if vocabulary.ndim != 1 or idf.shape != vocabulary.shape or components.shape[1:] != vocabulary.shape:
+            raise ValueError(
+                f"TF-IDF + SVD arrays: vocabulary {vocabulary.shape}, idf {idf.shape} and components "
+                f"{components.shape} do not agree (expected (V,), (V,), (k, V))"
+            )
+        model = cls(k=int(arrays["k"]), seed=int(arrays["seed"]))
+        return model._set(vocabulary.astype(str), idf.astype(np.float64), components.astype(np.float64))
 
-    def _fitted_svd(self) -> TruncatedSVD:
-        if self._svd is None:
+    def save(self, path: str | Path) -> None:
+        """Write :meth:`to_arrays` as an ``.npz`` (through a temporary file renamed into place)."""
+        path = Path(path)
+        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
+        np.savez(tmp, **self.to_arrays())
+        os.replace(tmp, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> TfidfSvd:
+        """Read a model written by :meth:`save` (arrays only: ``allow_pickle=False``)."""
+        with np.load(path, allow_pickle=False) as arrays:
+            try:
+                return cls.from_arrays(dict(arrays))
+            except ValueError as err:
+                raise ValueError(f"{path}: {err}") from err
+
+    def _set(self, vocabulary: np.ndarray, idf: np.ndarray, components: np.ndarray) -> TfidfSvd:
+        self.vocabulary, self.idf, self.components = vocabulary, idf, components
+        self._counter = CountVectorizer(  # term counts over the stored vocabulary
+            **_TOKENISATION, vocabulary={term: i for i, term in enumerate(vocabulary.tolist())}
+        )
+        return self
+
+    def _fitted(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self.components is None or self.idf is None or self.vocabulary is None:
             raise ValueError("TfidfSvd is not fitted: call fit(texts) first")
-        return self._svd
+        return self.vocabulary, self.idf, self.components

@@ -154,7 +154,7 @@ def open_study(spec: StudySpec, output_dir: str | Path, data_dir: str) -> StudyC
     """Experiment `study-<name>` and the study's parent run (found again on a rerun)."""
     out = Path(output_dir).expanduser().resolve()
     uri = resolve_tracking_uri(None, out)
-    experiment_id = get_or_create_experiment(experiment_name(spec), uri)
+    experiment_id = get_or_create_experiment(experiment_name(spec), uri, out)
     parent = get_or_create_run(experiment_id, spec.name, uri)
     client = MlflowClient(uri)
     if not client.get_run(parent).data.params:

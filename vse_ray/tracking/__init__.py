@@ -1,23 +1,17 @@
 """vse_ray.tracking: MLflow runs, params, metrics and artifacts (driver side or rank 0 only)."""
 
-from vse_ray.tracking.runs import (
-    get_best_checkpoint,
-    get_best_run,
-    get_or_create_experiment,
-    get_or_create_run,
-    log_epoch_metrics,
-    log_params_flat,
-)
-from vse_ray.tracking.uri import resolve_tracking_uri, runs_table_url, ui_command
+from vse_ray.lazy_exports import lazy_exports
 
-__all__ = [
-    "get_best_checkpoint",
-    "get_best_run",
-    "get_or_create_experiment",
-    "get_or_create_run",
-    "log_epoch_metrics",
-    "log_params_flat",
-    "resolve_tracking_uri",
-    "runs_table_url",
-    "ui_command",
-]
+_EXPORTS = {
+    "get_best_checkpoint": "vse_ray.tracking.runs",
+    "get_best_run": "vse_ray.tracking.runs",
+    "get_or_create_experiment": "vse_ray.tracking.runs",
+    "get_or_create_run": "vse_ray.tracking.runs",
+    "log_epoch_metrics": "vse_ray.tracking.runs",
+    "log_params_flat": "vse_ray.tracking.runs",
+    "resolve_tracking_uri": "vse_ray.tracking.uri",
+    "runs_table_url": "vse_ray.tracking.uri",
+    "ui_command": "vse_ray.tracking.uri",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)

@@ -14,6 +14,7 @@ from mlflow.entities import Metric, Param, Run
 
 RUN_NAME_TAG = "vse_ray.run_name"
 CHECKPOINT_ARTIFACT_DIR = "checkpoint"
+ARTIFACT_DIR = "mlartifacts"
 _BATCH = 100
 
 
@@ -21,11 +22,24 @@ def _client(tracking_uri: str | None) -> MlflowClient:
     return MlflowClient(tracking_uri or mlflow.get_tracking_uri())
 
 
-def get_or_create_experiment(name: str, tracking_uri: str | None = None) -> str:
-    """Id of the experiment called `name`, created when missing."""
+def artifact_root(output_dir: str | Path) -> str:
+    """`file://` URI of `<output_dir>/mlartifacts`, where the runs of a local store keep their artifacts."""
+    return (Path(output_dir).expanduser().resolve() / ARTIFACT_DIR).as_uri()
+
+
+def get_or_create_experiment(name: str, tracking_uri: str | None, output_dir: str | Path) -> str:
+    """Id of the experiment called `name`, created when missing.
+
+    A new experiment of a local store (sqlite, file) keeps its artifacts under `<output_dir>/mlartifacts`;
+    without it MLflow puts them in `./mlruns` of the current folder. A tracking server (http[s]://) chooses
+    its own artifact store (`mlflow server --artifacts-destination`).
+    """
     client = _client(tracking_uri)
     found = client.get_experiment_by_name(name)
-    return found.experiment_id if found is not None else client.create_experiment(name)
+    if found is not None:
+        return found.experiment_id
+    remote = (tracking_uri or mlflow.get_tracking_uri()).startswith(("http://", "https://", "databricks"))
+    return client.create_experiment(name, artifact_location=None if remote else artifact_root(output_dir))
 
 
 def get_or_create_run(experiment_id: str, run_name: str, tracking_uri: str | None = None) -> str:

@@ -1,16 +1,16 @@
 """vse_ray.train: the plain-PyTorch epoch loop and its Ray Train driver (see `trainer.fit`)."""
 
-from vse_ray.train.config import TrainConfig
-from vse_ray.train.engine import NonFiniteLossError, WorkerContext, run_training
-from vse_ray.train.reporter import LocalReporter, RayTrainReporter, Reporter, TuneReporter
+from vse_ray.lazy_exports import lazy_exports
 
-__all__ = [
-    "LocalReporter",
-    "NonFiniteLossError",
-    "RayTrainReporter",
-    "Reporter",
-    "TrainConfig",
-    "TuneReporter",
-    "WorkerContext",
-    "run_training",
-]
+_EXPORTS = {
+    "TrainConfig": "vse_ray.train.config",
+    "NonFiniteLossError": "vse_ray.train.engine",
+    "WorkerContext": "vse_ray.train.engine",
+    "run_training": "vse_ray.train.engine",
+    "LocalReporter": "vse_ray.train.reporter",
+    "RayTrainReporter": "vse_ray.train.reporter",
+    "Reporter": "vse_ray.train.reporter",
+    "TuneReporter": "vse_ray.train.reporter",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)

@@ -8,8 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vse_ray.models.cnn import CNN_NAMES
-
 _TUPLE_FIELDS = ("eval_ks", "cs_ks", "ncs_ks")
 
 
@@ -70,7 +68,8 @@ class TrainConfig:
 
     def validate(self) -> TrainConfig:
         """Raise ValueError naming the first invalid field; return self."""
-        from vse_ray.losses import LOSS_NAMES
+        from vse_ray.losses import LOSS_NAMES, make_loss
+        from vse_ray.models.cnn import CNN_NAMES
 
         if not self.data_dir:
             raise ValueError("data_dir: required (a precompute output folder)")
@@ -78,6 +77,10 @@ class TrainConfig:
             raise ValueError(f"loss: must be one of {LOSS_NAMES}, got {self.loss!r}")
         if not isinstance(self.loss_params, dict):
             raise ValueError(f"loss_params: must be a dict, got {type(self.loss_params).__name__}")
+        try:
+            make_loss(self.loss, **self.loss_params)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"loss_params of {self.loss!r}: {err}") from err
         positive_ints = ("epochs", "batch_size", "lr_update", "word_dim", "embed_dim", "num_workers")
         for name in (*positive_ints, "eval_batch_size"):
             value = getattr(self, name)

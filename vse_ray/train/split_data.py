@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import torch
 from PIL import Image
 
-from vse_ray.data.store import load_captions, load_features, load_relevance
+from vse_ray.data.store import load_captions, load_features, load_relevance, relevance_sources
 
 RELEVANCE_SOURCES = ("sbert", "cider", "svd", "spice")
 
@@ -94,11 +94,8 @@ def load_split(
 ) -> SplitData:
     """Load a whole split in memory (val/test sizes: up to 5K images × 25K captions)."""
     captions = load_captions(data_dir, split)
-    relevance = {
-        s: np.asarray(load_relevance(data_dir, split, s), dtype=np.float32)
-        for s in sources
-        if (Path(data_dir) / "relevance" / split / f"{s}.npy").exists()
-    }
+    stored = relevance_sources(data_dir, split)
+    relevance = {s: load_relevance(data_dir, split, s) for s in sources if s in stored}
     split_data = SplitData(
         images=load_image_store(data_dir, split, raw),
         tokens=[np.asarray(t, dtype=np.int64) for t in captions["tokens"].to_pylist()],
@@ -110,5 +107,5 @@ def load_split(
     n_img, n_cap = len(split_data.images.image_ids), len(split_data.tokens)
     for name, matrix in relevance.items():
         if matrix.shape != (n_img, n_cap):
-            raise ValueError(f"relevance/{split}/{name}.npy: shape {matrix.shape} != ({n_img}, {n_cap})")
+            raise ValueError(f"relevance/{split}/{name}: shape {matrix.shape} != ({n_img}, {n_cap})")
     return split_data

@@ -18,6 +18,7 @@ from vse_ray.tracking.code_version import code_version
 from vse_ray.train.batches import train_columns
 from vse_ray.train.checkpoint import load_checkpoint
 from vse_ray.train.config import TrainConfig
+from vse_ray.train.preflight import check_training
 from vse_ray.train.run_artifacts import log_training_artifacts
 from vse_ray.train.train_captions import select_train_captions
 from vse_ray.train.worker import train_loop_per_worker
@@ -76,12 +77,14 @@ def build_trainer(
 
 def fit(cfg: TrainConfig, *, callbacks: list | None = None) -> TrainResult:
     """Train on Ray Train; log params, per-epoch metrics (each epoch once) and artifacts to MLflow."""
-    cfg = cfg.resolved().validate()
-    experiment_id = get_or_create_experiment(cfg.experiment, cfg.tracking_uri)
+    cfg = cfg.resolved()
+    data = check_training(cfg)
+    experiment_id = get_or_create_experiment(cfg.experiment, cfg.tracking_uri, cfg.output_dir)
     run_id = get_or_create_run(experiment_id, cfg.run_name, cfg.tracking_uri)
     client = MlflowClient(cfg.tracking_uri)
     if not client.get_run(run_id).data.params:
-        log_params_flat({**cfg.to_flat_dict(), "code_version": code_version()}, run_id, cfg.tracking_uri)
+        params = {**cfg.to_flat_dict(), **data.mlflow_params(), "code_version": code_version()}
+        log_params_flat(params, run_id, cfg.tracking_uri)
     try:
         result = build_trainer(cfg, callbacks=callbacks, mlflow_run_id=run_id).fit()
     except Exception:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from mlflow import MlflowClient
-from mlflow.entities import Run
-
-from vse_ray.tune.mlflow_trials import PARENT_TAG
+if TYPE_CHECKING:
+    from mlflow.entities import Run
 
 DEFAULT_METRICS = ("R_at_1_i2t", "R_at_1_t2i", "CS_at_100_i2t", "NCS_at_10_i2t", "train_loss")
 MISSING = "-"
@@ -20,11 +19,15 @@ def fetch_runs(tracking_uri: str, experiment: str, parent_run_id: str | None = N
     Raises:
         ValueError: when the experiment does not exist in the store at ``tracking_uri``.
     """
+    from mlflow import MlflowClient  # imported here: `vse-ray` starts without MLflow
+
     client = MlflowClient(tracking_uri)
     found = client.get_experiment_by_name(experiment)
     if found is None:
         names = [e.name for e in client.search_experiments()]
         raise ValueError(f"experiment {experiment!r} not found at {tracking_uri}; experiments there: {names}")
+    from vse_ray.tune.mlflow_trials import PARENT_TAG
+
     query = f"tags.`{PARENT_TAG}` = '{parent_run_id}'" if parent_run_id else ""
     return list(client.search_runs([found.experiment_id], filter_string=query, max_results=5000))
 
@@ -44,6 +47,8 @@ def runs_table(
     Raises:
         ValueError: for a ``mode`` other than ``"max"``/``"min"``.
     """
+    from vse_ray.tune.mlflow_trials import PARENT_TAG
+
     if mode not in ("max", "min"):
         raise ValueError(f"mode must be 'max' or 'min', got {mode!r}")
     sign = -1.0 if mode == "max" else 1.0

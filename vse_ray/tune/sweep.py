@@ -12,6 +12,7 @@ from ray import tune
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
 from ray.tune.search import BasicVariantGenerator
 
+from vse_ray.data.verify import VerifiedData, verify_data_dir
 from vse_ray.tracking import (
     get_or_create_experiment,
     get_or_create_run,
@@ -97,9 +98,10 @@ def run_sweep(cfg: SweepConfig) -> SweepResult:
     restoring = tune.Tuner.can_restore(path)
     if restoring and not cfg.resume:
         raise ValueError(f"name: sweep {name!r} already exists at {path}; resume it or pick another name")
+    data = verify_data_dir(cfg.data_dir)  # a finished precompute that matches its manifest
     uri = resolved.tracking_uri
-    experiment_id = get_or_create_experiment(resolved.experiment, uri)
-    parent = _parent_run(experiment_id, name, uri, cfg, space)
+    experiment_id = get_or_create_experiment(resolved.experiment, uri, resolved.output_dir)
+    parent = _parent_run(experiment_id, name, uri, cfg, space, data)
 
     trainable = tune.with_parameters(run_trial, space=space, base=base, mode=cfg.trial_mode)
     resources = (
@@ -135,7 +137,9 @@ def run_sweep(cfg: SweepConfig) -> SweepResult:
     return _finish(results, planned, space, base, name, path, uri, experiment_id, parent)
 
 
-def _parent_run(experiment_id: str, name: str, uri: str, cfg: SweepConfig, space: SearchSpace) -> str:
+def _parent_run(
+    experiment_id: str, name: str, uri: str, cfg: SweepConfig, space: SearchSpace, data: VerifiedData
+) -> str:
     parent = get_or_create_run(experiment_id, name, uri)
     client = MlflowClient(uri)
     if not client.get_run(parent).data.params:
@@ -149,6 +153,7 @@ def _parent_run(experiment_id: str, name: str, uri: str, cfg: SweepConfig, space
                 "sweep.scheduler": cfg.scheduler,
                 "sweep.trial_mode": cfg.trial_mode,
                 "sweep.seed": cfg.seed,
+                **data.mlflow_params(),
             },
             parent,
             uri,

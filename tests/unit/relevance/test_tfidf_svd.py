@@ -29,7 +29,7 @@ def test_transform_equals_sklearn_tfidf_svd_pipeline(captions) -> None:
 
 def test_preprocessing_drops_stop_words_short_words_and_digits(captions) -> None:
     model = TfidfSvd(k=4).fit(captions)
-    vocabulary = set(model._vectorizer.vocabulary_)
+    vocabulary = set(model.vocabulary.tolist())
     assert {"dogs", "playing", "bike"} <= vocabulary
     assert not {"a", "the", "on", "42", "x", "zz"} & vocabulary
 
@@ -48,11 +48,24 @@ def test_rows_are_unit_norm_and_unknown_words_give_zero_rows(captions) -> None:
     np.testing.assert_array_equal(vectors[5], 0.0)
 
 
-def test_bytes_round_trip(captions) -> None:
+def test_npz_round_trip_holds_arrays_only(captions, tmp_path) -> None:
     model = TfidfSvd(k=5, seed=1).fit(captions)
-    restored = TfidfSvd.from_bytes(model.to_bytes())
+    model.save(tmp_path / "tfidf_svd.npz")
+    with np.load(tmp_path / "tfidf_svd.npz", allow_pickle=False) as stored:  # no object arrays inside
+        assert sorted(stored.files) == ["components", "idf", "k", "seed", "vocabulary"]
+        assert stored["components"].shape == (5, len(stored["vocabulary"])) == (5, len(stored["idf"]))
+    restored = TfidfSvd.load(tmp_path / "tfidf_svd.npz")
     assert (restored.k, restored.seed, restored.dim) == (5, 1, 5)
     np.testing.assert_array_equal(restored.transform(captions), model.transform(captions))
+    sklearn = TfidfVectorizer(stop_words="english", token_pattern=r"(?u)\b[^\W\d_]{3,}\b").fit(captions)
+    np.testing.assert_allclose(restored.idf, sklearn.idf_)
+
+
+def test_mismatched_arrays_name_the_file(captions, tmp_path) -> None:
+    arrays = TfidfSvd(k=3).fit(captions).to_arrays()
+    np.savez(tmp_path / "bad.npz", **{**arrays, "idf": arrays["idf"][:-1]})
+    with pytest.raises(ValueError, match=r"bad.npz: .*do not agree"):
+        TfidfSvd.load(tmp_path / "bad.npz")
 
 
 @pytest.mark.parametrize(
@@ -60,7 +73,7 @@ def test_bytes_round_trip(captions) -> None:
     [
         (lambda: TfidfSvd(k=0), "k must be >= 1"),
         (lambda: TfidfSvd().transform(["a dog"]), "not fitted"),
-        (lambda: TfidfSvd().to_bytes(), "not fitted"),
+        (lambda: TfidfSvd().to_arrays(), "not fitted"),
         (lambda: TfidfSvd().fit(["a an the", "of it"]), "no usable terms"),
         (lambda: TfidfSvd().fit(["horse", "horse horse"]), "vocabulary has 1 term"),
         (lambda: TfidfSvd().fit(["horse", None]), r"texts\[1\] must be a str"),

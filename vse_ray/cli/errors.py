@@ -1,0 +1,61 @@
+"""The one wrapper of every `vse-ray` command: expected input errors become a short message, not a traceback.
+
+An expected error is bad input the user can fix: a ``ValueError`` from our checks (``json.JSONDecodeError``
+and ``UnicodeDecodeError`` are ValueErrors too) or a missing/unreadable file. It prints ``error: <message>``
+(naming the file, key, row or parameter) and a hint, and exits with code 2. ``--debug`` shows the full
+traceback instead; any other exception keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+
+EXPECTED = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
+EXIT_CODE = 2
+
+
+def expected_error(err: BaseException) -> BaseException | None:
+    """The user-facing error inside ``err`` (Ray task and Train worker errors unwrapped), or None."""
+    for _ in range(5):
+        if isinstance(err, EXPECTED):
+            cause = getattr(err, "cause", None)  # RayTaskError(ValueError) carries the original as .cause
+            return cause if isinstance(cause, EXPECTED) else err
+        failures = getattr(err, "worker_failures", None)  # ray.train.WorkerGroupError
+        inner = next(iter(failures.values()), None) if isinstance(failures, dict) and failures else None
+        inner = inner or getattr(err, "cause", None)
+        if inner is None:
+            return None
+        err = inner
+    return None
+
+
+def readable_errors(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``command`` with a ``--debug`` option; expected errors print one line and exit 2 (see module doc)."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, debug: bool = False, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except Exception as err:
+            shown = expected_error(err)
+            if debug or shown is None:
+                raise
+            typer.echo(f"error: {shown}", err=True)
+            typer.echo("(run again with --debug for the full traceback)", err=True)
+            raise typer.Exit(code=EXIT_CODE) from None
+
+    signature = inspect.signature(command, eval_str=True)
+    debug = inspect.Parameter(
+        "debug",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=False,
+        annotation=Annotated[bool, typer.Option("--debug", help="Show the full traceback of an error.")],
+    )
+    wrapper.__signature__ = signature.replace(parameters=[*signature.parameters.values(), debug])
+    wrapper.__annotations__ = {**command.__annotations__, "debug": debug.annotation}
+    return wrapper

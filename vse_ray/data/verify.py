@@ -1,0 +1,158 @@
+"""Refuse a data folder whose precompute did not finish, or whose files differ from its manifest.
+
+Training, evaluation and sweeps call :func:`verify_data_dir` before they start anything: ``manifest.json`` is
+written last by the precompute, so a folder without it is unfinished; every Parquet file it lists must be
+on disk with the listed row count and sha256, and no other Parquet file may sit in the tables (reading a
+table folder would pick it up).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+from vse_ray.data.schema import SCHEMA_VERSION
+from vse_ray.data.shards import sha256_file
+
+MANIFEST = "manifest.json"
+TABLES = ("features", "captions", "relevance")
+
+
+@dataclass(frozen=True)
+class VerifiedData:
+    """A data folder that matches its manifest: where it is, the manifest's sha256 and the row counts."""
+
+    path: Path
+    manifest_sha256: str
+    images: dict[str, int]
+    captions: dict[str, int]
+
+    def mlflow_params(self) -> dict[str, str | int]:
+        """``data.manifest_sha256`` and ``data.<split>_images`` / ``data.<split>_captions`` counts."""
+        params: dict[str, str | int] = {"data.manifest_sha256": self.manifest_sha256}
+        for split in sorted(self.images):
+            params[f"data.{split}_images"] = self.images[split]
+            params[f"data.{split}_captions"] = self.captions.get(split, 0)
+        return params
+
+
+def read_manifest(data_dir: str | Path) -> tuple[dict, str]:
+    """The parsed manifest and the sha256 of its bytes; ValueError naming the folder or file otherwise."""
+    folder = Path(data_dir).expanduser()
+    if not folder.is_dir():
+        raise ValueError(f"data folder {folder} does not exist (expected a `vse-ray precompute` output)")
+    path = folder / MANIFEST
+    if not path.is_file():
+        raise ValueError(
+            f"{folder} has no {MANIFEST}: its precompute did not finish (or it is not a precompute folder); "
+            f"run `vse-ray precompute --out {folder}` again to complete it"
+        )
+    raw = path.read_bytes()
+    try:
+        manifest = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"{path}: expected UTF-8 JSON ({err})") from err
+    if not isinstance(manifest, dict):
+        raise ValueError(f"{path}: expected a JSON object, got {type(manifest).__name__}")
+    if manifest.get("schema_version") != SCHEMA_VERSION:
+        raise ValueError(
+            f"{path}: schema_version {manifest.get('schema_version')!r}, this vse_ray reads "
+            f"{SCHEMA_VERSION}; re-run the precompute into a new folder (or with --overwrite)"
+        )
+    for key in ("rows", "shards"):
+        if not isinstance(manifest.get(key), dict):
+            raise ValueError(f"{path}: key {key!r} is missing or not an object")
+    return manifest, hashlib.sha256(raw).hexdigest()
+
+
+@functools.lru_cache(maxsize=4096)
+def _file_facts(path: Path, size: int, mtime_ns: int, checksum: bool) -> tuple[int, str]:
+    """(Parquet row count, sha256 or ""), computed once per process for an unchanged file."""
+    return pq.ParquetFile(path).metadata.num_rows, sha256_file(path) if checksum else ""
+
+
+def verify_data_dir(
+    data_dir: str | Path, splits: Sequence[str] = ("train", "val"), checksums: bool = True
+) -> VerifiedData:
+    """Check ``data_dir`` against its manifest; return what it holds.
+
+    Args:
+        data_dir: A precompute output folder.
+        splits: Splits the caller needs (each must have images and captions).
+        checksums: Also compare every file's sha256 (reads every byte once per process).
+
+    Raises:
+        ValueError: Naming the folder or file: no manifest (unfinished precompute), a split missing, a file
+            missing, extra, or with other rows or another checksum than the manifest lists.
+    """
+    folder = Path(data_dir).expanduser().resolve()
+    manifest, digest = read_manifest(folder)
+    listed: dict[str, dict] = manifest["shards"]
+    on_disk = {
+        str(p.relative_to(folder))
+        for table in TABLES
+        for p in (folder / table).rglob("*.parquet")
+        if not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    }
+    missing, extra = sorted(set(listed) - on_disk), sorted(on_disk - set(listed))
+    if missing:
+        raise ValueError(f"{folder}: {len(missing)} file(s) of {MANIFEST} are missing, e.g. {missing[0]}")
+    if extra:
+        raise ValueError(f"{folder}: {extra[0]} is not listed in {MANIFEST} (left over from another run?)")
+    counted: dict[str, dict[str, int]] = {"features": {}, "captions": {}}
+    for name, expected in sorted(listed.items()):
+        path = folder / name
+        stat = path.stat()
+        rows, sha = _file_facts(path, stat.st_size, stat.st_mtime_ns, checksums)
+        if rows != int(expected["rows"]):
+            raise ValueError(f"{path}: {rows} rows, {MANIFEST} lists {expected['rows']}")
+        if checksums and sha != expected["sha256"]:
+            listed_sha = expected["sha256"][:12]
+            raise ValueError(f"{path}: sha256 {sha[:12]}… differs from {MANIFEST}'s {listed_sha}…")
+        table, _, rest = name.partition("/")
+        if table in counted:
+            split = rest.split("/")[0].removeprefix("split=")
+            counted[table][split] = counted[table].get(split, 0) + rows
+    rows = {"features": manifest["rows"].get("images", {}), "captions": manifest["rows"].get("captions", {})}
+    for table, per_split in counted.items():
+        for split in sorted(set(per_split) | set(rows[table])):
+            if per_split.get(split, 0) != rows[table].get(split, 0):
+                raise ValueError(
+                    f"{folder / table}/split={split}: {per_split.get(split, 0)} rows on disk, {MANIFEST} "
+                    f"counts {rows[table].get(split, 0)}"
+                )
+    for split in splits:
+        if not rows["features"].get(split) or not rows["captions"].get(split):
+            have = sorted(s for s, n in rows["captions"].items() if n)
+            raise ValueError(f"{folder}: split {split!r} is empty or missing; it has {have}")
+    return VerifiedData(folder, digest, dict(rows["features"]), dict(rows["captions"]))
+
+
+def parquet_files(folder: Path, tables: Sequence[str] = TABLES) -> dict[str, dict]:
+    """``{relative path: {rows, sha256}}`` of the Parquet files under ``tables`` (manifest ``shards``)."""
+    return {
+        str(p.relative_to(folder)): {"rows": pq.ParquetFile(p).metadata.num_rows, "sha256": sha256_file(p)}
+        for table in tables
+        for p in sorted((folder / table).rglob("*.parquet"))
+        if not any(part.startswith(".") for part in p.relative_to(folder).parts)
+    }
+
+
+def describe_folder(folder: Path) -> dict:
+    """``schema_version``, ``rows`` and ``shards`` of a folder's Parquet files as they are on disk: the
+    manifest keys :func:`verify_data_dir` checks, for folders written without the precompute (tests)."""
+    shards = parquet_files(folder)
+    rows: dict[str, dict[str, int]] = {"images": {}, "captions": {}}
+    for name, info in shards.items():
+        table, _, rest = name.partition("/")
+        if table in ("features", "captions"):
+            split = rest.split("/")[0].removeprefix("split=")
+            key = "images" if table == "features" else "captions"
+            rows[key][split] = rows[key].get(split, 0) + info["rows"]
+    return {"schema_version": SCHEMA_VERSION, "rows": rows, "shards": shards}
