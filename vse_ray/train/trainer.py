@@ -14,7 +14,7 @@ from ray.train.torch import TorchTrainer
 from vse_ray.losses import make_loss
 from vse_ray.tracking import get_or_create_experiment, get_or_create_run, log_epoch_metrics, log_params_flat
 from vse_ray.tracking.code_version import code_version
-from vse_ray.train.batches import train_columns
+from vse_ray.train.batches import check_train_columns, train_columns
 from vse_ray.train.checkpoint import load_checkpoint
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.run_artifacts import log_training_artifacts
@@ -36,9 +36,8 @@ class TrainResult:
 def train_dataset(cfg: TrainConfig) -> ray.data.Dataset:
     """The train captions (only the columns the loss needs), read through Ray Data and materialised once."""
     source = make_loss(cfg.loss, **cfg.loss_params).relevance_source
+    check_train_columns(cfg.data_dir, source)
     path = Path(cfg.data_dir) / "captions" / "split=train"
-    if not path.is_dir():
-        raise ValueError(f"{path}: no train captions; run precompute first")
     return ray.data.read_parquet(str(path), columns=train_columns(source), partitioning=None).materialize()
 
 

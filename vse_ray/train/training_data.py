@@ -13,7 +13,7 @@ from vse_ray.data.store import load_captions, load_vocab
 from vse_ray.losses import make_loss
 from vse_ray.models import VSEModel
 from vse_ray.relevance import CiderDocFreq
-from vse_ray.train.batches import reference_texts, train_columns
+from vse_ray.train.batches import check_train_columns, reference_texts, train_columns
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.split_data import ImageStore, SplitData, load_image_store, load_split
 
@@ -52,6 +52,7 @@ class TrainingData:
         """Load from `cfg.data_dir`; with_captions=False skips the train captions (streamed by Ray Data)
         unless the loss needs them for its CIDEr references."""
         source = make_loss(cfg.loss, **cfg.loss_params).relevance_source
+        check_train_columns(cfg.data_dir, source)
         captions = None
         if with_captions or source == "cider":
             captions = load_captions(cfg.data_dir, "train").select(train_columns(source))
