@@ -40,6 +40,7 @@ class BCLSLoss(BaseVSELoss):
         beta: sliding-window stride β (default 0.1).
         kendall: "sw_hs" | "full" | "none".
         reduction: see BaseVSELoss.
+        relevance_source: see BaseVSELoss (default 'sbert').
     """
 
     relevance_source = "sbert"
@@ -52,8 +53,9 @@ class BCLSLoss(BaseVSELoss):
         beta: float = 0.1,
         kendall: str = "sw_hs",
         reduction: str = "sum",
+        relevance_source: str | None = None,
     ) -> None:
-        super().__init__(reduction)
+        super().__init__(reduction, relevance_source)
         check_non_negative(margin=margin)
         if gamma <= 0:
             raise ValueError(f"gamma must be > 0, got {gamma}")

@@ -29,6 +29,7 @@ class SAMLoss(BaseVSELoss):
         triplet: also add the plain VSE++ triplet (eq. 6) with ``triplet_margin`` (default True).
         triplet_margin: margin of that triplet (default 0.2).
         reduction: see BaseVSELoss.
+        relevance_source: see BaseVSELoss (default 'cider').
     """
 
     relevance_source = "cider"
@@ -40,8 +41,9 @@ class SAMLoss(BaseVSELoss):
         triplet: bool = True,
         triplet_margin: float = 0.2,
         reduction: str = "sum",
+        relevance_source: str | None = None,
     ) -> None:
-        super().__init__(reduction)
+        super().__init__(reduction, relevance_source)
         if tau <= 0:
             raise ValueError(f"tau must be > 0, got {tau}")
         if sampling not in SAMPLERS:

@@ -14,7 +14,7 @@ from PIL import Image
 
 from vse_ray.data.store import load_captions, load_features, load_relevance, relevance_sources
 
-RELEVANCE_SOURCES = ("sbert", "cider", "svd", "spice")
+RELEVANCE_SOURCES = ("sbert", "cider", "svd", "spice", "scene")
 
 
 @dataclass

@@ -15,7 +15,7 @@ from vse_ray.data.store import load_captions
 from vse_ray.losses import make_loss
 from vse_ray.tracking import get_or_create_experiment, get_or_create_run, log_epoch_metrics, log_params_flat
 from vse_ray.tracking.code_version import code_version
-from vse_ray.train.batches import train_columns
+from vse_ray.train.batches import check_train_columns, train_columns
 from vse_ray.train.checkpoint import load_checkpoint
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.preflight import check_training
@@ -39,6 +39,7 @@ class TrainResult:
 def train_dataset(cfg: TrainConfig, source: str | None) -> ray.data.Dataset:
     """The train captions (only the columns a loss with relevance `source` needs), read through Ray Data
     and materialised once; a subset or shuffled control (`select_train_captions`) is built in memory."""
+    check_train_columns(cfg.data_dir, source)
     path = Path(cfg.data_dir) / "captions" / "split=train"
     if not path.is_dir():
         raise ValueError(f"{path}: no train captions; run precompute first")

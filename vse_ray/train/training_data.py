@@ -12,7 +12,7 @@ import pyarrow as pa
 from vse_ray.data.store import load_captions, load_vocab
 from vse_ray.models import VSEModel
 from vse_ray.relevance import CiderDocFreq
-from vse_ray.train.batches import reference_texts, train_columns
+from vse_ray.train.batches import check_train_columns, reference_texts, train_columns
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.split_data import ImageStore, SplitData, load_image_store, load_split
 from vse_ray.train.train_captions import select_train_captions
@@ -52,6 +52,7 @@ class TrainingData:
         """Load from `cfg.data_dir` for a loss with relevance `source` (`loss.relevance_source`);
         with_captions=False skips the train captions (streamed by Ray Data) unless the loss needs them for
         its CIDEr references."""
+        check_train_columns(cfg.data_dir, source)
         captions = None
         if with_captions or source == "cider":
             captions = load_captions(cfg.data_dir, "train").select(train_columns(source))
