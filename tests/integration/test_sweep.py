@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
+from typer.testing import CliRunner
 
 from tests.conftest import stray_files
 from tests.model.tiny_store import write_tiny_store
+from vse_ray.cli.main import app
 from vse_ray.tune.mlflow_trials import PARENT_TAG, STOP_TAG
 from vse_ray.tune.sweep import run_sweep
 from vse_ray.tune.sweep_config import SweepConfig
@@ -78,3 +81,16 @@ def test_sweep_interrupt_resume_and_mlflow(ray_session, tmp_path, mlflow_uri, ca
     out = capsys.readouterr().out
     assert f"Best trial {second.best_trial_id}: rsum" in out and "#/experiments/" in out
     assert stray_files(empty_cwd) == []
+    last = out[out.rindex("Sweep tiny-lseh: 2/2 trials ended") :].splitlines()
+    assert last[3].split() == ["loss", "loss.margin", "lr"]  # the best config: the searched params only
+    assert last[7].split() == ["R@1", "R@5", "R@10"] and last[9].split()[0] == "i2t"  # CS@100 etc: not logged
+    report = json.loads(Path(second.report).read_text())
+    assert report["best_metrics"]["rsum"] == pytest.approx(best_rsum) and report["best_config"]["epochs"] == 2
+
+    compare = CliRunner().invoke(app, ["compare", "--experiment", "sweep-test", "--tracking-uri", mlflow_uri])
+    lines = compare.output.splitlines()
+    assert compare.exit_code == 0 and max(len(line) for line in lines) <= 120
+    assert lines[0].split() == ["run", "status", "loss.margin", "lr", "rsum", "R@1", "i2t", "R@1", "t2i"]
+    assert (
+        lines[2].startswith("tiny-lseh (best)") and len(lines) == 5
+    )  # the parent as its best trial, 2 trials

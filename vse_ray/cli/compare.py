@@ -1,4 +1,4 @@
-"""`vse-ray compare`: print a table of MLflow runs, for people without a browser."""
+"""`vse-ray compare`: print a table of MLflow runs, for people without a browser (and for scripts, papers)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ from typing import Annotated
 
 import typer
 
+from vse_ray.reporting import DEFAULT_WIDTH, FORMATS
 from vse_ray.tracking import resolve_tracking_uri
-from vse_ray.tune.runs_table import DEFAULT_METRICS
+from vse_ray.tune.runs_table import DEFAULT_METRICS, fetch_runs, runs_table
 
 
 def compare(
@@ -21,17 +22,38 @@ def compare(
     output_dir: Annotated[str, typer.Option(help="Folder of the default mlflow.db.")] = "vse_ray_out",
     parent: Annotated[str | None, typer.Option(help="Only runs under this sweep run id.")] = None,
     columns: Annotated[
-        str, typer.Option(help="Comma-separated extra metric columns (shown when a run has them).")
-    ] = ",".join(DEFAULT_METRICS),
+        str,
+        typer.Option(help=f"Comma-separated metrics to add to {', '.join(DEFAULT_METRICS)}."),
+    ] = "",
+    params: Annotated[
+        str,
+        typer.Option(help="'differ' (params that differ between the runs), 'all', 'none', or names a,b."),
+    ] = "differ",
+    format_: Annotated[str, typer.Option("--format", help=f"One of {', '.join(FORMATS)}.")] = "text",
+    width: Annotated[int, typer.Option(help="Text table width in characters (0: no limit).")] = DEFAULT_WIDTH,
     limit: Annotated[int, typer.Option(help="Show at most this many runs (0: all).")] = 0,
 ) -> None:
-    """Print the experiment's runs sorted by --metric, with the params that differ between them."""
-    from vse_ray.tune.runs_table import fetch_runs, runs_table
+    """Print the experiment's runs sorted by --metric, with the params that differ between them.
 
+    A sweep's parent run is shown as its best trial; its trials are compared with each other.
+    """
+    if format_ not in FORMATS:
+        raise typer.BadParameter(f"--format: format must be one of {', '.join(FORMATS)}; got {format_!r}")
+    if mode not in ("max", "min"):
+        raise typer.BadParameter(f"--mode must be 'max' or 'min', got {mode!r}")
     uri = resolve_tracking_uri(tracking_uri, output_dir)
     try:
         runs = fetch_runs(uri, experiment, parent)
-        table = runs_table(runs, metric, mode, [c for c in columns.split(",") if c], limit or None)
+        table = runs_table(
+            runs,
+            metric,
+            mode,
+            [c.strip() for c in columns.split(",") if c.strip()],
+            params,
+            limit or None,
+            format_,
+            width or None,
+        )
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
     typer.echo(table)

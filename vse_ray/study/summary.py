@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from mlflow import MlflowClient
 
+from vse_ray.reporting import Column, render_table
 from vse_ray.study.stats import Interval, paired_interval, t_interval
 from vse_ray.tune.mlflow_trials import PARENT_TAG
 
@@ -163,22 +164,20 @@ def _table_rows(cells: list[SummaryCell], long: bool) -> tuple[list[str], list[l
     return header, rows
 
 
+def _render(cells: list[SummaryCell], long: bool, fmt: str) -> str:
+    header, rows = _table_rows(cells, long)
+    records = [dict(zip(header, row, strict=True)) for row in rows]
+    return render_table(records, [Column(title) for title in header], fmt, width=None)
+
+
 def summary_text(cells: list[SummaryCell], baseline: str) -> str:
-    """Fixed-width console table: mean ± std over seeds; Δ = paired difference from the baseline."""
-    header, rows = _table_rows(cells, long=False)
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(cell.rjust(w) for cell, w in zip(r, widths, strict=True)) for r in [header, *rows]]
-    lines.insert(1, "-" * len(lines[0]))
-    lines.append(_legend(baseline))
-    return "\n".join(lines)
+    """Console table: mean ± std over seeds; Δ = paired difference from the baseline (* outside the noise)."""
+    return _render(cells, long=False, fmt="text") + "\n" + _legend(baseline)
 
 
 def summary_markdown(cells: list[SummaryCell], baseline: str) -> str:
     """Markdown table with the 95 % intervals of the means and of the paired differences."""
-    header, rows = _table_rows(cells, long=True)
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join([*lines, "", _legend(baseline)])
+    return _render(cells, long=True, fmt="markdown") + "\n\n" + _legend(baseline)
 
 
 def _legend(baseline: str) -> str:

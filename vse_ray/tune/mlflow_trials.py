@@ -14,6 +14,9 @@ from vse_ray.tracking import get_or_create_run, log_epoch_metrics, log_params_fl
 PARENT_TAG = "mlflow.parentRunId"
 TRIAL_TAG = "vse_ray.trial_id"
 STOP_TAG = "vse_ray.stop_reason"
+SWEEP_PARAM = "sweep."  # the parent run's own params (space, scheduler, ...)
+BEST_PARAM = "best."  # the parent run's copy of its best trial's params
+BEST_METRIC = "best_"  # ... and of that trial's metrics at its best epoch
 # Tune bookkeeping that is not a training metric (time_total_s is kept: wall time per trial is useful).
 TUNE_BOOKKEEPING_KEYS = frozenset(AUTO_RESULT_KEYS) - {"time_total_s"} | {"done", "should_checkpoint"}
 

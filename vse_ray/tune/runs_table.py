@@ -1,16 +1,40 @@
-"""Plain-text table of MLflow runs (``vse-ray compare``): the MLflow UI's runs table, in a terminal."""
+"""The ``vse-ray compare`` table of MLflow runs: the MLflow UI's runs table, in a terminal or a file.
+
+A sweep's parent run is shown as its best trial (its ``best.*`` params and ``best_*`` metrics without the
+prefix), and a param is shown when it differs between runs compared with each other: the trials of one
+sweep, or the top-level runs (plain training runs and sweeps as their best trials).
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
-if TYPE_CHECKING:
-    from mlflow.entities import Run
+from mlflow import MlflowClient
+from mlflow.entities import Run
 
-DEFAULT_METRICS = ("R_at_1_i2t", "R_at_1_t2i", "CS_at_100_i2t", "NCS_at_10_i2t", "train_loss")
-MISSING = "-"
+from vse_ray.reporting import Column, metric_column, render_table
+from vse_ray.tune.mlflow_trials import BEST_METRIC, BEST_PARAM, PARENT_TAG, SWEEP_PARAM
+
+DEFAULT_METRICS = ("rsum", "R_at_1_i2t", "R_at_1_t2i", "CS_at_100_i2t", "NCS_at_10_i2t")
+PARAM_CHOICES = ("differ", "all", "none")
+_INT = re.compile(r"[+-]?\d+")
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One run as the table shows it: a sweep's parent carries its best trial's params and metrics."""
+
+    name: str
+    status: str
+    run_id: str
+    parent_run_id: str | None
+    params: dict[str, str]
+    metrics: dict[str, float]
+    is_sweep: bool
 
 
 def fetch_runs(tracking_uri: str, experiment: str, parent_run_id: str | None = None) -> list[Run]:
@@ -19,7 +43,6 @@ def fetch_runs(tracking_uri: str, experiment: str, parent_run_id: str | None = N
     Raises:
         ValueError: when the experiment does not exist in the store at ``tracking_uri``.
     """
-    from mlflow import MlflowClient  # imported here: `vse-ray` starts without MLflow
 
     client = MlflowClient(tracking_uri)
     found = client.get_experiment_by_name(experiment)
@@ -32,63 +55,122 @@ def fetch_runs(tracking_uri: str, experiment: str, parent_run_id: str | None = N
     return list(client.search_runs([found.experiment_id], filter_string=query, max_results=5000))
 
 
+def run_row(run: Run) -> RunRow:
+    """``run`` as a table row; a sweep's parent run becomes its best trial."""
+    params, metrics = dict(run.data.params), dict(run.data.metrics)
+    is_sweep = any(k.startswith((BEST_PARAM, SWEEP_PARAM)) for k in params)
+    if is_sweep:
+        best = {k.removeprefix(BEST_PARAM): v for k, v in params.items() if k.startswith(BEST_PARAM)}
+        params = best | {k: v for k, v in params.items() if k.startswith(SWEEP_PARAM)}
+        metrics = {k.removeprefix(BEST_METRIC): v for k, v in metrics.items() if k.startswith(BEST_METRIC)}
+    name = run.info.run_name or run.info.run_id[:8]
+    return RunRow(
+        name=f"{name} (best)" if is_sweep else name,
+        status=run.info.status,
+        run_id=run.info.run_id,
+        parent_run_id=run.data.tags.get(PARENT_TAG),
+        params=params,
+        metrics=metrics,
+        is_sweep=is_sweep,
+    )
+
+
 def runs_table(
     runs: Sequence[Run],
     metric: str = "rsum",
     mode: str = "max",
-    metrics: Sequence[str] = DEFAULT_METRICS,
+    metrics: Sequence[str] = (),
+    params: str = "differ",
     limit: int | None = None,
+    fmt: str = "text",
+    width: int | None = 120,
 ) -> str:
-    """Aligned table of runs sorted by ``metric`` (best first; runs without it last).
+    """Runs sorted by ``metric`` (best first; runs without it last) as a ``fmt`` table.
 
-    Columns: run name, status, short run id, short parent id, the params whose values differ between the
-    listed runs (so a sweep shows what it varied), ``metric``, then the other ``metrics`` any run has.
+    Columns: run name, status (csv/json add the run and parent ids), the params chosen by ``params``
+    (``"differ"``: those that differ between runs compared with each other; ``"all"``; ``"none"``; or
+    comma-separated names), ``metric``, the ``DEFAULT_METRICS`` some run has, then ``metrics``.
 
     Raises:
-        ValueError: for a ``mode`` other than ``"max"``/``"min"``.
+        ValueError: for a ``mode`` other than ``"max"``/``"min"``, a bad ``fmt``, or a ``metric``, one of
+            ``metrics`` or a named param that no run has.
     """
-    from vse_ray.tune.mlflow_trials import PARENT_TAG
 
     if mode not in ("max", "min"):
         raise ValueError(f"mode must be 'max' or 'min', got {mode!r}")
+    rows = [run_row(r) for r in runs]
+    _check_present(rows, [metric, *metrics], "metric", lambda r: r.metrics)
     sign = -1.0 if mode == "max" else 1.0
 
-    def key(run: Run) -> tuple[bool, float]:
-        value = run.data.metrics.get(metric)
+    def key(row: RunRow) -> tuple[bool, float, bool]:
+        value = row.metrics.get(metric)
         missing = value is None or math.isnan(value)
-        return missing, 0.0 if missing else sign * value
+        return missing, 0.0 if missing else sign * value, not row.is_sweep
 
-    ordered = sorted(runs, key=key)[:limit]
-    varying = _varying_params(ordered)
-    shown = [metric] + [m for m in metrics if m != metric and any(m in r.data.metrics for r in ordered)]
-    header = ["run", "status", "run_id", "parent", *varying, *shown]
-    rows = [
-        [
-            r.info.run_name or MISSING,
-            r.info.status,
-            r.info.run_id[:8],
-            r.data.tags.get(PARENT_TAG, MISSING)[:8],
-            *[r.data.params.get(p, MISSING) for p in varying],
-            *[_fmt(r.data.metrics.get(m)) for m in shown],
-        ]
+    ordered = sorted(rows, key=key)[:limit]
+    shown_params = _chosen_params(rows, params)
+    wanted = dict.fromkeys([metric, *DEFAULT_METRICS, *metrics])
+    shown = [m for m in wanted if m == metric or m in metrics or any(m in r.metrics for r in ordered)]
+    ids = [Column("run_id"), Column("parent_run_id")] if fmt in ("csv", "json") else []
+    param_columns = [Column(p, optional=True) for p in shown_params]
+    columns = [Column("run"), Column("status"), *ids, *param_columns, *(metric_column(m) for m in shown)]
+    table = [
+        {
+            "run": r.name,
+            "status": r.status,
+            "run_id": r.run_id,
+            "parent_run_id": r.parent_run_id,
+            **{p: _param_value(r.params.get(p)) for p in shown_params},
+            **{m: r.metrics.get(m) for m in shown},
+        }
         for r in ordered
     ]
-    return format_table(header, rows)
+    return render_table(table, columns, fmt, width)
 
 
-def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Left-aligned text columns separated by two spaces, with a dashed rule under the header."""
-    widths = [max(len(str(c)) for c in col) for col in zip(header, *rows, strict=True)]
-    lines = [header, ["-" * w for w in widths], *rows]
-    return "\n".join(
-        "  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
-    )
+def _chosen_params(rows: Sequence[RunRow], choice: str) -> list[str]:
+    """The param columns, chosen over every fetched run (``limit`` does not hide what a sweep searched)."""
+    if choice == "none":
+        return []
+    if choice == "all":
+        return sorted({p for r in rows for p in r.params})
+    if choice == "differ":
+        return _differing_params(rows)
+    names = [p.strip() for p in choice.split(",") if p.strip()]
+    _check_present(rows, names, "param", lambda r: r.params)
+    return names
 
 
-def _varying_params(runs: Sequence[Run]) -> list[str]:
-    names = sorted({p for r in runs for p in r.data.params})
-    return [p for p in names if len({r.data.params.get(p) for r in runs}) > 1]
+def _differing_params(rows: Sequence[RunRow]) -> list[str]:
+    """Params whose values differ within a group of runs compared with each other (same parent run)."""
+    groups: dict[str | None, list[RunRow]] = {}
+    for row in rows:
+        groups.setdefault(None if row.is_sweep else row.parent_run_id, []).append(row)
+    names = sorted({p for r in rows for p in r.params if not p.startswith(SWEEP_PARAM)})
+    return [p for p in names if any(len({r.params.get(p) for r in group}) > 1 for group in groups.values())]
 
 
-def _fmt(value: float | None) -> str:
-    return MISSING if value is None else f"{value:.4g}"
+def _check_present(
+    rows: Sequence[RunRow], names: Sequence[str], kind: str, values: Callable[[RunRow], Mapping]
+) -> None:
+    if not rows:
+        return
+    have = {k for r in rows for k in values(r)}
+    missing = [n for n in names if n not in have]
+    if missing:
+        raise ValueError(
+            f"no run has {kind} {missing[0]!r}; {kind}s there: {', '.join(sorted(have)) or 'none'}"
+        )
+
+
+def _param_value(text: str | None) -> Any:
+    """An MLflow param as a number when it is one (right-aligned, compact), else the text."""
+    if text is None:
+        return None
+    if _INT.fullmatch(text):
+        return int(text)
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return number if math.isfinite(number) else text

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +16,8 @@ from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
 from ray.tune.search import BasicVariantGenerator
 
 from vse_ray.data.verify import VerifiedData, verify_data_dir
+from vse_ray.reporting import Column, format_cell, metric_column, metric_number, render_table
+from vse_ray.reporting.metric_columns import DIRECTIONS
 from vse_ray.tracking import (
     get_or_create_experiment,
     get_or_create_run,
@@ -22,7 +27,7 @@ from vse_ray.tracking import (
     ui_command,
 )
 from vse_ray.tune.engine import TuneRun, fit_trials
-from vse_ray.tune.mlflow_trials import STOP_TAG, TRIAL_TAG, TUNE_BOOKKEEPING_KEYS
+from vse_ray.tune.mlflow_trials import BEST_METRIC, BEST_PARAM, STOP_TAG, TRIAL_TAG, TUNE_BOOKKEEPING_KEYS
 from vse_ray.tune.search_space import SearchSpace, load_search_space
 from vse_ray.tune.space_checks import check_search_space, trial_config
 from vse_ray.tune.sweep_config import SweepConfig
@@ -30,6 +35,8 @@ from vse_ray.tune.trial import run_trial
 from vse_ray.tune.trial_limit import LIMIT_FILE, TrialLimitStopper
 
 SPACE_TAG = "vse_ray.search_space"
+REPORT_FILE = "sweep_report.json"
+HEADLINE_METRICS = ("R_at_1", "R_at_5", "R_at_10", "CS_at_100", "CS_at_1000", "NCS_at_10")
 
 
 @dataclass
@@ -47,6 +54,7 @@ class SweepResult:
         best_checkpoint: the checkpoint of that trial closest to the best epoch (None if none kept).
         parent_run_id / best_run_id / experiment_id: MLflow ids.
         tracking_uri / runs_url: where to look (the runs table of the experiment).
+        report: the JSON report of all of the above, in the sweep folder (also on the parent run).
     """
 
     name: str
@@ -64,6 +72,7 @@ class SweepResult:
     experiment_id: str
     tracking_uri: str
     runs_url: str
+    report: str = ""
 
 
 def trial_params(config: dict[str, Any], *, space: SearchSpace, base: dict[str, Any]) -> dict[str, Any]:
@@ -201,8 +210,8 @@ def _finish(
             [experiment_id], f"tags.`{TRIAL_TAG}` = '{best['best_trial_id']}'", max_results=1
         )
         best["best_run_id"] = runs[0].info.run_id if runs else None
-        log_params_flat({f"best.{k}": v for k, v in best["best_config"].items()}, parent, uri)
-        log_epoch_metrics([best["best_metrics"]], parent, uri, prefix="best_")
+        log_params_flat({f"{BEST_PARAM}{k}": v for k, v in best["best_config"].items()}, parent, uri)
+        log_epoch_metrics([best["best_metrics"]], parent, uri, prefix=BEST_METRIC)
         for key in ("best_trial_id", "best_run_id", "best_checkpoint"):
             client.set_tag(parent, f"vse_ray.{key}", best[key] or "")
     client.set_tag(parent, STOP_TAG, "completed" if finished else "interrupted")
@@ -220,6 +229,10 @@ def _finish(
         runs_url=runs_table_url(uri, experiment_id),
         **best,
     )
+    document = report_document(result)
+    result.report = str(path / REPORT_FILE)
+    Path(result.report).write_text(json.dumps(document, indent=2, sort_keys=True, default=str) + "\n")
+    client.log_dict(parent, document, REPORT_FILE)
     print(sweep_summary(result, space))
     return result
 
@@ -258,30 +271,49 @@ def _best_trial(results: tune.ResultGrid, space: SearchSpace, base: dict[str, An
 
 
 def sweep_summary(result: SweepResult, space: SearchSpace) -> str:
-    """End-of-sweep report: status, best trial, its searched params and metrics, where to look."""
+    """End-of-sweep screen: status, the best trial's searched params and headline metrics, where to look."""
     metric, tuned = space.metric, {"loss", *space.tuned_params()}
     ended = f"{result.num_ended}/{result.num_trials} trials ended, {result.num_errors} failed"
     lines = [
         f"Sweep {result.name}: {ended}" + ("" if result.finished else " (interrupted: run again to resume)")
     ]
+    best = result.best_metrics
     if result.best_trial_id is None:
         lines.append("No trial reported a result.")
     else:
-        lines.append(f"Best trial {result.best_trial_id}: {metric} = {result.best_metrics.get(metric)}")
-        lines += [f"  {k} = {v}" for k, v in sorted(result.best_config.items()) if k in tuned]
-        lines.append(
-            "Best metrics: "
-            + ", ".join(f"{k}={v:.4g}" for k, v in sorted(result.best_metrics.items()) if _is_metric(v))
-        )
+        scores = [f"{m} = {format_cell(best.get(m), metric_number)}" for m in dict.fromkeys([metric, "rsum"])]
+        lines.append(f"Best trial {result.best_trial_id}: {', '.join(scores)}")
+        config = {k: v for k, v in sorted(result.best_config.items()) if k in tuned}
+        lines += ["", render_table([config]), ""] if config else [""]
+        lines += [headline_table(best), ""]
         lines.append(f"Best checkpoint: {result.best_checkpoint}")
-    lines.append(
-        f"MLflow: {result.runs_url} (parent run {result.parent_run_id}, store {result.tracking_uri})"
-    )
+    if result.report:
+        lines.append(f"Full report (config, every metric): {result.report}")
     ui = ui_command(result.tracking_uri)
-    if ui:
-        lines.append(f"Open the UI with: {ui}")
+    lines.append(f"MLflow (parent run {result.parent_run_id}): {ui}" if ui else "MLflow:")
+    lines.append(f"  then open {result.runs_url}")
     return "\n".join(lines)
 
 
+def headline_table(metrics: dict[str, Any]) -> str:
+    """R@1/5/10, CS@100/1000 and NCS@10 of both directions, one row per direction (columns some row has)."""
+    rows = [{"dir": d, **{h: metrics.get(f"{h}_{d}") for h in HEADLINE_METRICS}} for d in DIRECTIONS]
+    shown = [h for h in HEADLINE_METRICS if any(_is_metric(r[h]) for r in rows)]
+    return render_table(rows, [Column("dir", " "), *(metric_column(h) for h in shown)])
+
+
+def report_document(result: SweepResult) -> dict[str, Any]:
+    """The whole result (full best config, every metric) for the JSON report; NaN/inf become null."""
+    return {k: _json_safe(v) for k, v in dataclasses.asdict(result).items() if k != "report"}
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
 def _is_metric(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
