@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from mlflow import MlflowClient
 
+from tests.conftest import stray_files
 from tests.model.tiny_store import write_tiny_store
 from vse_ray.study import parse_study, run_study, study_summary
 from vse_ray.tune.mlflow_trials import PARENT_TAG
@@ -25,11 +26,11 @@ losses:
   ladder: {{thresholds: [0.5]}}
 controls:
   shuffled: [ladder]
-resources: {cpus_per_trial: 2}  # two trial processes, each reused for three trials
+resources: {{cpus_per_trial: 2}}  # two trial processes, each reused for three trials
 """
 
 
-def test_tiny_study_end_to_end(ray_session, tmp_path, capsys):
+def test_tiny_study_end_to_end(ray_session, tmp_path, capsys, empty_cwd):
     data_dir = write_tiny_store(tmp_path / "store")
     spec = parse_study(STUDY.format(data_dir=data_dir), "tiny.yaml")
     result = run_study(spec, tmp_path / "out")
@@ -64,3 +65,4 @@ def test_tiny_study_end_to_end(ray_session, tmp_path, capsys):
     printed = capsys.readouterr().out
     again = study_summary(spec, tmp_path / "out")
     assert again == result.table and again in printed
+    assert stray_files(empty_cwd) == []  # everything under the output folder

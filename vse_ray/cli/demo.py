@@ -49,12 +49,13 @@ def demo(
     num_cpus: Annotated[int, typer.Option(help="CPUs of the local Ray instance.")] = D.num_cpus,
     seed: Annotated[int, typer.Option(help="Seed of the embedded data.")] = D.seed,
 ) -> None:
-    """Generate the embedded dataset, warm up once per seed, train every loss family and the
-    shuffled-relevance control from that checkpoint, select on validation, score on test, compare.
+    """A small loss comparison on the embedded data: warm-up once per seed, every loss family from it.
 
-    The table gives mean ± std over seeds and the paired difference from VSE++ (* = outside the seed noise,
-    with --seeds 2 or more). About 5 minutes on 2 CPU cores with the defaults. Ray's and MLflow's own logs go
-    to <output-dir>/logs/vse_ray.log; one MLflow child run per loss and seed under the demo's parent run.
+    The shuffled-relevance control of BCLS runs too; each run is selected on validation and scored on test.
+
+    Table: mean ± std over seeds, Δ from VSE++ paired by seed (* outside the seed noise, with --seeds 2+).
+
+    Logs of Ray and MLflow: <output-dir>/logs/vse_ray.log. One MLflow child run per loss and seed.
     """
     settings = DemoSettings(
         output_dir=output_dir,

@@ -21,13 +21,15 @@ def study(
     seeds: Annotated[int | None, typer.Option(help="Override the file's number of seeds.")] = None,
     num_cpus: Annotated[int | None, typer.Option(help="CPUs of a local Ray instance (default: all).")] = None,
 ) -> None:
-    """Run a loss comparison: a shared warm-up per seed, then every loss and control as Ray Tune trials
-    from it, each selected on validation rsum and scored on test.
+    """Compare losses over seeds: one shared warm-up per seed, then every loss and control from it.
 
-    Prints one progress line per stage (data, warm-up, train, test) and a table of mean ± std over seeds with
-    the paired difference from the baseline (* = its 95 % interval excludes 0). The table (CSV + Markdown),
-    the CS@K-vs-rsum trade-off plot and per-row metrics go to the study's MLflow parent run; each run is a
-    child run `<loss>[-<control>]-s<seed>`.
+    Each run is a Ray Tune trial, selected on validation rsum and scored on test; rerun to resume.
+
+    Prints one progress line per stage, then mean ± std over seeds and Δ from the baseline (paired by seed).
+
+    A * marks a Δ whose 95 % t-interval excludes 0 (outside the seed noise).
+
+    MLflow: a parent run with the table and the CS@K-vs-rsum plot; child runs <loss>[-<control>]-s<seed>.
     """
     spec = load_study(study_file)  # bad input: one line (the `readable_errors` wrapper), before Ray starts
     if seeds is not None:

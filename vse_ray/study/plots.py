@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -9,6 +11,16 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 TRADEOFF_KEYS = ("CS_at_100_i2t", "CS_at_1000_i2t", "CS_at_100_i2t_scene", "CS_at_1000_i2t_scene")
+CS_KEY = re.compile(r"^CS_at_(\d+)_i2t(_scene)?$")
+
+
+def tradeoff_keys(present: set[str]) -> list[str]:
+    """TRADEOFF_KEYS that were logged; else the two largest-K image→text CS@K keys (small test splits)."""
+    keys = [k for k in TRADEOFF_KEYS if k in present]
+    if keys:
+        return keys
+    found = sorted((k for k in present if CS_KEY.match(k)), key=lambda k: int(CS_KEY.match(k).group(1)))
+    return found[-2:]
 
 
 def tradeoff_figure(histories: dict[str, list[list[dict[str, float]]]]) -> Figure | None:
@@ -17,7 +29,7 @@ def tradeoff_figure(histories: dict[str, list[list[dict[str, float]]]]) -> Figur
     Args:
         histories: row name -> its runs (one per seed) -> per-epoch validation metrics (`epoch`, `rsum`, ...).
     """
-    keys = [k for k in TRADEOFF_KEYS if any(k in e for runs in histories.values() for r in runs for e in r)]
+    keys = tradeoff_keys({k for runs in histories.values() for r in runs for e in r for k in e})
     if not keys:
         return None
     fig, axes = plt.subplots(1, len(keys), figsize=(5.2 * len(keys), 4.2), squeeze=False)

@@ -25,7 +25,7 @@ from vse_ray.data.config import AUTO, PrecomputeConfig
 from vse_ray.data.precompute import precompute
 from vse_ray.data.store import load_manifest
 from vse_ray.log_file import route_library_logs
-from vse_ray.study.plots import TRADEOFF_KEYS, tradeoff_figure
+from vse_ray.study.plots import tradeoff_figure, tradeoff_keys
 from vse_ray.study.spec import StudySpec, Variant
 from vse_ray.study.summary import (
     BASELINE_TAG,
@@ -269,7 +269,7 @@ def test_runs(ctx: StudyContext, trained: dict[str, dict[str, Any]]) -> None:
             client.log_batch(item["run_id"], metrics=rows[start : start + 100])
 
 
-def epoch_histories(ctx: StudyContext, keys: tuple[str, ...]) -> dict[str, list[list[dict[str, float]]]]:
+def epoch_histories(ctx: StudyContext) -> dict[str, list[list[dict[str, float]]]]:
     """row -> per run (seed) -> per epoch validation metrics, from the child runs' MLflow histories."""
     client = MlflowClient(ctx.tracking_uri)
     query = f"tags.`{PARENT_TAG}` = '{ctx.parent_run_id}'"
@@ -281,7 +281,7 @@ def epoch_histories(ctx: StudyContext, keys: tuple[str, ...]) -> dict[str, list[
         size = int(run.data.tags.get(SIZE_TAG, 0))
         label = row if not size else f"{row}@{size}"
         epochs: dict[int, dict[str, float]] = {}
-        for key in ("rsum", *keys):
+        for key in ("rsum", *tradeoff_keys(set(run.data.metrics))):
             if key in run.data.metrics:
                 for m in client.get_metric_history(run.info.run_id, key):
                     epochs.setdefault(m.step, {"epoch": m.step})[key] = m.value
@@ -309,9 +309,7 @@ def write_summary(ctx: StudyContext) -> StudyResult:
     metrics = [Metric(k, v, 0, 0) for k, v in parent_metrics(cells).items()]
     for start in range(0, len(metrics), 100):
         client.log_batch(ctx.parent_run_id, metrics=metrics[start : start + 100])
-    log_figures(
-        client, ctx.parent_run_id, {"tradeoff": tradeoff_figure(epoch_histories(ctx, TRADEOFF_KEYS))}, "plots"
-    )
+    log_figures(client, ctx.parent_run_id, {"tradeoff": tradeoff_figure(epoch_histories(ctx))}, "plots")
     client.log_dict(ctx.parent_run_id, ctx.seconds, "seconds.json")
     client.set_terminated(ctx.parent_run_id, status="FINISHED")
     table = summary_text(cells, spec.baseline)

@@ -172,7 +172,7 @@ def _render(cells: list[SummaryCell], long: bool, fmt: str) -> str:
 
 def summary_text(cells: list[SummaryCell], baseline: str) -> str:
     """Console table: mean ± std over seeds; Δ = paired difference from the baseline (* outside the noise)."""
-    return _render(cells, long=False, fmt="text") + "\n" + _legend(baseline)
+    return _render(cells, long=False, fmt="text") + "\n" + _legend(baseline, intervals=False)
 
 
 def summary_markdown(cells: list[SummaryCell], baseline: str) -> str:
@@ -180,10 +180,11 @@ def summary_markdown(cells: list[SummaryCell], baseline: str) -> str:
     return _render(cells, long=True, fmt="markdown") + "\n\n" + _legend(baseline)
 
 
-def _legend(baseline: str) -> str:
+def _legend(baseline: str, intervals: bool = True) -> str:
+    shown = " [95 % t-interval]" if intervals else ""
     return (
-        f"mean ± std over seeds [95 % t-interval]; Δ: paired difference from {baseline} (same seed, same "
-        "warm-up) [95 % t-interval]; * = interval excludes 0 (outside the seed noise; needs 2+ seeds)"
+        f"mean ± std over seeds{shown}; Δ: paired difference from {baseline} (same seed, same "
+        f"warm-up){shown}; * = its 95 % t-interval excludes 0 (outside the seed noise; needs 2+ seeds)"
     )
 
 

@@ -54,3 +54,20 @@ def test_tables_and_parent_metrics():
     assert len(rows) == 6 and rows[0]["outside_seed_noise"] in ("", "True", "False")
     metrics = parent_metrics(cells)
     assert metrics["bcls/rsum_diff"] == pytest.approx(5.0) and "vsepp/rsum_diff" not in metrics
+
+
+def test_tradeoff_plot_uses_the_cs_keys_logged():
+    from vse_ray.study.plots import tradeoff_figure, tradeoff_keys
+
+    assert tradeoff_keys({"rsum", "CS_at_5_i2t", "CS_at_10_i2t", "CS_at_10_t2i"}) == [
+        "CS_at_5_i2t",
+        "CS_at_10_i2t",
+    ]
+    assert tradeoff_keys({"CS_at_5_i2t", "CS_at_100_i2t", "CS_at_1000_i2t_scene"}) == [
+        "CS_at_100_i2t",
+        "CS_at_1000_i2t_scene",
+    ]
+    runs = {"vsepp": [[{"epoch": 2, "rsum": 300.0, "CS_at_100_i2t": 0.1}, {"epoch": 3, "rsum": 310.0}]]}
+    figure = tradeoff_figure(runs)
+    assert len(figure.axes) == 1 and figure.axes[0].get_xlabel() == "validation rsum"
+    assert tradeoff_figure({"vsepp": [[{"epoch": 2, "rsum": 300.0}]]}) is None
