@@ -41,5 +41,5 @@ def test_tiny_demo_end_to_end(ray_session, tmp_path, capsys, empty_cwd):
     assert "Chance level" in out and "mlflow ui --backend-store-uri sqlite:///" in out
     assert f"#/experiments/{result.experiment_id}/runs" in out and "bcls-shuffled" in out
     written = {p.name for p in (tmp_path / "demo").iterdir()}
-    assert written == {"data", "logs", "mlflow.db", "ray_results", "studies"}
+    assert written == {"data", "logs", "mlartifacts", "mlflow.db", "ray_results", "studies"}
     assert stray_files(empty_cwd) == []  # everything under --output-dir
