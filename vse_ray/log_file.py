@@ -6,11 +6,14 @@ import logging
 import os
 from pathlib import Path
 
-LIBRARY_LOGGERS = ("ray", "mlflow", "alembic", "urllib3", "filelock")
+# "ray.data" configures its own console handler when imported (ray/data/_internal/logging.py): listed apart.
+LIBRARY_LOGGERS = ("ray", "ray.data", "ray.tune", "ray.train", "mlflow", "alembic", "urllib3", "filelock")
 
 
 def route_library_logs(output_dir: str | Path) -> Path:
     """Send the records of LIBRARY_LOGGERS to a log file in `output_dir` (not the console); returns it."""
+    import ray.data  # noqa: F401  (installs Ray Data's console handler now, so that it is replaced below)
+
     path = Path(output_dir).expanduser().resolve() / "logs" / "vse_ray.log"
     path.parent.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(path)
