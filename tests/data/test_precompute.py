@@ -11,18 +11,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import torch
 from PIL import Image
 from pycocoevalcap.cider.cider_scorer import CiderScorer
 
 from vse_ray.data import load_captions, load_features, load_manifest, load_relevance, load_vocab
 from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
 from vse_ray.data.precompute import precompute
+from vse_ray.data.scene import scene_descriptor
 from vse_ray.data.shards import sha256_file
 from vse_ray.data.store import iter_relevance
 from vse_ray.data.synthetic import generate_synthetic, synthetic_image
 from vse_ray.data.vocab import END, START
 from vse_ray.features import CNNFeatureExtractor
-from vse_ray.relevance import TfidfSvd, tokenize
+from vse_ray.relevance import TfidfSvd, scene_similarity, tokenize
 
 pytestmark = pytest.mark.ray
 CONFIG = PrecomputeConfig(
@@ -131,6 +133,24 @@ def test_relevance_shards_read_by_pyarrow_ray_data_and_in_chunks(tiny, ray_sessi
     np.testing.assert_array_equal(np.concatenate([r for _, r in chunks]), whole)
 
 
+def test_scene_descriptors_and_relevance_come_from_the_scenes(tiny):
+    data = generate_synthetic(40, 10, 10, image_size=32, render=False)
+    captions = load_captions(str(tiny), "val")
+    stored = np.stack(captions["scene"].to_numpy(zero_copy_only=False))
+    owner = captions["image_id"].to_numpy()
+    np.testing.assert_array_equal(stored, np.stack([scene_descriptor(data.scenes[k]) for k in owner]))
+    matrix = load_relevance(str(tiny), "val", "scene")
+    ids, _ = load_features(str(tiny), "val")
+    descriptors = torch.from_numpy(stored)
+    for i, image_id in enumerate(ids):
+        mine = torch.from_numpy(scene_descriptor(data.scenes[image_id]))[None]
+        for j in range(len(owner)):
+            assert matrix[i, j] == pytest.approx(
+                float(scene_similarity(mine, descriptors[j : j + 1])), abs=1e-6
+            )
+    assert (matrix[np.arange(10)[:, None] == (owner - 40)[None, :]] == 1).all()
+
+
 def test_manifest_records_counts_checksums_and_config(tiny):
     manifest = load_manifest(str(tiny))
     assert manifest["schema_version"] == 2 and manifest["config_hash"] == CONFIG.hash()
@@ -150,7 +170,7 @@ def test_manifest_records_counts_checksums_and_config(tiny):
         assert sha256_file(tiny / name) == info["sha256"]
         assert pq.read_metadata(tiny / name).num_rows == info["rows"]
     assert sorted(manifest["relevance"]) == [
-        f"{s}/{r}" for s in ("test", "val") for r in ("cider", "sbert", "svd")
+        f"{s}/{r}" for s in ("test", "val") for r in ("cider", "sbert", "scene", "svd")
     ]
     assert json.loads((tiny / "cider_df.json").read_text())["log_num_docs"] == pytest.approx(np.log(40))
 

@@ -32,6 +32,9 @@ def test_config_resolves_per_dataset_and_hash_tracks_outputs():
         False,
     )
     assert PrecomputeConfig().hash() == PrecomputeConfig(cnn="resnet18").hash()  # auto == its resolution
+    assert PrecomputeConfig().resolved().relevance_sources == ("sbert", "cider", "svd", "scene")
+    precomp = PrecomputeConfig(dataset="precomp", precomp_dir="/x").resolved()
+    assert precomp.relevance_sources == ("sbert", "cider", "svd")
     assert PrecomputeConfig().hash() != PrecomputeConfig(n_train=10).hash()
 
 
@@ -42,6 +45,10 @@ def test_config_resolves_per_dataset_and_hash_tracks_outputs():
         ({"dataset": "karpathy"}, "needs karpathy_json and image_root"),
         ({"dataset": "precomp"}, "needs precomp_dir"),
         ({"relevance_sources": ("sbert", "bleu")}, "unknown source 'bleu'"),
+        (
+            {"dataset": "precomp", "precomp_dir": "/x", "relevance_sources": ("sbert", "scene")},
+            "'scene' needs the synthetic dataset",
+        ),
         ({"shard_size": 0}, "shard_size must be >= 1"),
         ({"splits": ("val", "test")}, "splits must include 'train'"),
     ],

@@ -80,6 +80,7 @@ def test_sweep_interrupt_resume_and_mlflow(ray_session, tmp_path, mlflow_uri, ca
     assert Path(second.best_checkpoint, "model.pt").is_file()
     out = capsys.readouterr().out
     assert f"Best trial {second.best_trial_id}: rsum" in out and "#/experiments/" in out
+    assert stray_files(empty_cwd) == []
     last = out[out.rindex("Sweep tiny-lseh: 2/2 trials ended") :].splitlines()
     assert last[3].split() == ["loss", "loss.margin", "lr"]  # the best config: the searched params only
     assert last[7].split() == ["R@1", "R@5", "R@10"] and last[9].split()[0] == "i2t"  # CS@100 etc: not logged

@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import torch
 
 from vse_ray.data.split_data import ImageStore, pad_tokens
 from vse_ray.data.store import load_captions, load_features
-from vse_ray.relevance import tokenize
+from vse_ray.relevance import scene_similarity, tokenize
 from vse_ray.relevance.cider import cider_matrix
-from vse_ray.train.batches import BatchBuilder, TableBatches, reference_texts, train_columns
+from vse_ray.train.batches import (
+    BatchBuilder,
+    TableBatches,
+    check_train_columns,
+    reference_texts,
+    train_columns,
+)
 
 
 def _table(n: int) -> pa.Table:
@@ -81,3 +88,25 @@ def test_vsepp_batches_carry_no_relevance(train_rows):
     assert BatchBuilder(images, None)(rows).relevance is None
     with pytest.raises(ValueError, match="references"):
         BatchBuilder(images, "cider")
+
+
+def test_scene_relevance_is_the_scene_similarity_of_the_batch_images(tiny_data_dir):
+    table = load_captions(str(tiny_data_dir), "train").select(train_columns("scene"))
+    images = ImageStore(*load_features(str(tiny_data_dir), "train"))
+    rows = {name: table[name].to_numpy(zero_copy_only=False)[::9][:10] for name in table.column_names}
+    batch = BatchBuilder(images, "scene")(rows)
+    descriptors = torch.from_numpy(np.stack(rows["scene"]).astype(np.float32))
+    expected = [
+        [float(scene_similarity(descriptors[i : i + 1], descriptors[j : j + 1])) for j in range(10)]
+        for i in range(10)
+    ]
+    assert torch.allclose(batch.relevance, torch.tensor(expected), atol=1e-6)
+    check_train_columns(str(tiny_data_dir), "scene")
+
+
+def test_missing_scene_column_is_named(tmp_path):
+    folder = tmp_path / "captions" / "split=train"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({n: [1] for n in train_columns(None)}), folder / "part-0.parquet")
+    with pytest.raises(ValueError, match=r"split=train: no 'scene' column.*synthetic"):
+        check_train_columns(str(tmp_path), "scene")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 import torch
@@ -123,3 +124,15 @@ def test_init_checkpoint_from_another_run_is_refused(tiny_cfg, tmp_path):
     late = dataclasses.replace(tiny_cfg, warmup_epochs=1, init_checkpoint=str(longer.checkpoints[1]))
     with pytest.raises(ValueError, match="epoch 2 is past warmup_epochs 1"):
         _run(late, tmp_path, "late")
+
+
+def test_ladder_trains_on_scene_relevance_with_a_quantile_threshold(tiny_cfg, tmp_path):
+    params = {"relevance_source": "scene", "theta_quantile": 0.8}
+    rep = _run(dataclasses.replace(tiny_cfg, loss="ladder", loss_params=params, epochs=1), tmp_path, "scene")
+    hist = load_checkpoint(rep.checkpoints[0])["relevance_hist"]
+    assert hist["source"] == "scene"
+    assert sum(hist["counts"]) == 480 // tiny_cfg.batch_size * tiny_cfg.batch_size**2
+    metrics = rep.history[0]
+    assert math.isfinite(metrics["train_loss"])
+    for key in ("CS_at_5_i2t_scene", "CS_at_10_t2i_scene", "tau_i2t_scene", "NCS_at_5_t2i_scene"):
+        assert -1.0 <= metrics[key] <= 1.0, key

@@ -1,7 +1,8 @@
 """A tiny precompute-format folder (written with plain pyarrow per the documented layout) for model tests.
 
 Ten classes (colour × shape); image features are class prototypes plus noise, captions name the class, so a
-model can learn it in a few epochs. S-BERT/SVD columns are class vectors plus noise (graded relevance).
+model can learn it in a few epochs. S-BERT/SVD columns are class vectors plus noise (graded relevance); the
+``scene`` column describes each class as a one-object scene (the scene relevance source).
 """
 
 from __future__ import annotations
@@ -14,11 +15,13 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import torch
 from PIL import Image
 
+from vse_ray.data.scene import ObjectGroup, Scene, scene_descriptor
 from vse_ray.data.schema import relevance_table
 from vse_ray.data.verify import describe_folder
-from vse_ray.relevance import tokenize
+from vse_ray.relevance import scene_similarity, tokenize
 from vse_ray.relevance.cider import cider_matrix
 from vse_ray.relevance.cider_doc_freq import cider_doc_freq
 from vse_ray.train.config import TrainConfig
@@ -43,6 +46,18 @@ def _png(colour_index: int, rng: np.random.Generator) -> bytes:
     return buf.getvalue()
 
 
+def _class_scenes() -> np.ndarray:
+    """(10, D) scene descriptors: class c is one medium {colour} {shape}, centred, on a gray background."""
+    return np.stack(
+        [
+            scene_descriptor(
+                Scene("gray", "plain", (ObjectGroup(SHAPES[c // 5], COLOURS[c % 5], "medium", "center", 1),))
+            )
+            for c in range(10)
+        ]
+    )
+
+
 def _unit(x: np.ndarray) -> np.ndarray:
     return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
 
@@ -63,6 +78,7 @@ def write_tiny_store(root: Path, seed: int = 0, regions: int | None = None, dtyp
     vocab = _vocab()
     protos = {n: rng.normal(size=(10, d)) for n, d in (("f", FEATURE_DIM), ("s", SBERT_DIM), ("v", SVD_DIM))}
     image_id, caption_id, train_refs = 0, 0, []
+    scenes = _class_scenes()
     for split, n_images in SPLIT_SIZES.items():
         classes = rng.integers(0, 10, n_images)
         ids = np.arange(image_id, image_id + n_images, dtype=np.int64)
@@ -98,6 +114,9 @@ def write_tiny_store(root: Path, seed: int = 0, regions: int | None = None, dtyp
                 ),
                 "sbert": pa.FixedSizeListArray.from_arrays(pa.array(sbert.ravel()), SBERT_DIM),
                 "svd": pa.FixedSizeListArray.from_arrays(pa.array(svd.ravel()), SVD_DIM),
+                "scene": pa.FixedSizeListArray.from_arrays(
+                    pa.array(scenes[cap_cls].ravel()), scenes.shape[1]
+                ),
             }
         )
         caption_id += n_caps
@@ -121,6 +140,9 @@ def write_tiny_store(root: Path, seed: int = 0, regions: int | None = None, dtyp
             "sbert": (own @ sbert.T).mean(axis=1),
             "svd": (_unit(svd.reshape(n_images, 5, SVD_DIM).mean(axis=1)) @ svd.T),
             "cider": cider_matrix([tokenize(t) for t in texts], refs).T,
+            "scene": scene_similarity(
+                torch.from_numpy(scenes[classes]), torch.from_numpy(scenes[cap_cls])
+            ).numpy(),
         }
         for name, matrix in matrices.items():
             (root / "relevance" / split / name).mkdir(parents=True)

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 import torch
 from mlflow import MlflowClient
-from vse_ray.train.checkpoint import load_checkpoint
 
 from tests.model.tiny_store import tiny_config
 from vse_ray.data.store import load_captions
 from vse_ray.losses import make_loss
+from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.train.batches import TableBatches, train_columns
 from vse_ray.train.engine import WorkerContext, run_training
 from vse_ray.train.reporter import LocalReporter

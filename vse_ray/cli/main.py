@@ -9,6 +9,7 @@ from vse_ray.cli.demo import demo
 from vse_ray.cli.errors import readable_errors
 from vse_ray.cli.evaluate import evaluate
 from vse_ray.cli.precompute import precompute
+from vse_ray.cli.study import study
 from vse_ray.cli.sweep import sweep
 from vse_ray.cli.train import train
 
@@ -25,6 +26,7 @@ COMMANDS = {
     "train": train,
     "evaluate": evaluate,
     "demo": demo,
+    "study": study,
 }
 for _name, _command in COMMANDS.items():
     app.command(name=_name)(readable_errors(_command))

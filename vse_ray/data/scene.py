@@ -59,6 +59,26 @@ class Scene:
         return sum(group.count for group in self.groups)
 
 
+def scene_descriptor(scene: Scene) -> np.ndarray:
+    """The (D,) float32 descriptor of ``scene`` read by :func:`vse_ray.relevance.scene.scene_similarity`.
+
+    ``[background, texture]`` indices, then :data:`MAX_GROUPS` slots ``[1, shape, colour, size, position,
+    count]`` in the scene's group order; unused slots are ``[0, -1, -1, -1, -1, 0]``.
+    """
+    values = [list(BACKGROUNDS).index(scene.background), TEXTURES.index(scene.texture)]
+    for group in scene.groups:
+        values += [
+            1,
+            SHAPES.index(group.shape),
+            list(COLOURS).index(group.colour),
+            SIZES.index(group.size),
+            POSITIONS.index(group.position),
+            group.count,
+        ]
+    values += [0, -1, -1, -1, -1, 0] * (MAX_GROUPS - len(scene.groups))
+    return np.asarray(values, dtype=np.float32)
+
+
 def sample_scene(rng: np.random.Generator) -> Scene:
     """Draw a scene uniformly over the attribute grid.
 

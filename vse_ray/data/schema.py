@@ -11,7 +11,8 @@ Layout of a precompute folder (``SCHEMA_VERSION`` 2)::
     rejects.parquet      image_id, split, path, reason of every image that could not be loaded
     features/split=<split>/part-<row>.parquet   FEATURES columns, one row per image (pooled features, pixels)
     features/split=<split>/part-<row>.arrow     the same with a region axis: Arrow IPC files (see below)
-    captions/split=<split>/part-<row>.parquet   CAPTIONS columns, one row per caption
+    captions/split=<split>/part-<row>.parquet   CAPTIONS columns, one row per caption (synthetic data: plus
+                                               ``scene``, the descriptor of the caption's image)
     relevance/<split>/<source>/part-<row>.parquet
                          RELEVANCE columns for val/test, one row per image (ascending image_id) holding its
                          relevance to every caption of the split (ascending caption_id): the rows
@@ -74,19 +75,21 @@ def check_float16_range(features: np.ndarray, where: str, first_row: int = 0) ->
         )
 
 
-def captions_schema(sbert_dim: int, svd_dim: int) -> pa.Schema:
-    """``caption_id``, ``image_id`` int64, ``split``, ``text``, ``tokens`` list<int32>, ``sbert``, ``svd``."""
-    return pa.schema(
-        [
-            ("caption_id", pa.int64()),
-            ("image_id", pa.int64()),
-            ("split", SPLIT_TYPE),
-            ("text", pa.string()),
-            ("tokens", pa.list_(pa.int32())),
-            ("sbert", pa.list_(pa.float32(), sbert_dim)),
-            ("svd", pa.list_(pa.float32(), svd_dim)),
-        ]
-    )
+def captions_schema(sbert_dim: int, svd_dim: int, scene_dim: int | None = None) -> pa.Schema:
+    """``caption_id``, ``image_id`` int64, ``split``, ``text``, ``tokens`` list<int32>, ``sbert``, ``svd``,
+    and ``scene`` fixed_size_list<float32>[scene_dim] when the dataset has scene descriptors."""
+    fields = [
+        ("caption_id", pa.int64()),
+        ("image_id", pa.int64()),
+        ("split", SPLIT_TYPE),
+        ("text", pa.string()),
+        ("tokens", pa.list_(pa.int32())),
+        ("sbert", pa.list_(pa.float32(), sbert_dim)),
+        ("svd", pa.list_(pa.float32(), svd_dim)),
+    ]
+    if scene_dim is not None:
+        fields.append(("scene", pa.list_(pa.float32(), scene_dim)))
+    return pa.schema(fields)
 
 
 def fixed_size_list(matrix: np.ndarray) -> pa.FixedSizeListArray:
@@ -151,7 +154,12 @@ def captions_table(batch: dict[str, np.ndarray]) -> pa.Table:
         fixed_size_list(sbert),
         fixed_size_list(svd),
     ]
-    return pa.Table.from_arrays(columns, schema=captions_schema(sbert.shape[1], svd.shape[1]))
+    scene_dim = None
+    if "scene" in batch:
+        scene = np.stack([np.asarray(row, dtype=np.float32) for row in batch["scene"]])
+        columns.append(fixed_size_list(scene))
+        scene_dim = scene.shape[1]
+    return pa.Table.from_arrays(columns, schema=captions_schema(sbert.shape[1], svd.shape[1], scene_dim))
 
 
 def relevance_schema(n_captions: int) -> pa.Schema:

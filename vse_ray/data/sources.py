@@ -24,12 +24,15 @@ class SplitSource:
             of a precomp feature file.
         captions: ``captions[k]`` = the captions of image k.
         caption_ids: (n, captions_per_image) int64 unique ids.
+        scenes: (n, D) float32 scene descriptors (:func:`~vse_ray.data.scene.scene_descriptor`) where the
+            dataset knows its scenes (synthetic), else None.
     """
 
     image_ids: np.ndarray
     refs: np.ndarray
     captions: tuple[tuple[str, ...], ...]
     caption_ids: np.ndarray
+    scenes: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from vse_ray.data.store import (
     relevance_sources,
 )
 
-RELEVANCE_SOURCES = ("sbert", "cider", "svd", "spice")
+RELEVANCE_SOURCES = ("sbert", "cider", "svd", "spice", "scene")
 
 
 @dataclass

@@ -1,9 +1,8 @@
-"""vse_ray.demo: the whole mission on the embedded dataset (`vse-ray demo`)."""
+"""vse_ray.demo: the study protocol at laptop scale on the embedded dataset (`vse-ray demo`)."""
 
 from vse_ray.lazy_exports import lazy_exports
 
 _EXPORTS = {
-    "DemoResult": "vse_ray.demo.run",
     "DemoSettings": "vse_ray.demo.settings",
     "run_demo": "vse_ray.demo.run",
 }

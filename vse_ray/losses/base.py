@@ -7,6 +7,8 @@ from typing import ClassVar
 import torch
 from torch import Tensor, nn
 
+from vse_ray.relevance.batch import RELEVANCE_SOURCES
+
 REDUCTIONS = ("sum", "mean", "none")
 
 
@@ -34,19 +36,31 @@ class BaseVSELoss(nn.Module):
     (``sims``, ``relevance``) and text->image (``sims.T``, ``relevance.T``) - and sums the per-query
     results of ``query_loss``. The positive of query q is column q in both directions.
 
+    The class attribute ``relevance_source`` is the family's default relevance (None: the loss uses none);
+    a graded loss built with ``relevance_source=...`` trains on that source instead (instance attribute).
+
     Args:
         reduction: "sum" over the batch (as VSE++ does), "mean", or "none" (per-pair losses, shape (B,)).
+        relevance_source: Relevance this loss trains on, one of RELEVANCE_SOURCES; None = the family default.
     """
 
-    relevance_source: ClassVar[str | None] = None
+    relevance_source: str | None = None
     # True for a loss that reads the embeddings themselves, not only their similarities: it cannot train a
     # similarity model (SCAN, SGRAF), whose only output is the (B, B) score matrix. None of the families does.
     needs_embeddings: ClassVar[bool] = False
 
-    def __init__(self, reduction: str = "sum") -> None:
+    def __init__(self, reduction: str = "sum", relevance_source: str | None = None) -> None:
         super().__init__()
         if reduction not in REDUCTIONS:
             raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+        if relevance_source is not None:
+            if type(self).relevance_source is None:
+                raise ValueError(f"relevance_source: {type(self).__name__} uses no relevance")
+            if relevance_source not in RELEVANCE_SOURCES:
+                raise ValueError(
+                    f"relevance_source must be one of {RELEVANCE_SOURCES}, got {relevance_source!r}"
+                )
+            self.relevance_source = relevance_source
         self.reduction = reduction
 
     def forward(

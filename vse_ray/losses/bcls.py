@@ -12,7 +12,7 @@ from vse_ray.losses.kendall import kendall_full, kendall_sliding_window
 from vse_ray.losses.samplers import SlidingWindowSampler, soft_hardest_similarity
 from vse_ray.losses.samplers.sliding_window import EDGE_TOLERANCE
 
-KENDALL_FORMS = ("sw_hs", "full")
+KENDALL_FORMS = ("sw_hs", "full", "none")
 NEGATIVE_BELOW = 1.0 - EDGE_TOLERANCE  # Triplet-SN's negatives: candidates whose relevance is below 1
 
 
@@ -22,7 +22,8 @@ class BCLSLoss(BaseVSELoss):
     Triplet-SN per query: [(1/γ) log Σ_{j: r_qj < 1} exp(γ s_qj) - s_qq + m]_+ over in-batch negatives.
     Kendall: with ``kendall="sw_hs"`` the sliding-window hard-sample form (eq. 18-20, window α, stride β,
     M = (2 - α)/β windows; see SlidingWindowSampler); with ``kendall="full"`` the O(B³) sum of eq. 17
-    (all j, k of the batch, the positive included). The positive pair's relevance is set to 1, the paper's
+    (all j, k of the batch, the positive included); ``kendall="none"`` drops L_K (Triplet-SN only, the
+    ablation of the study protocol). The positive pair's relevance is set to 1, the paper's
     normalisation of the S-BERT pseudo labels r in [-1, 1]. On CPU tensors the "sw_hs" form is one
     autograd node whose forward and backward run as compiled loops over the queries
     (``CompiledSlidingWindowBCLS``); on other devices it is the torch expression ``triplet_sn(
@@ -34,8 +35,9 @@ class BCLSLoss(BaseVSELoss):
         gamma: γ of eq. 15 (default 50).
         alpha: relaxation α of eq. 17, in (0, 2) (default 0.2).
         beta: sliding-window stride β (default 0.1).
-        kendall: "sw_hs" | "full".
+        kendall: "sw_hs" | "full" | "none".
         reduction: see BaseVSELoss.
+        relevance_source: see BaseVSELoss (default 'sbert').
     """
 
     relevance_source = "sbert"
@@ -48,8 +50,9 @@ class BCLSLoss(BaseVSELoss):
         beta: float = 0.1,
         kendall: str = "sw_hs",
         reduction: str = "sum",
+        relevance_source: str | None = None,
     ) -> None:
-        super().__init__(reduction)
+        super().__init__(reduction, relevance_source)
         check_non_negative(margin=margin)
         if gamma <= 0:
             raise ValueError(f"gamma must be > 0, got {gamma}")
@@ -66,11 +69,12 @@ class BCLSLoss(BaseVSELoss):
                 sims, relevance, candidates, self.sampler, self.gamma, self.margin, NEGATIVE_BELOW
             )
         soft_max, valid = soft_hardest_similarity(sims, candidates & (relevance < NEGATIVE_BELOW), self.gamma)
+        triplet = triplet_sn(soft_max, positive_sims(sims), valid, self.margin)
+        if self.kendall == "none":
+            return triplet
         if self.kendall == "sw_hs":
-            ranking = kendall_sliding_window(sims, relevance, self.sampler)
-        else:
-            ranking = kendall_full(sims, relevance, self.alpha)
-        return triplet_sn(soft_max, positive_sims(sims), valid, self.margin) + ranking
+            return triplet + kendall_sliding_window(sims, relevance, self.sampler)
+        return triplet + kendall_full(sims, relevance, self.alpha)
 
 
 def triplet_sn(soft_max: Tensor, positive: Tensor, valid: Tensor, margin: float) -> Tensor:

@@ -37,6 +37,7 @@ class AdaptiveLadderLoss(BaseLadderLoss):
             algorithm from quantile centres, a fixed point that can be above the optimum).
         max_iter: Lloyd iteration cap of the K-Means.
         reduction: see BaseVSELoss.
+        relevance_source: see BaseVSELoss (default 'sbert').
     """
 
     def __init__(
@@ -49,6 +50,7 @@ class AdaptiveLadderLoss(BaseLadderLoss):
         kmeans: str = "exact",
         max_iter: int = 100,
         reduction: str = "sum",
+        relevance_source: str | None = None,
     ) -> None:
         if l_min < 2:
             raise ValueError(f"l_min must be >= 2, got {l_min}")
@@ -60,7 +62,7 @@ class AdaptiveLadderLoss(BaseLadderLoss):
             raise ValueError(f"max_iter must be >= 1, got {max_iter}")
         margins = extend_to(tuple(margins), l_max, "margins", halve=False)
         betas = extend_to(tuple(betas), l_max, "betas", halve=True)
-        super().__init__(margins, betas, hard_contrastive, reduction)
+        super().__init__(margins, betas, hard_contrastive, reduction, relevance_source)
         self.l_min, self.l_max, self.kmeans, self.max_iter = l_min, l_max, kmeans, max_iter
 
     def levels(self, relevance: Tensor, candidates: Tensor) -> Tensor:

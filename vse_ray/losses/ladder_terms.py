@@ -59,14 +59,20 @@ class BaseLadderLoss(BaseVSELoss):
         betas: β_1..β_L, >= 0.
         hard_contrastive: eq. 8 sampling, or the full sums of eq. 7.
         reduction: see BaseVSELoss.
+        relevance_source: see BaseVSELoss (default 'sbert').
     """
 
     relevance_source = "sbert"
 
     def __init__(
-        self, margins: tuple[float, ...], betas: tuple[float, ...], hard_contrastive: bool, reduction: str
+        self,
+        margins: tuple[float, ...],
+        betas: tuple[float, ...],
+        hard_contrastive: bool,
+        reduction: str,
+        relevance_source: str | None = None,
     ) -> None:
-        super().__init__(reduction)
+        super().__init__(reduction, relevance_source)
         if len(margins) != len(betas):
             raise ValueError(
                 f"margins and betas must have the same length, got {len(margins)} and {len(betas)}"

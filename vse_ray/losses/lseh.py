@@ -21,12 +21,19 @@ class LSEHLoss(BaseVSELoss):
         margin: α (default 0.185).
         lam: λ (default 0.025).
         reduction: see BaseVSELoss.
+        relevance_source: see BaseVSELoss (default 'svd').
     """
 
     relevance_source = "svd"
 
-    def __init__(self, margin: float = 0.185, lam: float = 0.025, reduction: str = "sum") -> None:
-        super().__init__(reduction)
+    def __init__(
+        self,
+        margin: float = 0.185,
+        lam: float = 0.025,
+        reduction: str = "sum",
+        relevance_source: str | None = None,
+    ) -> None:
+        super().__init__(reduction, relevance_source)
         check_non_negative(margin=margin, lam=lam)
         self.margin, self.lam = margin, lam
 

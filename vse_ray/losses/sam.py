@@ -39,6 +39,7 @@ class SAMLoss(BaseVSELoss):
         triplet_margin: margin of that triplet (default 0.2).
         t2i_margin: "eq7" | "negative_refs", the text->image margin (see above).
         reduction: see BaseVSELoss.
+        relevance_source: see BaseVSELoss (default 'cider').
     """
 
     relevance_source = "cider"
@@ -51,8 +52,9 @@ class SAMLoss(BaseVSELoss):
         triplet_margin: float = 0.2,
         t2i_margin: str = "eq7",
         reduction: str = "sum",
+        relevance_source: str | None = None,
     ) -> None:
-        super().__init__(reduction)
+        super().__init__(reduction, relevance_source)
         if tau <= 0:
             raise ValueError(f"tau must be > 0, got {tau}")
         if sampling not in SAMPLERS:

@@ -30,6 +30,7 @@ def evaluate_all(
     cs_source: str = "sbert",
     tau_source: str | None = None,
     ncs_source: str = "cider",
+    suffixed_sources: Sequence[str] = ("scene",),
     sr_ms: Sequence[int] = (),
     eccv_positives: Mapping[str, Any] | None = None,
     chunk_size: int = 1024,
@@ -50,6 +51,9 @@ def evaluate_all(
       ``SR_at_{k}_m{m}_d`` with the captions of the m most related images as relevant set
       (:func:`semantic_recall_by_image`) and ``SR_eq4_at_{k}_m{m}_d`` with the m most relevant items
       (:func:`semantic_recall`);
+    - for each source ``src`` of ``suffixed_sources`` present in ``relevance`` (default ``scene``, the
+      synthetic data's ground-truth scene similarity): ``CS_at_{k}_d_src``, ``tau_d_src``,
+      ``NCS_at_{k}_d_src``, ``NCS_noGT_at_{k}_d_src`` and their ``NCS_eq5`` forms, against that source;
     - with ``eccv_positives`` (``{"i2t": (n_images, n_captions), "t2i": (n_captions, n_images)}`` binary
       masks): ``ECCV_mAP_at_R_d``, ``ECCV_R_P_d``, ``ECCV_R_at_1_d`` (percent for R@1, fractions otherwise),
       each over the queries with at least one positive (all-False rows, the queries outside the ECCV
@@ -62,6 +66,7 @@ def evaluate_all(
         ks: R@K cut-offs. cs_ks, ncs_ks: cut-offs larger than a direction's gallery are skipped.
         cs_source, tau_source, ncs_source: which relevance feeds CS@K, tau and NCS/SR; tau (whole-gallery
             Kendall, the costliest metric) is off unless a source is named.
+        suffixed_sources: sources also scored by CS@K, tau and NCS@K under keys ending in ``_<source>``.
         sr_ms: numbers m of extended relevant items for Semantic Recall.
         eccv_positives: optional binary relevance masks per direction.
         chunk_size: queries per chunk.
@@ -93,6 +98,10 @@ def evaluate_all(
             scores.update(
                 _image_semantic_recall(sims, relevance[ncs_source], index, (ks, sr_ms), d, chunk_size)
             )
+        for name in (n for n in suffixed_sources if n in relevance):
+            scores.update(
+                _suffixed_scores(s, _oriented(relevance[name], d), gt, (cs_ks, ncs_ks), d, name, chunk_size)
+            )
         if eccv_positives is not None:
             mask = as_mask(f"eccv_positives[{d!r}]", eccv_positives[d], s.shape)
             scores[f"ECCV_mAP_at_R_{d}"] = map_at_r(s, mask, chunk_size=chunk_size)
@@ -106,6 +115,25 @@ def evaluate_all(
 def _oriented(matrix: np.ndarray, direction: str) -> np.ndarray:
     """The relevance with queries as rows: as stored for image->text, transposed for text->image."""
     return matrix if direction == "i2t" else matrix.T
+
+
+def _suffixed_scores(
+    sims: np.ndarray,
+    relevance: np.ndarray,
+    truth: np.ndarray,
+    cutoffs: tuple[Sequence[int], Sequence[int]],
+    direction: str,
+    source: str,
+    chunk_size: int,
+) -> dict[str, float]:
+    """CS@K, tau and NCS@K (with and without the ground truth) of one direction against ``source``."""
+    cs_ks, ncs_ks = cutoffs
+    fitting = [k for k in cs_ks if k <= sims.shape[1]]
+    cs = coherent_scores(sims, relevance, [*fitting, sims.shape[1]], chunk_size=chunk_size)  # one sort
+    scores = {f"tau_{direction}": cs[sims.shape[1]]}
+    scores.update({f"CS_at_{k}_{direction}": cs[k] for k in fitting})
+    scores.update(_semantic_scores(sims, relevance, truth, (ncs_ks, (), ()), direction, chunk_size))
+    return {f"{key}_{source}": value for key, value in scores.items()}
 
 
 def _semantic_scores(

@@ -9,8 +9,9 @@ import torch.nn.functional as F
 
 from vse_ray.relevance.cider import cider_matrix
 from vse_ray.relevance.cider_doc_freq import CiderDocFreq
+from vse_ray.relevance.scene import scene_similarity
 
-RELEVANCE_SOURCES = ("sbert", "svd", "cider")
+RELEVANCE_SOURCES = ("sbert", "svd", "cider", "scene")
 
 
 def _caption_cosine(name: str, vectors: torch.Tensor | None) -> torch.Tensor:
@@ -28,6 +29,7 @@ def batch_relevance(
     *,
     sbert: torch.Tensor | None = None,
     svd: torch.Tensor | None = None,
+    scene: torch.Tensor | None = None,
     texts: Sequence[str] | None = None,
     references: Sequence[Sequence[str]] | None = None,
     doc_freq: CiderDocFreq | None = None,
@@ -35,16 +37,19 @@ def batch_relevance(
     """Relevance of every batch caption (columns) to every batch image (rows).
 
     Args:
-        source: ``"sbert"`` (ladder, BCLS), ``"svd"`` (LSEH) or ``"cider"`` (SAM).
+        source: ``"sbert"`` (ladder, BCLS), ``"svd"`` (LSEH), ``"cider"`` (SAM) or ``"scene"`` (the
+            synthetic data's structural scene similarity, any graded loss).
         sbert: (B, d) Sentence-BERT vectors of the batch captions, for ``"sbert"``.
         svd: (B, k) TF-IDF+SVD vectors of the batch captions, for ``"svd"``.
+        scene: (B, D) scene descriptors of the batch captions' images, for ``"scene"``.
         texts: The B pre-tokenised batch captions (hypotheses), for ``"cider"``.
         references: ``references[i]`` = pre-tokenised reference captions of image i, for ``"cider"``.
         doc_freq: CIDEr document frequencies (train split); ``None`` counts them over ``references``.
 
     Returns:
         (B, B) tensor; the diagonal holds the positive pairs. Cosine sources keep the input's
-        dtype and device, ``"cider"`` returns float32 on the CPU (``cider_matrix(texts, references).T``).
+        dtype and device, ``"scene"`` is float32 on the input's device, ``"cider"`` returns float32 on
+        the CPU (``cider_matrix(texts, references).T``).
 
     Raises:
         ValueError: For an unknown ``source``, a missing input or mismatched lengths.
@@ -53,6 +58,10 @@ def batch_relevance(
         return _caption_cosine("sbert", sbert)
     if source == "svd":
         return _caption_cosine("svd", svd)
+    if source == "scene":
+        if scene is None:
+            raise ValueError("batch_relevance(source='scene') needs scene= (B, D) scene descriptors")
+        return scene_similarity(scene, scene)
     if source != "cider":
         raise ValueError(f"unknown relevance source {source!r}; expected one of {RELEVANCE_SOURCES}")
     if texts is None or references is None:

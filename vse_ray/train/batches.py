@@ -5,22 +5,39 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import torch
 
 from vse_ray.data.split_data import ImageStore, pad_tokens
 from vse_ray.relevance import CiderDocFreq, batch_relevance, tokenize
 
-VECTOR_COLUMN = {"sbert": "sbert", "svd": "svd"}
+VECTOR_COLUMN = {"sbert": "sbert", "svd": "svd", "scene": "scene"}
 
 
 def train_columns(relevance_source: str | None) -> list[str]:
     """Caption columns a training batch needs for a loss with this relevance source."""
     extra = [VECTOR_COLUMN[relevance_source]] if relevance_source in VECTOR_COLUMN else []
     return ["caption_id", "image_id", "tokens", "text", *extra]
+
+
+def check_train_columns(data_dir: str, relevance_source: str | None) -> None:
+    """ValueError naming the train captions folder when it lacks a column this relevance source needs."""
+    folder = Path(data_dir) / "captions" / "split=train"
+    shard = next(folder.glob("part-*.parquet"), None)
+    if shard is None:
+        raise ValueError(f"{folder}: no train captions; run precompute first")
+    have = set(pq.read_schema(shard).names)
+    missing = [c for c in train_columns(relevance_source) if c not in have]
+    if missing:
+        raise ValueError(
+            f"{folder}: no {missing[0]!r} column, needed by relevance_source {relevance_source!r}"
+            + (" (only the synthetic dataset has scene descriptors)" if missing[0] == "scene" else "")
+        )
 
 
 class BatchSource(Protocol):
@@ -104,7 +121,7 @@ class BatchBuilder:
 
     Args:
         images: Image side of the training split.
-        relevance_source: `loss.relevance_source` ("sbert", "svd", "cider" or None).
+        relevance_source: `loss.relevance_source` ("sbert", "svd", "cider", "scene" or None).
         references: image_id → reference texts (needed for "cider").
         doc_freq: Training-split CIDEr document frequencies (for "cider").
     """

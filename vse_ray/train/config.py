@@ -25,6 +25,10 @@ class TrainConfig:
     `storage_path`, `run_name`, `tracking_uri` and `experiment` left empty are derived by `resolved()`:
     `<output_dir>/ray_results`, `<dataset>-<loss>-s<seed>`, `sqlite:///<output_dir>/mlflow.db`, the dataset
     name.
+
+    `train_images` > 0 trains on the captions of the first N train images only (a data-size axis);
+    `shuffle_relevance` permutes the loss's relevance vectors across the train captions (a control: same
+    values, no meaning).
     """
 
     data_dir: str
@@ -39,6 +43,8 @@ class TrainConfig:
     grad_clip: float = 2.0
     warmup_epochs: int = 0
     init_checkpoint: str = ""
+    train_images: int = 0
+    shuffle_relevance: bool = False
     word_dim: int = 300
     embed_dim: int = 1024
     normalize_image: bool = True
@@ -87,6 +93,8 @@ class TrainConfig:
                 raise ValueError(f"{name}: must be a positive integer, got {value!r}")
         if not isinstance(self.warmup_epochs, int) or not 0 <= self.warmup_epochs <= self.epochs:
             raise ValueError(f"warmup_epochs: must be an integer in [0, epochs], got {self.warmup_epochs!r}")
+        if type(self.train_images) is not int or self.train_images < 0:
+            raise ValueError(f"train_images: must be an integer >= 0 (0 = all), got {self.train_images!r}")
         if self.init_checkpoint and not Path(self.init_checkpoint).exists():
             raise ValueError(f"init_checkpoint: no such file or folder: {self.init_checkpoint}")
         if self.batch_size < 2:

@@ -42,6 +42,7 @@ WARMUP_SHARED_FIELDS = (
     "num_workers",
     "seed",
     "warmup_epochs",
+    "train_images",
 )
 
 
@@ -168,14 +169,15 @@ def run_training(
     if start_state is None and cfg.init_checkpoint:
         start_state = warmup_state(cfg)
     torch.manual_seed(cfg.seed)
-    data = TrainingData.load(cfg, with_captions=context is None)
+    loss_fn = make_loss(cfg.loss, **cfg.loss_params)
+    source = loss_fn.relevance_source
+    data = TrainingData.load(cfg, source, with_captions=context is None)
     ctx = context or local_context(cfg, data)
     model = build_model(cfg.model, **data.model_args).to(ctx.device)
-    loss_fn = make_loss(cfg.loss, **cfg.loss_params).to(ctx.device)
+    loss_fn = loss_fn.to(ctx.device)
     warmup_fn = make_loss(WARMUP_LOSS).to(ctx.device)
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=cfg.lr_update, gamma=0.1)
-    source = loss_fn.relevance_source
     histogram = RelevanceHistogram(source) if source and ctx.rank == 0 else None
     history: list[dict[str, Any]] = []
     first_epoch = 1

@@ -11,12 +11,12 @@ import pyarrow as pa
 
 from vse_ray.data.split_data import ImageStore, SplitData, load_image_store, load_split
 from vse_ray.data.store import load_captions, load_vocab
-from vse_ray.losses import make_loss
 from vse_ray.models import model_class
 from vse_ray.relevance import CiderDocFreq
-from vse_ray.train.batches import reference_texts, train_columns
+from vse_ray.train.batches import check_train_columns, reference_texts, train_columns
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.model_input import check_model_input, check_same_image_shape
+from vse_ray.train.train_captions import select_train_captions
 
 
 def model_args(cfg: TrainConfig, vocab_size: int, feature_dim: int) -> dict[str, Any]:
@@ -48,13 +48,15 @@ class TrainingData:
     doc_freq: CiderDocFreq | None
 
     @classmethod
-    def load(cls, cfg: TrainConfig, with_captions: bool = True) -> TrainingData:
-        """Load from `cfg.data_dir`; with_captions=False skips the train captions (streamed by Ray Data)
-        unless the loss needs them for its CIDEr references."""
-        source = make_loss(cfg.loss, **cfg.loss_params).relevance_source
+    def load(cls, cfg: TrainConfig, source: str | None, with_captions: bool = True) -> TrainingData:
+        """Load from `cfg.data_dir` for a loss with relevance `source` (`loss.relevance_source`);
+        with_captions=False skips the train captions (streamed by Ray Data) unless the loss needs them for
+        its CIDEr references."""
+        check_train_columns(cfg.data_dir, source)
         captions = None
         if with_captions or source == "cider":
             captions = load_captions(cfg.data_dir, "train").select(train_columns(source))
+            captions = select_train_captions(captions, cfg, source)
         images = load_image_store(cfg.data_dir, "train", raw=cfg.finetune)
         check_model_input(
             cfg.model,

@@ -28,8 +28,8 @@ class MLflowTrialsCallback(Callback):
 
     A trial that reports all its epochs ends FINISHED; one the scheduler stops before its last epoch ends
     KILLED with tag ``vse_ray.stop_reason=early_stopped``; an errored trial ends FAILED; a trial still running
-    when the sweep is interrupted ends KILLED (``interrupted``). Runs are named ``<sweep>/<trial_id>`` so a
-    trial resumed by ``Tuner.restore`` continues its run, each epoch logged once.
+    when the sweep is interrupted ends KILLED (``interrupted``). Runs are named ``<sweep>/<trial_id>`` (or by
+    ``run_name``) so a trial resumed by ``Tuner.restore`` continues its run, each epoch logged once.
 
     Args:
         tracking_uri: absolute MLflow tracking URI.
@@ -37,6 +37,7 @@ class MLflowTrialsCallback(Callback):
         parent_run_id: the sweep's run; every trial run is tagged ``mlflow.parentRunId`` = this id.
         sweep_name: prefix of the trial run names.
         trial_params: maps a trial's Tune config to its flat, MLflow-safe params (must include ``epochs``).
+        run_name: maps a trial's Tune config to a stable run name (default ``<sweep_name>/<trial_id>``).
     """
 
     def __init__(
@@ -46,12 +47,14 @@ class MLflowTrialsCallback(Callback):
         parent_run_id: str,
         sweep_name: str,
         trial_params: Callable[[dict], dict[str, Any]],
+        run_name: Callable[[dict], str] | None = None,
     ) -> None:
         self.tracking_uri = tracking_uri
         self.experiment_id = experiment_id
         self.parent_run_id = parent_run_id
         self.sweep_name = sweep_name
         self.trial_params = trial_params
+        self.run_name = run_name
         self.runs: dict[str, str] = {}
         self._open: set[str] = set()
         self._epochs: dict[str, int] = {}
@@ -59,9 +62,8 @@ class MLflowTrialsCallback(Callback):
     def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         params = self.trial_params(trial.config)
         self._epochs[trial.trial_id] = int(params["epochs"])
-        run_id = get_or_create_run(
-            self.experiment_id, f"{self.sweep_name}/{trial.trial_id}", self.tracking_uri
-        )
+        name = self.run_name(trial.config) if self.run_name else f"{self.sweep_name}/{trial.trial_id}"
+        run_id = get_or_create_run(self.experiment_id, name, self.tracking_uri)
         client = MlflowClient(self.tracking_uri)
         client.set_tag(run_id, PARENT_TAG, self.parent_run_id)
         client.set_tag(run_id, TRIAL_TAG, trial.trial_id)

@@ -94,6 +94,7 @@ def runs_table(
         ValueError: for a ``mode`` other than ``"max"``/``"min"``, a bad ``fmt``, or a ``metric``, one of
             ``metrics`` or a named param that no run has.
     """
+
     if mode not in ("max", "min"):
         raise ValueError(f"mode must be 'max' or 'min', got {mode!r}")
     rows = [run_row(r) for r in runs]

@@ -26,14 +26,8 @@ from vse_ray.tracking import (
     runs_table_url,
     ui_command,
 )
-from vse_ray.tune.mlflow_trials import (
-    BEST_METRIC,
-    BEST_PARAM,
-    STOP_TAG,
-    TRIAL_TAG,
-    TUNE_BOOKKEEPING_KEYS,
-    MLflowTrialsCallback,
-)
+from vse_ray.tune.engine import TuneRun, fit_trials
+from vse_ray.tune.mlflow_trials import BEST_METRIC, BEST_PARAM, STOP_TAG, TRIAL_TAG, TUNE_BOOKKEEPING_KEYS
 from vse_ray.tune.search_space import SearchSpace, load_search_space
 from vse_ray.tune.space_checks import check_search_space, trial_config
 from vse_ray.tune.sweep_config import SweepConfig
@@ -124,16 +118,30 @@ def run_sweep(cfg: SweepConfig) -> SweepResult:
         if cfg.trial_mode == "process"
         else {"cpu": 0.1}
     )
-    trainable = tune.with_resources(trainable, resources)
+    run = TuneRun(
+        name=name,
+        storage_path=str(path.parent),
+        tracking_uri=uri,
+        experiment_id=experiment_id,
+        parent_run_id=parent,
+        trial_params=functools.partial(trial_params, space=space, base=base),
+        resources=resources,
+        metric=space.metric,
+        mode=space.mode,
+        max_failures=int(base.get("max_failures", 0)),
+        verbose=1,
+    )
     TrialLimitStopper.write_limit(path / LIMIT_FILE, cfg.stop_after_trials)
     if restoring:
         print(f"Resuming sweep {name} from {path}")
-        tuner = tune.Tuner.restore(
-            str(path), trainable=trainable, resume_unfinished=True, resume_errored=True
-        )
-    else:
-        tuner = _new_tuner(cfg, space, base, trainable, name, path, uri, experiment_id, parent)
-    results = tuner.fit()
+    epochs = int(base["epochs"])
+    results = fit_trials(
+        run,
+        trainable,
+        space.param_space(),
+        tune_config=_tune_config(cfg, space, epochs),
+        stop=TrialLimitStopper(path / LIMIT_FILE, epochs),
+    )
     planned = int(MlflowClient(uri).get_run(parent).data.params["sweep.num_samples"]) * space.grid_size()
     return _finish(results, planned, space, base, name, path, uri, experiment_id, parent)
 
@@ -163,18 +171,7 @@ def _parent_run(
     return parent
 
 
-def _new_tuner(
-    cfg: SweepConfig,
-    space: SearchSpace,
-    base: dict[str, Any],
-    trainable: Any,
-    name: str,
-    path: Path,
-    uri: str,
-    experiment_id: str,
-    parent: str,
-) -> tune.Tuner:
-    epochs = int(base["epochs"])
+def _tune_config(cfg: SweepConfig, space: SearchSpace, epochs: int) -> tune.TuneConfig:
     scheduler = (
         ASHAScheduler(
             time_attr="training_iteration",
@@ -185,30 +182,12 @@ def _new_tuner(
         if cfg.scheduler == "asha"
         else FIFOScheduler()
     )
-    callback = MLflowTrialsCallback(
-        uri, experiment_id, parent, name, functools.partial(trial_params, space=space, base=base)
-    )
-    return tune.Tuner(
-        trainable,
-        param_space=space.param_space(),
-        tune_config=tune.TuneConfig(
-            metric=space.metric,
-            mode=space.mode,
-            num_samples=cfg.num_samples,
-            scheduler=scheduler,
-            search_alg=BasicVariantGenerator(max_concurrent=cfg.max_concurrent, random_state=cfg.seed),
-        ),
-        run_config=tune.RunConfig(
-            name=name,
-            storage_path=str(path.parent),
-            callbacks=[callback],
-            stop=TrialLimitStopper(path / LIMIT_FILE, epochs),
-            checkpoint_config=tune.CheckpointConfig(
-                num_to_keep=2, checkpoint_score_attribute=space.metric, checkpoint_score_order=space.mode
-            ),
-            failure_config=tune.FailureConfig(max_failures=int(base.get("max_failures", 0))),
-            verbose=1,
-        ),
+    return tune.TuneConfig(
+        metric=space.metric,
+        mode=space.mode,
+        num_samples=cfg.num_samples,
+        scheduler=scheduler,
+        search_alg=BasicVariantGenerator(max_concurrent=cfg.max_concurrent, random_state=cfg.seed),
     )
 
 

@@ -1,4 +1,4 @@
-"""The Tune trial function: one training run per sampled config, single-process or as a Ray Train job."""
+"""The Tune trial functions: one training run per trial, single-process or as a Ray Train job."""
 
 from __future__ import annotations
 
@@ -7,16 +7,18 @@ from typing import Any
 
 from ray import tune
 
+from vse_ray.train.config import TrainConfig
 from vse_ray.tune.search_space import SearchSpace
 from vse_ray.tune.space_checks import trial_config
 
 TRIAL_MODES = ("process", "ddp")
+NAMED_TRIAL_KEY = "run"  # the one Tune key of a grid of named configs (`named_grid`)
 
 
 def run_trial(
     config: dict[str, Any], *, space: SearchSpace, base: dict[str, Any], mode: str
 ) -> None:  # pragma: no cover, runs inside Tune trial actors (covered by the sweep integration test)
-    """Train one sampled config and report every epoch to Tune.
+    """Train one sampled config of a search space and report every epoch to Tune.
 
     ``mode="process"`` runs ``vse_ray.train.engine.run_training`` in the trial's own process (resources from
     ``tune.with_resources``, fractional GPUs allowed) and resumes from the trial's last Tune checkpoint.
@@ -34,19 +36,36 @@ def run_trial(
         trial_config(space, space.overrides(config), base), run_name=f"trial-{trial_id}"
     )
     if mode == "process":
-        from vse_ray.tracking.checkpoint import load_checkpoint
-        from vse_ray.train.engine import run_training
-        from vse_ray.train.reporter import TuneReporter
-
-        checkpoint = tune.get_checkpoint()
-        start_state = None
-        if checkpoint is not None:
-            with checkpoint.as_directory() as directory:
-                start_state = load_checkpoint(directory)
-        run_training(cfg, TuneReporter(), start_state)
+        train_in_trial(cfg)
     else:
         from ray.tune.integration.ray_train import TuneReportCallback
 
         from vse_ray.train.trainer import build_trainer
 
         build_trainer(cfg, callbacks=[TuneReportCallback()]).fit()
+
+
+def named_grid(configs: dict[str, TrainConfig]) -> dict[str, Any]:
+    """Tune param space with one trial per named config (the trial's config is ``{"run": name}``)."""
+    return {NAMED_TRIAL_KEY: tune.grid_search(list(configs))}
+
+
+def run_named_trial(
+    config: dict[str, Any], *, configs: dict[str, dict[str, Any]]
+) -> None:  # pragma: no cover, runs inside Tune trial actors (covered by the study integration test)
+    """Train ``configs[config["run"]]`` (a ``TrainConfig.to_dict()``) in this trial's process."""
+    train_in_trial(TrainConfig.from_dict(configs[config[NAMED_TRIAL_KEY]]))
+
+
+def train_in_trial(cfg: TrainConfig) -> None:  # pragma: no cover, runs inside Tune trial actors
+    """``run_training`` in this process, resumed from the trial's last Tune checkpoint, reporting to Tune."""
+    from vse_ray.tracking.checkpoint import load_checkpoint
+    from vse_ray.train.engine import run_training
+    from vse_ray.train.reporter import TuneReporter
+
+    checkpoint = tune.get_checkpoint()
+    start_state = None
+    if checkpoint is not None:
+        with checkpoint.as_directory() as directory:
+            start_state = load_checkpoint(directory)
+    run_training(cfg, TuneReporter(), start_state)

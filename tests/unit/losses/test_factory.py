@@ -46,7 +46,12 @@ def test_unknown_name_or_hyper_parameter():
         make_loss("triplet")
     with pytest.raises(ValueError, match="tau"):
         make_loss("vsepp", tau=5.0)
-    assert loss_hparams("lseh") == {"margin": 0.185, "lam": 0.025, "reduction": "sum"}
+    assert loss_hparams("lseh") == {
+        "margin": 0.185,
+        "lam": 0.025,
+        "reduction": "sum",
+        "relevance_source": None,
+    }
 
 
 @pytest.mark.parametrize(
@@ -90,3 +95,18 @@ def test_finite_relevance_whose_sum_overflows_is_accepted():
     img, txt = unit_batch(4, 3, torch.float32)
     rel = torch.full((4, 4), 3e38)  # finite entries, infinite float32 sum
     assert torch.isfinite(make_loss("ladder")(img, txt, rel))
+
+
+@pytest.mark.parametrize("name", ["ladder", "ladder_auto", "sam", "bcls", "lseh"])
+def test_graded_losses_take_any_relevance_source(name):
+    assert make_loss(name, relevance_source="scene").relevance_source == "scene"
+    assert make_loss(name, relevance_source=None).relevance_source == EXPECTED_SOURCES[name]
+    assert make_loss(name).relevance_source == EXPECTED_SOURCES[name]
+    with pytest.raises(ValueError, match="relevance_source must be one of"):
+        make_loss(name, relevance_source="bleu")
+
+
+@pytest.mark.parametrize("name", ["vse0", "vsepp"])
+def test_losses_without_relevance_refuse_a_source(name):
+    with pytest.raises(ValueError, match="unknown hyper-parameter"):
+        make_loss(name, relevance_source="scene")

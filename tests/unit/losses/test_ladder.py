@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 
@@ -12,7 +13,7 @@ from tests.unit.losses._reference import (
     vsepp_ref,
 )
 from vse_ray.losses import LadderLoss, VSE0Loss, VSEPPLoss
-from vse_ray.losses.ladder import threshold_levels
+from vse_ray.losses.ladder import quantile_thresholds, threshold_levels
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -82,3 +83,37 @@ def test_threshold_levels_equal_the_broadcast_count(thresholds):
     expected = (1 + (rel.unsqueeze(-1) < theta).sum(-1)) * cand  # the previous formulation
     assert torch.equal(threshold_levels(rel, cand, theta), expected)
     assert set(threshold_levels(rel, cand, theta).unique().tolist()) == set(range(len(thresholds) + 2))
+
+
+def test_quantile_thresholds_are_numpy_quantiles_of_the_negatives():
+    gen = torch.Generator().manual_seed(3)
+    rel = torch.rand(8, 8, generator=gen, dtype=torch.float64)
+    cand = torch.rand(8, 8, generator=gen) < 0.7
+    stacked_rel, stacked_cand = torch.stack((rel, rel.T)), torch.stack((cand, cand.T))
+    theta = quantile_thresholds(stacked_rel, stacked_cand, torch.tensor([0.9, 0.5], dtype=torch.float64))
+    expected = np.quantile(rel.numpy()[cand.numpy()], [0.9, 0.5])  # each negative pair once
+    np.testing.assert_allclose(theta.numpy(), expected, rtol=1e-12)
+    loss = LadderLoss(theta_quantile=(0.9, 0.5), margins=(0.2, 0.01, 0.01), betas=(1.0, 0.5, 0.25))
+    fixed = LadderLoss(thresholds=tuple(expected), margins=(0.2, 0.01, 0.01), betas=(1.0, 0.5, 0.25))
+    assert torch.equal(loss.levels(stacked_rel, stacked_cand), fixed.levels(stacked_rel, stacked_cand))
+    img, txt = unit_batch(8, 5, torch.float64)
+    off_diagonal = np.quantile(rel.numpy()[~np.eye(8, dtype=bool)], [0.9, 0.5])  # forward's negatives
+    fixed = LadderLoss(thresholds=tuple(off_diagonal), margins=(0.2, 0.01, 0.01), betas=(1.0, 0.5, 0.25))
+    assert torch.allclose(loss(img, txt, rel), fixed(img, txt, rel))
+    share = (loss.levels(rel, cand) == 1).sum() / cand.sum()
+    assert abs(float(share) - 0.1) < 0.05  # the top 10 % of the negatives are level 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"theta_quantile": 1.0}, r"in \(0, 1\)"),
+        ({"theta_quantile": 0.0}, r"in \(0, 1\)"),
+        ({"theta_quantile": (0.5, 0.9), "margins": (0.2, 0.1, 0.1), "betas": (1, 1, 1)}, "decreasing"),
+        ({"theta_quantile": 0.9, "thresholds": (0.4,)}, "not both"),
+        ({"theta_quantile": (0.9, 0.5)}, "margins"),
+    ],
+)
+def test_bad_theta_quantile(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        LadderLoss(**kwargs)

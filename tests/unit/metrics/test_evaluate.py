@@ -63,3 +63,23 @@ def test_bad_relevance_is_named() -> None:
     sims, img_of_cap, _ = retrieval_input(seed=3)
     with pytest.raises(ValueError, match="relevance\\['cider'\\]"):
         evaluate_all(sims, img_of_cap, {"cider": np.full(sims.shape, np.nan)})
+
+
+def test_scene_source_gets_its_own_suffixed_keys() -> None:
+    sims, img_of_cap, relevance = retrieval_input(n_images=15, per_image=3, seed=4)
+    scene = np.random.default_rng(1).random(relevance.shape)
+    truth = img_of_cap[None, :] == np.arange(15)[:, None]
+    scores = evaluate_all(
+        sims, img_of_cap, {"sbert": relevance, "scene": scene}, cs_ks=(5, 20), ncs_ks=(5,), chunk_size=4
+    )
+    assert scores["CS_at_5_i2t"] == coherent_score(sims, relevance, 5)  # unsuffixed: still S-BERT
+    assert scores["CS_at_5_i2t_scene"] == pytest.approx(coherent_score(sims, scene, 5))
+    assert scores["CS_at_20_i2t_scene"] == pytest.approx(coherent_score(sims, scene, 20))
+    assert scores["CS_at_5_t2i_scene"] == pytest.approx(coherent_score(sims.T, scene.T, 5))
+    assert "CS_at_20_t2i_scene" not in scores
+    assert scores["tau_i2t_scene"] == pytest.approx(coherent_score(sims, scene))
+    assert scores["tau_t2i_scene"] == pytest.approx(coherent_score(sims.T, scene.T))
+    assert scores["NCS_at_5_t2i_scene"] == pytest.approx(ncs(sims.T, scene.T, 5))
+    assert scores["NCS_noGT_at_5_i2t_scene"] == pytest.approx(ncs(sims, scene, 5, exclude=truth))
+    assert "tau_i2t" not in scores and "NCS_at_5_i2t" not in scores  # no cider, no tau_source
+    assert not any(k.startswith("SR_") for k in scores)

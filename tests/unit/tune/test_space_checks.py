@@ -93,3 +93,19 @@ def test_trial_config_merges_base_then_overrides():
     base = {"data_dir": "/d", "lr": 1e-3, "loss_params": {"margin": 0.2, "lam": 0.01}}
     cfg = trial_config(space, {"lr": 5e-4, "loss_params": {"lam": 0.03}}, base)
     assert (cfg.lr, cfg.loss, cfg.loss_params) == (5e-4, "lseh", {"margin": 0.2, "lam": 0.03})
+
+
+def test_spaces_accept_a_quantile_threshold_and_a_relevance_source():
+    raw = {
+        "loss": "ladder",
+        "params": {"loss_params": {"theta_quantile": {"uniform": [0.8, 0.95]}, "relevance_source": "scene"}},
+    }
+    space = parse_search_space(raw, source="quantile.yaml")
+    check_search_space(space)
+    for _, config in generate_variants({"c": space.param_space()}):
+        cfg = trial_config(space, space.overrides(config["c"]), {"data_dir": "/data"})
+        loss = make_loss(cfg.loss, **cfg.loss_params)
+        assert loss.relevance_source == "scene" and 0.8 <= loss.theta_quantile[0] <= 0.95
+    both = {"loss": "ladder", "params": {"loss_params": {"theta_quantile": 0.9, "thresholds": [0.4]}}}
+    with pytest.raises(ValueError, match="not both"):
+        check_search_space(parse_search_space(both, source="both.yaml"))

@@ -1,0 +1,68 @@
+"""A tiny study end to end on the shared Ray instance: warm-up per seed, losses and a control as Tune trials,
+test scores, summary in MLflow, and `--summary` reading it back."""
+
+from __future__ import annotations
+
+import pytest
+from mlflow import MlflowClient
+
+from tests.conftest import stray_files
+from tests.model.tiny_store import write_tiny_store
+from vse_ray.study import parse_study, run_study, study_summary
+from vse_ray.tune.mlflow_trials import PARENT_TAG
+
+pytestmark = [pytest.mark.ray]
+
+STUDY = """
+name: tiny
+baseline: vsepp
+seeds: 2
+warmup_epochs: 1
+epochs: 1
+data: {{data_dir: {data_dir}}}
+train: {{batch_size: 16, word_dim: 16, embed_dim: 32, cs_ks: [5, 10], ncs_ks: [1, 5]}}
+losses:
+  vsepp: {{}}
+  ladder: {{thresholds: [0.5]}}
+controls:
+  shuffled: [ladder]
+resources: {{cpus_per_trial: 2}}  # two trial processes, each reused for three trials
+"""
+
+
+def test_tiny_study_end_to_end(ray_session, tmp_path, capsys, empty_cwd):
+    data_dir = write_tiny_store(tmp_path / "store")
+    spec = parse_study(STUDY.format(data_dir=data_dir), "tiny.yaml")
+    result = run_study(spec, tmp_path / "out")
+
+    client = MlflowClient(result.tracking_uri)
+    children = client.search_runs([result.experiment_id], f"tags.`{PARENT_TAG}` = '{result.parent_run_id}'")
+    names = sorted(r.info.run_name for r in children)
+    assert names == sorted(
+        ["warmup-s0", "warmup-s1"]
+        + [f"{v}-s{s}" for v in ("vsepp", "ladder", "ladder-shuffled") for s in (0, 1)]
+    )
+    for run in children:
+        epochs = [m.step for m in client.get_metric_history(run.info.run_id, "rsum")]
+        if run.info.run_name.startswith("warmup"):
+            assert epochs == [1]
+            continue
+        assert epochs == [2]  # every loss starts from its seed's warm-up (epoch 1) and trains epoch 2
+        assert "test_rsum" in run.data.metrics and run.data.params["warmup_epochs"] == "1"
+        assert run.data.params["shuffle_relevance"] == str(run.info.run_name.startswith("ladder-shuffled"))
+
+    rows = {(c.row, c.metric): c for c in result.cells}
+    assert rows[("vsepp", "rsum")].diff is None and rows[("vsepp", "rsum")].value.n == 2
+    ladder = rows[("ladder", "rsum")]
+    assert ladder.diff is not None and ladder.diff.n == 2
+    parent = client.get_run(result.parent_run_id)
+    assert parent.data.metrics["ladder/rsum_diff"] == pytest.approx(ladder.diff.mean)
+    artifacts = {a.path for a in client.list_artifacts(result.parent_run_id, "summary")}
+    assert artifacts == {"summary/summary.csv", "summary/summary.md"}
+    assert [a.path for a in client.list_artifacts(result.parent_run_id, "plots")] == ["plots/tradeoff.png"]
+    assert set(result.seconds) >= {"data", "warm-up", "train", "test", "total"}
+
+    printed = capsys.readouterr().out
+    again = study_summary(spec, tmp_path / "out")
+    assert again == result.table and again in printed
+    assert stray_files(empty_cwd) == []  # everything under the output folder

@@ -1,0 +1,93 @@
+"""Study files: parsed, expanded into runs, and rejected with one line naming the file and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vse_ray.study import load_study, parse_study
+
+ROOT = Path(__file__).resolve().parents[3]
+VALID = """
+name: demo-like
+baseline: vsepp
+losses:
+  vsepp:
+  bcls: {gamma: 50}
+  sam: {}
+  ladder: {thresholds: [0.6]}
+controls:
+  shuffled: [bcls]
+  ablations: [bcls, sam, ladder]
+"""
+
+
+def test_variants_and_run_configs():
+    spec = parse_study(VALID, "s.yaml")
+    names = [v.name for v in spec.variants()]
+    assert names == [
+        "vsepp",
+        "bcls",
+        "sam",
+        "ladder",
+        "bcls-shuffled",
+        "bcls-no-kendall",
+        "sam-no-triplet",
+        "ladder-eq7",
+    ]
+    assert spec.seeds == 3 and spec.embedded["test_images"] == 1000
+    cfg = spec.run_config("d", spec.variants()[5], seed=2, train_images=0)
+    assert (cfg.loss, cfg.loss_params, cfg.epochs, cfg.seed) == (
+        "bcls",
+        {"gamma": 50, "kendall": "none"},
+        7,
+        2,
+    )
+    assert spec.run_config("d", spec.variants()[4], 0, 0).shuffle_relevance
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ("seedz: 2", "s.yaml: seedz: unknown key"),
+        ("seeds: 0", "s.yaml: seeds: expected an integer >= 1, got 0"),
+        ("epochs: two", "s.yaml: epochs: expected an integer >= 1"),
+        ("baseline: vse0", "s.yaml: baseline: 'vse0' is not one of losses"),
+        ("controls: {shuffled: [sam]}", "s.yaml: controls.shuffled: 'sam' uses relevance 'cider'"),
+        ("controls: {ablations: [vsepp]}", "s.yaml: controls.ablations: 'vsepp' declares no ablation"),
+        ("controls: {placebo: [bcls]}", "s.yaml: controls.placebo: unknown control"),
+        ("controls: {shuffled: [lseh]}", "s.yaml: controls.shuffled: 'lseh' is not one of losses"),
+        ("train: {lr: -1}", "s.yaml: losses.vsepp: lr: must be a positive finite number"),
+        ("train: {epochs: 3}", "s.yaml: train.epochs: not a TrainConfig field a study sets"),
+        ("train_images: [100, 5000]", "s.yaml: train_images: 5000 exceeds data.embedded.train_images 2000"),
+        ("data: {embedded: {test_images: 0}}", "s.yaml: data.embedded.test_images: expected an integer >= 1"),
+        ("data: {data_dir: x, embedded: {}}", "s.yaml: data: expected"),
+        (
+            "data: {data_dir: x}\ncontrols: {oracle: [bcls]}",
+            "s.yaml: controls.oracle: needs the embedded data",
+        ),
+        ("resources: {gpus: 1}", "s.yaml: resources.gpus: unknown"),
+    ],
+)
+def test_errors_name_file_and_key(edit, message):
+    base = VALID.replace("controls:\n  shuffled: [bcls]\n  ablations: [bcls, sam, ladder]\n", "")
+    with pytest.raises(ValueError) as err:
+        parse_study(base + edit + "\n", "s.yaml")
+    assert str(err.value).startswith(message) and "\n" not in str(err.value)
+
+
+def test_bad_hyper_parameter_and_files():
+    with pytest.raises(ValueError, match=r"^s.yaml: losses.bcls: .*gamma"):
+        parse_study(VALID.replace("gamma: 50", "gamma: 0"), "s.yaml")
+    with pytest.raises(ValueError, match="s.yaml: not valid YAML"):
+        parse_study("name: [", "s.yaml")
+    with pytest.raises(ValueError, match="s.yaml: expected a mapping at the top level"):
+        parse_study("- 1", "s.yaml")
+    with pytest.raises(ValueError, match="nope.yaml: no such study file"):
+        load_study("nope.yaml")
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "studies").glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_studies_are_valid(path):
+    assert load_study(path).name == path.stem.replace("_", "-")

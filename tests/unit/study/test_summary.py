@@ -1,0 +1,73 @@
+"""The study summary on fixed records: intervals per row, paired differences by seed, marks and tables."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from scipy import stats
+
+from vse_ray.study.summary import (
+    RunRecord,
+    parent_metrics,
+    summarize,
+    summary_csv,
+    summary_markdown,
+    summary_text,
+)
+
+BASE = [300.0, 310.0, 305.0]
+BETTER = [306.0, 315.0, 309.0]  # +6, +5, +4: outside the seed noise
+NOISY = [290.0, 320.0, 301.0]  # -10, +10, -4
+
+
+def _records() -> list[RunRecord]:
+    out = []
+    for row, values in (("vsepp", BASE), ("bcls", BETTER), ("bcls-shuffled", NOISY)):
+        for seed, value in enumerate(values):
+            out.append(RunRecord(row, seed, 0, {"rsum": value, "CS_at_100_i2t": 0.1 * (seed + 1)}))
+    return out
+
+
+def test_cells_pair_by_seed_and_match_scipy():
+    cells = {
+        (c.row, c.metric): c for c in summarize(_records()[::-1], "vsepp", ["vsepp", "bcls", "bcls-shuffled"])
+    }
+    better = cells[("bcls", "rsum")]
+    reference = stats.ttest_rel(BETTER, BASE).confidence_interval(0.95)
+    assert (better.diff.low, better.diff.high) == pytest.approx((reference.low, reference.high))
+    assert better.diff.excludes_zero and not cells[("bcls-shuffled", "rsum")].diff.excludes_zero
+    assert cells[("vsepp", "rsum")].diff is None
+    assert cells[("bcls", "CS_at_100_i2t")].diff.mean == pytest.approx(0.0)
+
+
+def test_tables_and_parent_metrics():
+    cells = summarize(_records(), "vsepp", ["vsepp", "bcls", "bcls-shuffled"])
+    text = summary_text(cells, "vsepp").splitlines()
+    assert text[0].split()[:4] == ["run", "seeds", "rsum", "Δ"]
+    assert text[2].split()[0] == "vsepp" and text[3].split()[0] == "bcls"
+    assert "+5.0*" in text[3] and "-1.3" in text[4] and "*" not in text[4]
+    markdown = summary_markdown(cells, "vsepp")
+    assert "| bcls | 3 | 310.0 ± 4.6 [" in markdown and "+5.0 [+2.5, +7.5]*" in markdown
+    rows = list(csv.DictReader(io.StringIO(summary_csv(cells))))
+    assert len(rows) == 6 and rows[0]["outside_seed_noise"] in ("", "True", "False")
+    metrics = parent_metrics(cells)
+    assert metrics["bcls/rsum_diff"] == pytest.approx(5.0) and "vsepp/rsum_diff" not in metrics
+
+
+def test_tradeoff_plot_uses_the_cs_keys_logged():
+    from vse_ray.study.plots import tradeoff_figure, tradeoff_keys
+
+    assert tradeoff_keys({"rsum", "CS_at_5_i2t", "CS_at_10_i2t", "CS_at_10_t2i"}) == [
+        "CS_at_5_i2t",
+        "CS_at_10_i2t",
+    ]
+    assert tradeoff_keys({"CS_at_5_i2t", "CS_at_100_i2t", "CS_at_1000_i2t_scene"}) == [
+        "CS_at_100_i2t",
+        "CS_at_1000_i2t_scene",
+    ]
+    runs = {"vsepp": [[{"epoch": 2, "rsum": 300.0, "CS_at_100_i2t": 0.1}, {"epoch": 3, "rsum": 310.0}]]}
+    figure = tradeoff_figure(runs)
+    assert len(figure.axes) == 1 and figure.axes[0].get_xlabel() == "validation rsum"
+    assert tradeoff_figure({"vsepp": [[{"epoch": 2, "rsum": 300.0}]]}) is None

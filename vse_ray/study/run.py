@@ -1,0 +1,394 @@
+"""`run_study`: data → shared warm-up per seed → every loss and control as Tune trials → test → summary.
+
+Protocol (the design's "Comparing losses"): every run of one seed starts from the same warm-up checkpoint,
+optimiser state included (`TrainConfig.init_checkpoint`); each trains its own epochs and keeps its best
+validation-rsum snapshot, which is scored on the test split. Both training stages run through the one Tune
+driver (`vse_ray.tune.engine`), so they are parallel, resumable (rerun the same study in the same output
+folder) and take fractional GPUs on a cluster.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from mlflow import MlflowClient
+from mlflow.entities import Metric
+
+from vse_ray.data.config import AUTO, PrecomputeConfig
+from vse_ray.data.precompute import precompute
+from vse_ray.data.split_data import SplitData, load_split
+from vse_ray.data.store import load_manifest
+from vse_ray.evaluation.embed import evaluate_split
+from vse_ray.log_file import route_library_logs
+from vse_ray.models import rebuild_model
+from vse_ray.study.plots import tradeoff_figure, tradeoff_keys
+from vse_ray.study.spec import StudySpec, Variant
+from vse_ray.study.summary import (
+    BASELINE_TAG,
+    ROW_TAG,
+    SEED_TAG,
+    SIZE_TAG,
+    SummaryCell,
+    collect_runs,
+    parent_metrics,
+    summarize,
+    summary_csv,
+    summary_markdown,
+    summary_text,
+)
+from vse_ray.tracking import (
+    get_or_create_experiment,
+    get_or_create_run,
+    log_params_flat,
+    resolve_tracking_uri,
+)
+from vse_ray.tracking.artifacts import log_figures
+from vse_ray.tracking.checkpoint import CHECKPOINT_FILE, load_checkpoint
+from vse_ray.tracking.runs import CHECKPOINT_ARTIFACT_DIR, RUN_NAME_TAG
+from vse_ray.train.config import TrainConfig
+from vse_ray.train.engine import WARMUP_LOSS
+from vse_ray.tune.engine import TuneRun, best_checkpoint, fit_trials, trial_run_id
+from vse_ray.tune.mlflow_trials import PARENT_TAG
+from vse_ray.tune.progress import EpochProgress
+from vse_ray.tune.trial import NAMED_TRIAL_KEY, named_grid, run_named_trial
+
+
+@dataclass
+class StudyContext:
+    """What every stage of one study shares: the spec, its folders and its MLflow parent run."""
+
+    spec: StudySpec
+    out: Path
+    data_dir: str
+    tracking_uri: str
+    experiment_id: str
+    parent_run_id: str
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def tune_run(self, stage: str, configs: dict[str, TrainConfig], epochs_each: int) -> TuneRun:
+        """The Tune run of one stage: one trial per named config, MLflow child runs named like them."""
+        res = self.spec.resources
+        resources = {"cpu": float(res.get("cpus_per_trial", 1)), "gpu": float(res.get("gpus_per_trial", 0))}
+        dicts = {name: cfg.to_dict() for name, cfg in configs.items()}
+        return TuneRun(
+            name=f"{self.spec.name}-{stage}",
+            storage_path=str(self.out / "ray_results"),
+            tracking_uri=self.tracking_uri,
+            experiment_id=self.experiment_id,
+            parent_run_id=self.parent_run_id,
+            trial_params=functools.partial(_named_params, configs=dicts),
+            run_name=_named_run,
+            resources=resources,
+            metric=None if stage == "warmup" else "rsum",
+            callbacks=[EpochProgress(f"[{self.spec.name}] {stage}", len(configs) * epochs_each)],
+        )
+
+    def tune_config(self) -> Any:
+        """At most `resources.concurrent` trials at once (0: as resources allow), reusing trial processes."""
+        from ray import tune
+
+        concurrent = int(self.spec.resources.get("concurrent", 0))
+        return tune.TuneConfig(max_concurrent_trials=concurrent or None, reuse_actors=True)
+
+
+@dataclass
+class StudyResult:
+    """The summary cells, the MLflow ids, where the tables went and the seconds per stage."""
+
+    cells: list[SummaryCell]
+    tracking_uri: str
+    experiment_id: str
+    parent_run_id: str
+    table: str
+    files: dict[str, str]
+    seconds: dict[str, float]
+
+
+def _named_params(config: dict[str, Any], *, configs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return TrainConfig.from_dict(configs[config[NAMED_TRIAL_KEY]]).to_flat_dict()
+
+
+def _named_run(config: dict[str, Any]) -> str:
+    return config[NAMED_TRIAL_KEY]
+
+
+def run_name(variant: Variant, seed: int, train_images: int) -> str:
+    """`<loss>[-<variant>][-n<train images>]-s<seed>`."""
+    size = f"-n{train_images}" if train_images else ""
+    return f"{variant.name}{size}-s{seed}"
+
+
+def experiment_name(spec: StudySpec) -> str:
+    return f"study-{spec.name}"
+
+
+def prepare_data(spec: StudySpec, out: Path, num_cpus: int | None = None) -> str:
+    """The precompute folder: the embedded dataset generated under `<out>/data`, or the spec's data_dir."""
+    if spec.embedded is None:
+        data_dir = str(Path(spec.data["data_dir"]).expanduser().resolve())
+        load_manifest(data_dir)
+        return data_dir
+    sizes = spec.embedded
+    finetune = bool(spec.train.get("finetune", False))
+    config = PrecomputeConfig(
+        dataset="synthetic",
+        n_train=sizes["train_images"],
+        n_val=sizes["val_images"],
+        n_test=sizes["test_images"],
+        seed=sizes["seed"],
+        cnn="tiny" if finetune else AUTO,  # fine-tuning runs ignore the stored features
+    )
+    data_dir = out / "data"
+    if not (data_dir / "manifest.json").is_file():
+        precompute(config, str(data_dir), verbose=False)
+    return str(data_dir)
+
+
+def open_study(spec: StudySpec, output_dir: str | Path, data_dir: str) -> StudyContext:
+    """Experiment `study-<name>` and the study's parent run (found again on a rerun)."""
+    out = Path(output_dir).expanduser().resolve()
+    uri = resolve_tracking_uri(None, out)
+    experiment_id = get_or_create_experiment(experiment_name(spec), uri, out)
+    parent = get_or_create_run(experiment_id, spec.name, uri)
+    client = MlflowClient(uri)
+    if not client.get_run(parent).data.params:
+        described = {k: v for k, v in dataclasses.asdict(spec).items() if k != "source"}
+        log_params_flat(
+            {"study.source": spec.source, "study.baseline": spec.baseline, "study.seeds": spec.seeds},
+            parent,
+            uri,
+        )
+        client.log_dict(parent, described, "study.json")
+        client.set_tag(parent, BASELINE_TAG, spec.baseline)
+    return StudyContext(spec, out, data_dir, uri, experiment_id, parent)
+
+
+def _stage_failed(results: Any, stage: str) -> None:
+    errors = [r for r in results if r.error is not None]
+    if errors:
+        names = ", ".join(str(r.config.get(NAMED_TRIAL_KEY)) for r in errors)
+        raise RuntimeError(f"{stage}: trial(s) {names} failed: {errors[0].error}") from errors[0].error
+
+
+def train_warmups(ctx: StudyContext) -> dict[tuple[int, int], str]:
+    """One shared sum-of-hinges warm-up per (train_images, seed); returns its last checkpoint folder."""
+    spec = ctx.spec
+    baseline = spec.variants()[0]
+    configs = {}
+    for size in spec.train_sizes():
+        for seed in range(spec.seeds):
+            cfg = spec.run_config(ctx.data_dir, baseline, seed, size)
+            warm = dataclasses.replace(cfg, loss=WARMUP_LOSS, loss_params={}, epochs=spec.warmup_epochs)
+            configs[run_name(Variant("warmup", {}), seed, size)] = _resolved(ctx, warm)
+    run = ctx.tune_run("warmup", configs, spec.warmup_epochs)
+    dicts = {name: cfg.to_dict() for name, cfg in configs.items()}
+    results = fit_trials(run, _trainable(dicts), named_grid(configs), tune_config=ctx.tune_config())
+    _stage_failed(results, "warm-up")
+    found = {}
+    for result in results:
+        cfg = configs[result.config[NAMED_TRIAL_KEY]]
+        found[(cfg.train_images, cfg.seed)] = result.checkpoint.path
+    return found
+
+
+def _resolved(ctx: StudyContext, cfg: TrainConfig) -> TrainConfig:
+    return dataclasses.replace(
+        cfg, output_dir=str(ctx.out), tracking_uri=ctx.tracking_uri, experiment=experiment_name(ctx.spec)
+    ).resolved()
+
+
+def _trainable(dicts: dict[str, dict[str, Any]]) -> Any:
+    from ray import tune
+
+    return tune.with_parameters(run_named_trial, configs=dicts)
+
+
+def train_variants(ctx: StudyContext, warmups: dict[tuple[int, int], str]) -> dict[str, dict[str, Any]]:
+    """Every (train_images, variant, seed) from its seed's warm-up; name -> run id and best snapshot."""
+    spec = ctx.spec
+    configs, rows = {}, {}
+    for size in spec.train_sizes():
+        for variant in spec.variants():
+            for seed in range(spec.seeds):
+                cfg = _resolved(ctx, spec.run_config(ctx.data_dir, variant, seed, size))
+                if spec.warmup_epochs:
+                    cfg = dataclasses.replace(cfg, init_checkpoint=warmups[(size, seed)])
+                name = run_name(variant, seed, size)
+                configs[name] = dataclasses.replace(cfg, run_name=name)
+                rows[name] = variant.name
+    run = ctx.tune_run("train", configs, spec.epochs)
+    dicts = {name: cfg.to_dict() for name, cfg in configs.items()}
+    results = fit_trials(run, _trainable(dicts), named_grid(configs), tune_config=ctx.tune_config())
+    _stage_failed(results, "training")
+    client = MlflowClient(ctx.tracking_uri)
+    trained = {}
+    for result in results:
+        name = result.config[NAMED_TRIAL_KEY]
+        cfg = configs[name]
+        run_id = trial_run_id(run, result)
+        checkpoint, best = best_checkpoint(result)
+        for tag, value in ((ROW_TAG, rows[name]), (SEED_TAG, cfg.seed), (SIZE_TAG, cfg.train_images)):
+            client.set_tag(run_id, tag, str(value))
+        client.log_batch(
+            run_id,
+            metrics=[
+                Metric("best_rsum", float(best["rsum"]), 0, 0),
+                Metric("best_epoch", float(best["epoch"]), 0, 0),
+            ],
+        )
+        with checkpoint.as_directory() as folder:
+            client.log_artifact(run_id, str(Path(folder) / CHECKPOINT_FILE), CHECKPOINT_ARTIFACT_DIR)
+            trained[name] = {"run_id": run_id, "state": load_checkpoint(folder)}
+    return trained
+
+
+def test_runs(ctx: StudyContext, trained: dict[str, dict[str, Any]]) -> None:
+    """Score each run's selected (best validation rsum) snapshot on the test split; log `test_*` metrics."""
+    client = MlflowClient(ctx.tracking_uri)
+    splits: dict[bool, SplitData] = {}
+    for item in trained.values():
+        state = item["state"]
+        model = rebuild_model(state)
+        raw = model.feature_layout == "pixels"
+        if raw not in splits:
+            splits[raw] = load_split(ctx.data_dir, "test", raw=raw)
+        cfg = TrainConfig.from_dict(state["config"])
+        kwargs = {"ks": cfg.eval_ks, "cs_ks": cfg.cs_ks, "ncs_ks": cfg.ncs_ks}
+        metrics = evaluate_split(model, splits[raw], cfg.eval_batch_size, torch.device("cpu"), kwargs)
+        rows = [Metric(f"test_{k}", float(v), 0, 0) for k, v in metrics.items() if v == v]
+        for start in range(0, len(rows), 100):
+            client.log_batch(item["run_id"], metrics=rows[start : start + 100])
+
+
+def epoch_histories(ctx: StudyContext) -> dict[str, list[list[dict[str, float]]]]:
+    """row -> per run (seed) -> per epoch validation metrics, from the child runs' MLflow histories."""
+    client = MlflowClient(ctx.tracking_uri)
+    query = f"tags.`{PARENT_TAG}` = '{ctx.parent_run_id}'"
+    out: dict[str, list[list[dict[str, float]]]] = {}
+    for run in client.search_runs([ctx.experiment_id], query, max_results=10000):
+        row = run.data.tags.get(ROW_TAG)
+        if row is None:
+            continue
+        size = int(run.data.tags.get(SIZE_TAG, 0))
+        label = row if not size else f"{row}@{size}"
+        epochs: dict[int, dict[str, float]] = {}
+        for key in ("rsum", *tradeoff_keys(set(run.data.metrics))):
+            if key in run.data.metrics:
+                for m in client.get_metric_history(run.info.run_id, key):
+                    epochs.setdefault(m.step, {"epoch": m.step})[key] = m.value
+        out.setdefault(label, []).append([epochs[e] for e in sorted(epochs)])
+    return out
+
+
+def write_summary(ctx: StudyContext) -> StudyResult:
+    """Summary table (CSV + Markdown), trade-off plot and per-row metrics on the parent run; returns it."""
+    spec = ctx.spec
+    cells = summarize(
+        collect_runs(ctx.tracking_uri, ctx.experiment_id, ctx.parent_run_id),
+        spec.baseline,
+        [v.name for v in spec.variants()],
+    )
+    folder = ctx.out / "studies" / spec.name
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {"csv": folder / "summary.csv", "markdown": folder / "summary.md"}
+    files["csv"].write_text(summary_csv(cells))
+    claim = f"Claim: {spec.claim}\n\n" if spec.claim else ""
+    files["markdown"].write_text(f"# Study {spec.name}\n\n{claim}{summary_markdown(cells, spec.baseline)}\n")
+    client = MlflowClient(ctx.tracking_uri)
+    for path in files.values():
+        client.log_artifact(ctx.parent_run_id, str(path), "summary")
+    metrics = [Metric(k, v, 0, 0) for k, v in parent_metrics(cells).items()]
+    for start in range(0, len(metrics), 100):
+        client.log_batch(ctx.parent_run_id, metrics=metrics[start : start + 100])
+    log_figures(client, ctx.parent_run_id, {"tradeoff": tradeoff_figure(epoch_histories(ctx))}, "plots")
+    client.log_dict(ctx.parent_run_id, ctx.seconds, "seconds.json")
+    client.set_terminated(ctx.parent_run_id, status="FINISHED")
+    table = summary_text(cells, spec.baseline)
+    return StudyResult(
+        cells,
+        ctx.tracking_uri,
+        ctx.experiment_id,
+        ctx.parent_run_id,
+        table,
+        {k: str(v) for k, v in files.items()},
+        dict(ctx.seconds),
+    )
+
+
+def run_study(
+    spec: StudySpec, output_dir: str | Path, *, ray_options: dict[str, Any] | None = None
+) -> StudyResult:
+    """Run (or resume) the whole study; print one progress line per stage and the summary table.
+
+    Args:
+        spec: A study (validated again here, before Ray or MLflow start).
+        output_dir: Data, Tune trials, MLflow store, summary files and the log file go here.
+        ray_options: `ray.init` keywords when a local Ray instance is started (e.g. `num_cpus`).
+    """
+    from vse_ray.ray_session import ensure_ray
+
+    spec.validate()
+    out = Path(output_dir).expanduser().resolve()
+    log_path = route_library_logs(out)
+    print(f"[{spec.name}] Ray, Tune and MLflow logs: {log_path}", flush=True)
+    clock = time.perf_counter()
+
+    def stage(name: str, started: float) -> None:
+        seconds = time.perf_counter() - started
+        ctx_seconds[name] = seconds
+        print(f"[{spec.name}] {name}: {seconds:.0f} s", flush=True)
+
+    ctx_seconds: dict[str, float] = {}
+    started = time.perf_counter()
+    ensure_ray(**{"include_dashboard": False, **(ray_options or {})})
+    stage("ray start", started)
+    started = time.perf_counter()
+    data_dir = prepare_data(spec, out)
+    stage("data", started)
+    ctx = open_study(spec, out, data_dir)
+    ctx.seconds = ctx_seconds
+    warmups: dict[tuple[int, int], str] = {}
+    if spec.warmup_epochs:
+        started = time.perf_counter()
+        warmups = train_warmups(ctx)
+        stage("warm-up", started)
+    started = time.perf_counter()
+    trained = train_variants(ctx, warmups)
+    stage("train", started)
+    started = time.perf_counter()
+    test_runs(ctx, trained)
+    stage("test", started)
+    ctx_seconds["total"] = time.perf_counter() - clock
+    result = write_summary(ctx)
+    print(result.table)
+    print(json.dumps({k: round(v, 1) for k, v in ctx_seconds.items()}))
+    return result
+
+
+def study_summary(spec: StudySpec, output_dir: str | Path) -> str:
+    """The summary table of a study already run in `output_dir`, read from MLflow (nothing retrained)."""
+    out = Path(output_dir).expanduser().resolve()
+    if not (out / "mlflow.db").is_file():
+        raise ValueError(f"{out}: no MLflow store (mlflow.db); run the study with this --output-dir first")
+    uri = resolve_tracking_uri(None, out)
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name(experiment_name(spec))
+    runs = (
+        client.search_runs([experiment.experiment_id], f"tags.`{RUN_NAME_TAG}` = '{spec.name}'")
+        if experiment
+        else []
+    )
+    if not runs:
+        raise ValueError(f"{out}: study {spec.name!r} has not been run here (no MLflow parent run)")
+    records = collect_runs(uri, experiment.experiment_id, runs[0].info.run_id)
+    if not records:
+        raise ValueError(f"{out}: study {spec.name!r} has no tested run yet; run it to the end first")
+    cells = summarize(records, spec.baseline, [v.name for v in spec.variants()])
+    return summary_text(cells, spec.baseline)

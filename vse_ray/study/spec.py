@@ -1,0 +1,264 @@
+"""A study (`studies/*.yaml`): losses compared against a baseline over seeds, with controls.
+
+```yaml
+name: ladder-bcls-cs            # MLflow experiment `study-<name>`, Tune folders under <output>/ray_results
+claim: Ladder and BCLS raise CS@K over VSE++ at about equal R@K      # free text, shown in the summary
+data:                           # exactly one of:
+  embedded: {train_images: 2000, val_images: 250, test_images: 1000, seed: 0}   # generated and precomputed
+  # data_dir: path/to/precompute/output
+baseline: vsepp                 # a key of `losses`
+seeds: 3                        # default 3; every loss of one seed starts from the same warm-up checkpoint
+warmup_epochs: 3                # shared sum-of-hinges warm-up (VSE++ eq. 5), trained once per seed
+epochs: 4                       # epochs of each loss's own training after the warm-up
+train: {batch_size: 128, lr: 1.0e-3, lr_update: 3}   # TrainConfig fields shared by every run
+losses:                         # family -> make_loss hyper-parameters
+  vsepp: {}
+  bcls: {gamma: 50}
+controls:
+  shuffled: [bcls]              # relevance vectors permuted across captions (same values, no meaning)
+  oracle: [bcls]                # relevance_source=scene (the embedded data's ground truth)
+  ablations: [bcls]             # each family's declared ablation (ABLATIONS)
+train_images: [250, 500, 2000]  # optional axis: the whole study per train-set size (first N images)
+resources: {cpus_per_trial: 1, gpus_per_trial: 0, concurrent: 0}
+```
+Everything is checked by `StudySpec.validate` before Ray or MLflow start; errors name the file and key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from vse_ray.losses import LOSS_NAMES, make_loss
+from vse_ray.train.batches import VECTOR_COLUMN
+from vse_ray.train.config import TrainConfig
+from vse_ray.tune.space_checks import tunable_fields
+
+# Each family's ablation: (variant name, hyper-parameters that switch the paper's extra term off).
+ABLATIONS: dict[str, tuple[str, dict[str, Any]]] = {
+    "bcls": ("no-kendall", {"kendall": "none"}),  # Triplet-SN only
+    "sam": ("no-triplet", {"triplet": False}),  # the adaptive-margin hinge alone
+    "ladder": ("eq7", {"hard_contrastive": False}),  # full sums (eq. 7) instead of eq. 8's pairs
+    "ladder_auto": ("eq7", {"hard_contrastive": False}),
+}
+CONTROLS = ("shuffled", "oracle", "ablations")
+ORACLE_SOURCE = "scene"
+EMBEDDED_KEYS = ("train_images", "val_images", "test_images", "seed")
+RESOURCE_KEYS = ("cpus_per_trial", "gpus_per_trial", "concurrent")
+# TrainConfig fields the study itself sets per run.
+EVALUATION_FIELDS = ("eval_ks", "cs_ks", "ncs_ks", "eval_batch_size")
+STUDY_FIELDS = (
+    "init_checkpoint",
+    "loss",
+    "loss_params",
+    "epochs",
+    "warmup_epochs",
+    "seed",
+    "train_images",
+    "shuffle_relevance",
+)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One row of the study: a loss family with hyper-parameters, plain or under a control."""
+
+    loss: str
+    params: dict[str, Any]
+    kind: str = ""  # "" | "shuffled" | "oracle" | an ablation name
+
+    @property
+    def name(self) -> str:
+        return f"{self.loss}-{self.kind}" if self.kind else self.loss
+
+
+@dataclass
+class StudySpec:
+    """A parsed study file (see the module docstring); `source` names it in error messages."""
+
+    name: str
+    baseline: str
+    losses: dict[str, dict[str, Any]]
+    data: dict[str, Any] = field(default_factory=lambda: {"embedded": {}})
+    claim: str = ""
+    seeds: int = 3
+    warmup_epochs: int = 3
+    epochs: int = 4
+    train: dict[str, Any] = field(default_factory=dict)
+    controls: dict[str, list[str]] = field(default_factory=dict)
+    train_images: list[int] = field(default_factory=list)
+    resources: dict[str, float] = field(default_factory=dict)
+    source: str = "<study>"
+
+    @property
+    def embedded(self) -> dict[str, int] | None:
+        """Sizes and seed of the embedded dataset, or None when the study reads a precompute folder."""
+        if "embedded" not in self.data:
+            return None
+        defaults = {"train_images": 2000, "val_images": 250, "test_images": 1000, "seed": 0}
+        return {**defaults, **(self.data["embedded"] or {})}
+
+    def variants(self) -> list[Variant]:
+        """The baseline first, then each loss, then the controls in `CONTROLS` order."""
+        order = [self.baseline, *(name for name in self.losses if name != self.baseline)]
+        rows = [Variant(name, dict(self.losses[name])) for name in order]
+        for name in self.controls.get("shuffled", []):
+            rows.append(Variant(name, dict(self.losses[name]), "shuffled"))
+        for name in self.controls.get("oracle", []):
+            rows.append(Variant(name, {**self.losses[name], "relevance_source": ORACLE_SOURCE}, "oracle"))
+        for name in self.controls.get("ablations", []):
+            kind, params = ABLATIONS[name]
+            rows.append(Variant(name, {**self.losses[name], **params}, kind))
+        return rows
+
+    def train_sizes(self) -> list[int]:
+        """Values of the train_images axis; [0] (all images) without one."""
+        return list(self.train_images) or [0]
+
+    def run_config(self, data_dir: str, variant: Variant, seed: int, train_images: int) -> TrainConfig:
+        """The TrainConfig of one run (warm-up included in `epochs`; `init_checkpoint` set by the runner)."""
+        return TrainConfig(
+            data_dir=data_dir,
+            **self.train,
+            loss=variant.loss,
+            loss_params=dict(variant.params),
+            epochs=self.warmup_epochs + self.epochs,
+            warmup_epochs=self.warmup_epochs,
+            seed=seed,
+            train_images=train_images,
+            shuffle_relevance=variant.kind == "shuffled",
+        )
+
+    def validate(self) -> StudySpec:
+        """Raise ValueError '<file>: <key>: <what was expected>' for the first problem; return self."""
+        where = self.source
+        if not isinstance(self.name, str) or not self.name.replace("-", "").replace("_", "").isalnum():
+            raise ValueError(f"{where}: name: expected letters, digits, '-' or '_', got {self.name!r}")
+        self._check_data(where)
+        for key in ("seeds", "epochs"):
+            _positive_int(where, key, getattr(self, key))
+        _positive_int(where, "warmup_epochs", self.warmup_epochs, minimum=0)
+        if not isinstance(self.losses, dict) or not self.losses:
+            raise ValueError(f"{where}: losses: expected a mapping of loss family -> hyper-parameters")
+        if self.baseline not in self.losses:
+            raise ValueError(f"{where}: baseline: {self.baseline!r} is not one of losses {list(self.losses)}")
+        for name, params in self.losses.items():
+            if name not in LOSS_NAMES:
+                raise ValueError(f"{where}: losses.{name}: unknown loss family; expected one of {LOSS_NAMES}")
+            if not isinstance(params, dict):
+                raise ValueError(f"{where}: losses.{name}: expected a mapping of hyper-parameters")
+            try:
+                make_loss(name, **params)
+            except (ValueError, TypeError) as err:
+                raise ValueError(f"{where}: losses.{name}: {err}") from err
+        allowed = [*(f for f in tunable_fields() if f not in STUDY_FIELDS), *EVALUATION_FIELDS, "use_gpu"]
+        unknown = sorted(set(self.train) - set(allowed))
+        if unknown:
+            raise ValueError(f"{where}: train.{unknown[0]}: not a TrainConfig field a study sets; {allowed}")
+        self._check_controls(where)
+        sizes = self.train_images
+        if not isinstance(sizes, list) or any(type(n) is not int or n < 1 for n in sizes):
+            raise ValueError(f"{where}: train_images: expected a list of positive integers, got {sizes!r}")
+        if self.embedded and sizes and max(sizes) > self.embedded["train_images"]:
+            raise ValueError(
+                f"{where}: train_images: {max(sizes)} exceeds data.embedded.train_images "
+                f"{self.embedded['train_images']}"
+            )
+        unknown = sorted(set(self.resources) - set(RESOURCE_KEYS))
+        if unknown:
+            raise ValueError(f"{where}: resources.{unknown[0]}: unknown; expected some of {RESOURCE_KEYS}")
+        for variant in self.variants():
+            key = f"losses.{variant.loss}" if not variant.kind else f"controls ({variant.name})"
+            try:
+                make_loss(variant.loss, **variant.params)
+                self.run_config("<data_dir>", variant, 0, max(self.train_sizes())).validate()
+            except (ValueError, TypeError) as err:
+                raise ValueError(f"{where}: {key}: {err}") from err
+        return self
+
+    def _check_data(self, where: str) -> None:
+        if (
+            not isinstance(self.data, dict)
+            or len(self.data) != 1
+            or next(iter(self.data))
+            not in (
+                "embedded",
+                "data_dir",
+            )
+        ):
+            raise ValueError(
+                f"{where}: data: expected exactly one of 'embedded: {{...}}' or 'data_dir: PATH'"
+            )
+        if "data_dir" in self.data:
+            if self.controls.get("oracle"):
+                raise ValueError(f"{where}: controls.oracle: needs the embedded data (scene relevance)")
+            return
+        sizes = self.data["embedded"] or {}
+        unknown = sorted(set(sizes) - set(EMBEDDED_KEYS))
+        if unknown:
+            raise ValueError(
+                f"{where}: data.embedded.{unknown[0]}: unknown; expected some of {EMBEDDED_KEYS}"
+            )
+        for key, value in self.embedded.items():
+            _positive_int(where, f"data.embedded.{key}", value, minimum=0 if key == "seed" else 1)
+
+    def _check_controls(self, where: str) -> None:
+        unknown = sorted(set(self.controls) - set(CONTROLS))
+        if unknown:
+            raise ValueError(f"{where}: controls.{unknown[0]}: unknown control; expected some of {CONTROLS}")
+        for control, names in self.controls.items():
+            if not isinstance(names, list):
+                raise ValueError(f"{where}: controls.{control}: expected a list of loss families")
+            for name in names:
+                if name not in self.losses:
+                    raise ValueError(f"{where}: controls.{control}: {name!r} is not one of losses")
+                if control == "ablations" and name not in ABLATIONS:
+                    raise ValueError(
+                        f"{where}: controls.ablations: {name!r} declares no ablation; "
+                        f"families with one: {sorted(ABLATIONS)}"
+                    )
+                source = make_loss(name, **self.losses[name]).relevance_source
+                if control == "shuffled" and source not in VECTOR_COLUMN:
+                    raise ValueError(
+                        f"{where}: controls.shuffled: {name!r} uses relevance {source!r}; the shuffled "
+                        f"control permutes caption vectors {sorted(VECTOR_COLUMN)}"
+                    )
+
+
+def _positive_int(where: str, key: str, value: Any, minimum: int = 1) -> None:
+    if type(value) is not int or value < minimum:
+        raise ValueError(f"{where}: {key}: expected an integer >= {minimum}, got {value!r}")
+
+
+def parse_study(text: str, source: str = "<study>") -> StudySpec:
+    """Parse and validate the YAML text of a study."""
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        raise ValueError(f"{source}: not valid YAML: {err}") from err
+    if not isinstance(raw, dict):
+        raise ValueError(f"{source}: expected a mapping at the top level, got {type(raw).__name__}")
+    names = {f.name for f in dataclasses.fields(StudySpec)} - {"source"}
+    unknown = sorted(set(raw) - names)
+    if unknown:
+        raise ValueError(f"{source}: {unknown[0]}: unknown key; expected some of {sorted(names)}")
+    missing = [key for key in ("name", "baseline", "losses") if key not in raw]
+    if missing:
+        raise ValueError(f"{source}: {missing[0]}: required")
+    raw = {k: ({} if v is None and k in ("train", "controls", "resources") else v) for k, v in raw.items()}
+    raw["losses"] = (
+        {k: (v or {}) for k, v in raw["losses"].items()} if isinstance(raw["losses"], dict) else raw["losses"]
+    )
+    return StudySpec(**raw, source=source).validate()
+
+
+def load_study(path: str | Path) -> StudySpec:
+    """Read, parse and validate `studies/<name>.yaml`."""
+    path = Path(path)
+    if not path.is_file():
+        raise ValueError(f"{path}: no such study file")
+    return parse_study(path.read_text(encoding="utf-8"), str(path))

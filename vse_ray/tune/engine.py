@@ -1,0 +1,110 @@
+"""The one Ray Tune driver of vse_ray: sweeps, studies and the demo run their trials through `fit_trials`.
+
+A `TuneRun` says where a Tune run lives (its folder, resumed when it exists), how each trial is tracked (one
+nested MLflow run under a parent) and what a trial may use (resources, checkpoint ranking). `fit_trials`
+builds or restores the `Tuner` and fits it; `trial_run_id` and `best_checkpoint` read a finished trial back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mlflow import MlflowClient
+from ray import tune
+
+from vse_ray.tune.mlflow_trials import PARENT_TAG, TRIAL_TAG, TUNE_BOOKKEEPING_KEYS, MLflowTrialsCallback
+
+
+@dataclass
+class TuneRun:
+    """One Ray Tune run and its MLflow tracking.
+
+    Attributes:
+        name: Tune experiment name; its folder is ``<storage_path>/<name>`` (a rerun resumes it).
+        storage_path: parent folder of the Tune experiment folder (shared storage on a cluster).
+        tracking_uri / experiment_id / parent_run_id: where each trial's nested MLflow run goes.
+        trial_params: maps a trial's Tune config to its flat MLflow params (must include ``epochs``).
+        resources: Ray resources of one trial, e.g. ``{"cpu": 1, "gpu": 0.25}``.
+        run_name: maps a trial's Tune config to its MLflow run name (default ``<name>/<trial_id>``).
+        metric / mode: how checkpoints are ranked (None keeps the latest ones).
+        max_failures: retries of a failed trial (from its last checkpoint).
+        callbacks: extra Tune callbacks (progress display).
+        verbose: Tune's own console verbosity (0 = silent).
+    """
+
+    name: str
+    storage_path: str
+    tracking_uri: str
+    experiment_id: str
+    parent_run_id: str
+    trial_params: Callable[[dict[str, Any]], dict[str, Any]]
+    resources: dict[str, float]
+    run_name: Callable[[dict[str, Any]], str] | None = None
+    metric: str | None = "rsum"
+    mode: str = "max"
+    max_failures: int = 0
+    callbacks: list[tune.Callback] = field(default_factory=list)
+    verbose: int = 0
+
+    @property
+    def path(self) -> Path:
+        return Path(self.storage_path) / self.name
+
+
+def fit_trials(
+    run: TuneRun,
+    trainable: Callable[[dict[str, Any]], None],
+    param_space: dict[str, Any],
+    *,
+    tune_config: tune.TuneConfig | None = None,
+    stop: Any = None,
+) -> tune.ResultGrid:
+    """Fit the trials of ``param_space`` (or resume the run's folder when it holds an earlier run).
+
+    The default ``tune_config`` reuses trial processes: a trial that ends hands its process (torch and the
+    compiled kernels already loaded) to the next one.
+    """
+    trainable = tune.with_resources(trainable, run.resources)
+    if tune.Tuner.can_restore(run.path):
+        tuner = tune.Tuner.restore(
+            str(run.path), trainable=trainable, resume_unfinished=True, resume_errored=True
+        )
+        return tuner.fit()
+    tracking = MLflowTrialsCallback(
+        run.tracking_uri, run.experiment_id, run.parent_run_id, run.name, run.trial_params, run.run_name
+    )
+    ranked = {"checkpoint_score_attribute": run.metric, "checkpoint_score_order": run.mode}
+    tuner = tune.Tuner(
+        trainable,
+        param_space=param_space,
+        tune_config=tune_config or tune.TuneConfig(reuse_actors=True),
+        run_config=tune.RunConfig(
+            name=run.name,
+            storage_path=str(run.storage_path),
+            callbacks=[tracking, *run.callbacks],
+            stop=stop,
+            checkpoint_config=tune.CheckpointConfig(num_to_keep=2, **(ranked if run.metric else {})),
+            failure_config=tune.FailureConfig(max_failures=run.max_failures),
+            verbose=run.verbose,
+        ),
+    )
+    return tuner.fit()
+
+
+def trial_run_id(run: TuneRun, result: tune.Result) -> str:
+    """The MLflow run of a finished trial (tagged with its trial id, nested under the run's parent)."""
+    trial_id = result.metrics["trial_id"]
+    query = f"tags.`{TRIAL_TAG}` = '{trial_id}' and tags.`{PARENT_TAG}` = '{run.parent_run_id}'"
+    runs = MlflowClient(run.tracking_uri).search_runs([run.experiment_id], query, max_results=1)
+    if not runs:
+        raise RuntimeError(f"{run.name}: no MLflow run for trial {trial_id}")
+    return runs[0].info.run_id
+
+
+def best_checkpoint(result: tune.Result, metric: str = "rsum") -> tuple[tune.Checkpoint, dict[str, Any]]:
+    """The kept checkpoint with the highest ``metric`` and its epoch's metrics (Tune bookkeeping removed)."""
+    checkpoint, metrics = max(result.best_checkpoints, key=lambda item: item[1][metric])
+    return checkpoint, {k: v for k, v in metrics.items() if k not in TUNE_BOOKKEEPING_KEYS and k != "config"}
