@@ -76,7 +76,7 @@ def test_describe_scene_rejects_bad_count():
 @pytest.mark.parametrize("position", POSITIONS)
 def test_pixels_show_the_object_colour_at_its_position(position):
     """The renderer draws the scene: the centre of a large single object has the object's colour."""
-    scene = Scene("gray", "plain", (ObjectGroup("square", "red", "large", position, 1),))
+    scene = Scene("gray", "plain", (ObjectGroup("ball", "red", "large", position, 1),))
     image = render_scene(scene, 64, np.random.default_rng(0)).astype(int)
     centre = {"left": (32, 13), "right": (32, 51), "top": (13, 32), "bottom": (51, 32), "center": (32, 32)}
     y, x = centre[position]
@@ -89,3 +89,21 @@ def test_generate_rejects_bad_sizes():
         generate_synthetic(2, -1, 0)
     with pytest.raises(ValueError, match="image_size"):
         render_scene(synthetic_scene(0, 0), image_size=8)
+
+
+def test_every_caption_names_every_object_kind_and_no_other():
+    from vse_ray.data.scene_captions import _KIND_WORDS
+
+    data = generate_synthetic(60, 0, 0, render=False, seed=2)
+    words_of = {
+        kind: {w for pair in forms for w in " ".join(pair).split()} for kind, forms in _KIND_WORDS.items()
+    }
+    for scene, captions in zip(data.scenes, data.captions, strict=True):
+        kinds = {g.shape for g in scene.groups}
+        for caption in captions:
+            words = set(caption.replace(",", " ").split())
+            assert all(words & words_of[kind] for kind in kinds), (scene, caption)
+            others = set().union(*(words_of[k] for k in _KIND_WORDS if k not in kinds)) - set().union(
+                *(words_of[k] for k in kinds)
+            )
+            assert not words & others, (scene, caption)

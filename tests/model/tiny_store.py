@@ -27,7 +27,7 @@ from vse_ray.relevance.cider_doc_freq import cider_doc_freq
 from vse_ray.train.config import TrainConfig
 
 COLOURS = ("red", "green", "blue", "yellow", "purple")
-SHAPES = ("circle", "square")
+SHAPES = ("ball", "box")
 TEMPLATES = ("a {c} {s}", "the {c} {s}", "one {c} {s} here", "a {s} that is {c}", "a picture of a {c} {s}")
 SPLIT_SIZES = {"train": 96, "val": 20, "test": 20}
 FEATURE_DIM, SBERT_DIM, SVD_DIM = 32, 16, 8

@@ -11,7 +11,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-SHAPES = ("circle", "square", "triangle", "diamond", "star", "cross")
+# Object kinds, each drawn as its own pictogram (:mod:`vse_ray.data.synthetic`); the ``shape`` of a group.
+SHAPES = (
+    "ball",
+    "box",
+    "tree",
+    "house",
+    "car",
+    "boat",
+    "fish",
+    "flower",
+    "star",
+    "heart",
+    "umbrella",
+    "mushroom",
+    "kite",
+)
 COLOURS: dict[str, tuple[int, int, int]] = {
     "red": (220, 30, 30),
     "green": (30, 180, 40),
@@ -37,7 +52,7 @@ MAX_GROUPS = 3
 
 @dataclass(frozen=True)
 class ObjectGroup:
-    """``count`` identical objects (same shape, colour and size) clustered at one position."""
+    """``count`` identical objects (same kind - ``shape`` -, colour and size) clustered at one position."""
 
     shape: str
     colour: str
@@ -83,21 +98,23 @@ def sample_scene(rng: np.random.Generator) -> Scene:
     """Draw a scene uniformly over the attribute grid.
 
     The number of groups is uniform in 1..3; group counts are drawn so the scene holds at most
-    :data:`MAX_OBJECTS` objects; positions are distinct so groups never overlap.
+    :data:`MAX_OBJECTS` objects; positions are distinct so groups never overlap, and so are the kinds of
+    the groups of one scene.
 
     Args:
         rng: The generator; the same state always gives the same scene.
     """
     n_groups = int(rng.integers(1, MAX_GROUPS + 1))
     positions = rng.choice(len(POSITIONS), size=n_groups, replace=False)
+    kinds = rng.choice(len(SHAPES), size=n_groups, replace=False)
     budget = MAX_OBJECTS - n_groups
     groups = []
-    for pos in positions:
+    for pos, kind in zip(positions, kinds, strict=True):
         extra = int(rng.integers(0, budget + 1)) if rng.random() < 0.4 else 0
         budget -= extra
         groups.append(
             ObjectGroup(
-                shape=SHAPES[rng.integers(len(SHAPES))],
+                shape=SHAPES[kind],
                 colour=list(COLOURS)[rng.integers(len(COLOURS))],
                 size=SIZES[rng.integers(len(SIZES))],
                 position=POSITIONS[pos],

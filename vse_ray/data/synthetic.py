@@ -66,29 +66,94 @@ def _cluster_offsets(count: int, position: str) -> list[tuple[float, float]]:
     return [(-1.0, -1.0), (1.0, -1.0), (-1.0, 1.0), (1.0, 1.0)]
 
 
-def _polygon(shape: str, x: float, y: float, r: float) -> list[tuple[float, float]]:
-    if shape == "triangle":
-        return [(x, y - r), (x + 0.95 * r, y + 0.8 * r), (x - 0.95 * r, y + 0.8 * r)]
-    if shape == "diamond":
-        return [(x, y - r), (x + 0.8 * r, y), (x, y + r), (x - 0.8 * r, y)]
-    angles = np.pi * (np.arange(10) / 5 - 0.5)  # star: 5 outer and 5 inner vertices
-    radii = np.where(np.arange(10) % 2 == 0, r, 0.45 * r)
-    return list(
-        zip((x + radii * np.cos(angles)).tolist(), (y + radii * np.sin(angles)).tolist(), strict=True)
-    )
+_DARK = (25, 25, 25)
 
 
-def _draw_object(draw: ImageDraw.ImageDraw, shape: str, x: float, y: float, r: float, fill: tuple) -> None:
-    if shape == "circle":
+def _pie(draw: ImageDraw.ImageDraw, box: list[float], fill: tuple) -> None:
+    """The upper half of the ellipse in ``box`` (a dome: umbrella, mushroom cap)."""
+    draw.pieslice(box, 180, 360, fill=fill)
+
+
+def _draw_object(draw: ImageDraw.ImageDraw, kind: str, x: float, y: float, r: float, fill: tuple) -> None:
+    """Draw one object of ``kind`` (a pictogram within radius ``r`` of its centre) in ``fill`` colour."""
+    if kind == "ball":
         draw.ellipse([x - r, y - r, x + r, y + r], fill=fill)
-    elif shape == "square":
+    elif kind == "box":
         draw.rectangle([x - 0.85 * r, y - 0.85 * r, x + 0.85 * r, y + 0.85 * r], fill=fill)
-    elif shape == "cross":
-        arm = 0.33 * r
-        draw.rectangle([x - r, y - arm, x + r, y + arm], fill=fill)
-        draw.rectangle([x - arm, y - r, x + arm, y + r], fill=fill)
+        draw.line(
+            [x - 0.85 * r, y - 0.85 * r, x + 0.85 * r, y + 0.85 * r], fill=_DARK, width=max(1, int(r / 6))
+        )
+    elif kind == "tree":
+        draw.rectangle([x - 0.18 * r, y + 0.2 * r, x + 0.18 * r, y + r], fill=fill)
+        draw.polygon([(x, y - r), (x + 0.8 * r, y + 0.35 * r), (x - 0.8 * r, y + 0.35 * r)], fill=fill)
+    elif kind == "house":
+        draw.rectangle([x - 0.7 * r, y - 0.1 * r, x + 0.7 * r, y + 0.9 * r], fill=fill)
+        draw.polygon([(x - 0.95 * r, y - 0.05 * r), (x, y - r), (x + 0.95 * r, y - 0.05 * r)], fill=fill)
+        draw.rectangle([x - 0.18 * r, y + 0.4 * r, x + 0.18 * r, y + 0.9 * r], fill=_DARK)
+    elif kind == "car":
+        draw.rectangle([x - r, y - 0.15 * r, x + r, y + 0.4 * r], fill=fill)
+        draw.rectangle([x - 0.5 * r, y - 0.6 * r, x + 0.45 * r, y - 0.1 * r], fill=fill)
+        for wx in (x - 0.55 * r, x + 0.55 * r):
+            draw.ellipse([wx - 0.27 * r, y + 0.25 * r, wx + 0.27 * r, y + 0.79 * r], fill=_DARK)
+    elif kind == "boat":
+        draw.polygon(
+            [
+                (x - r, y + 0.3 * r),
+                (x + r, y + 0.3 * r),
+                (x + 0.6 * r, y + 0.8 * r),
+                (x - 0.6 * r, y + 0.8 * r),
+            ],
+            fill=fill,
+        )
+        draw.polygon(
+            [(x - 0.05 * r, y - r), (x - 0.05 * r, y + 0.2 * r), (x - 0.75 * r, y + 0.2 * r)], fill=fill
+        )
+        draw.polygon(
+            [(x + 0.05 * r, y - 0.7 * r), (x + 0.05 * r, y + 0.2 * r), (x + 0.6 * r, y + 0.2 * r)], fill=fill
+        )
+    elif kind == "fish":
+        draw.ellipse([x - 0.8 * r, y - 0.45 * r, x + 0.45 * r, y + 0.45 * r], fill=fill)
+        draw.polygon([(x + 0.3 * r, y), (x + r, y - 0.5 * r), (x + r, y + 0.5 * r)], fill=fill)
+        draw.ellipse([x - 0.55 * r, y - 0.2 * r, x - 0.35 * r, y], fill=_DARK)
+    elif kind == "flower":
+        for angle in np.pi * (np.arange(5) * 0.4 - 0.5):
+            px, py = x + 0.55 * r * np.cos(angle), y + 0.55 * r * np.sin(angle)
+            draw.ellipse([px - 0.42 * r, py - 0.42 * r, px + 0.42 * r, py + 0.42 * r], fill=fill)
+        draw.ellipse([x - 0.25 * r, y - 0.25 * r, x + 0.25 * r, y + 0.25 * r], fill=_DARK)
+    elif kind == "star":
+        angles = np.pi * (np.arange(10) / 5 - 0.5)  # 5 outer and 5 inner vertices
+        radii = np.where(np.arange(10) % 2 == 0, r, 0.45 * r)
+        points = zip(
+            (x + radii * np.cos(angles)).tolist(), (y + radii * np.sin(angles)).tolist(), strict=True
+        )
+        draw.polygon(list(points), fill=fill)
+    elif kind == "heart":
+        for cx in (x - 0.45 * r, x + 0.45 * r):
+            draw.ellipse([cx - 0.5 * r, y - 0.8 * r, cx + 0.5 * r, y + 0.2 * r], fill=fill)
+        draw.polygon(
+            [(x - 0.93 * r, y - 0.15 * r), (x + 0.93 * r, y - 0.15 * r), (x, y + 0.9 * r)], fill=fill
+        )
+    elif kind == "umbrella":
+        _pie(draw, [x - r, y - 0.8 * r, x + r, y + 0.8 * r], fill)
+        draw.rectangle([x - 0.08 * r, y, x + 0.08 * r, y + 0.85 * r], fill=fill)
+        draw.arc(
+            [x - 0.35 * r, y + 0.55 * r, x + 0.08 * r, y + r], 0, 180, fill=fill, width=max(1, int(r / 6))
+        )
+    elif kind == "mushroom":
+        _pie(draw, [x - r, y - 0.7 * r, x + r, y + 0.5 * r], fill)
+        draw.rectangle([x - 0.28 * r, y - 0.12 * r, x + 0.28 * r, y + 0.85 * r], fill=fill)
+    elif kind == "kite":
+        draw.polygon(
+            [(x, y - r), (x + 0.6 * r, y - 0.15 * r), (x, y + 0.6 * r), (x - 0.6 * r, y - 0.15 * r)],
+            fill=fill,
+        )
+        draw.line(
+            [(x, y + 0.6 * r), (x + 0.25 * r, y + 0.8 * r), (x - 0.1 * r, y + r)],
+            fill=fill,
+            width=max(1, int(r / 8)),
+        )
     else:
-        draw.polygon(_polygon(shape, x, y, r), fill=fill)
+        raise ValueError(f"unknown object kind {kind!r}")
 
 
 def _background(scene: Scene, side: int, rng: np.random.Generator) -> np.ndarray:

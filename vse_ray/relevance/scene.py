@@ -13,12 +13,15 @@ where every attribute is a category index (``count`` the number of objects) and 
     M(a, b) = max over one-to-one matchings π of a's groups to b's groups of
               Σ_{(u, v) in π} g(u, v) / max(n_a, n_b)
 
-    g(u, v) = (1/5) * ([shape_u = shape_v] + [colour_u = colour_v] + [size_u = size_v]
-                       + [position_u = position_v] + [count_u = count_v])
+    g(u, v) = [shape_u = shape_v] * (1 + [colour_u = colour_v] + [size_u = size_v]
+                                      + [position_u = position_v] + [count_u = count_v]) / 5
 
-with n_a, n_b the numbers of object groups. S is in [0, 1], symmetric, 1 for identical descriptions (the same
-groups in any order) and 0 for scenes that share no attribute value; a group left unmatched (one scene has
-more groups) contributes 0, so extra or missing objects lower the score.
+with n_a, n_b the numbers of object groups and ``shape`` the kind of object (ball, car, tree, ...). Two groups
+only match when they are the same kind of object (a red car and a red tree share a colour, not an object);
+then each further attribute they share adds 1/5. S is in [0, 1], symmetric, 1 for identical descriptions
+(the same groups in any order) and 0 for scenes with different backgrounds and textures and no object kind in
+common; a group left unmatched (one scene has more groups) contributes 0, so extra or missing objects lower
+the score.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from torch import Tensor
 SCENE_FIELDS = ("background", "texture")
 GROUP_FIELDS = ("shape", "colour", "size", "position", "count")
 SLOT_WIDTH = 1 + len(GROUP_FIELDS)
-W_OBJECTS, W_BACKGROUND, W_TEXTURE = 0.7, 0.15, 0.15
+W_OBJECTS, W_BACKGROUND, W_TEXTURE = 0.8, 0.1, 0.1
 
 
 def descriptor_width(max_groups: int) -> int:
@@ -68,7 +71,8 @@ def scene_similarity(a: Tensor, b: Tensor) -> Tensor:
     present_a, attrs_a = _slots(a)
     present_b, attrs_b = _slots(b)
     n_groups = present_a.shape[1]
-    group = (attrs_a[:, None, :, None, :] == attrs_b[None, :, None, :, :]).float().mean(-1)
+    equal = (attrs_a[:, None, :, None, :] == attrs_b[None, :, None, :, :]).float()
+    group = equal.mean(-1) * equal[..., 0]  # kind-gated: attributes count only between same-kind groups
     group = group * (present_a[:, None, :, None] & present_b[None, :, None, :])
     perms = torch.tensor(list(itertools.permutations(range(n_groups))), device=a.device)
     # matched[i, j, p] = Σ_s g[i, j, s, perms[p, s]]

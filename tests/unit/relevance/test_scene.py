@@ -12,8 +12,8 @@ from vse_ray.data.scene import ObjectGroup, Scene, sample_scene, scene_descripto
 from vse_ray.relevance import batch_relevance, scene_similarity
 from vse_ray.relevance.scene import W_BACKGROUND, W_OBJECTS, W_TEXTURE
 
-RED_CIRCLE = ObjectGroup("circle", "red", "small", "left", 1)
-BLUE_SQUARES = ObjectGroup("square", "blue", "large", "right", 2)
+RED_BALL = ObjectGroup("ball", "red", "small", "left", 1)
+BLUE_BOXES = ObjectGroup("box", "blue", "large", "right", 2)
 GREEN_STARS = ObjectGroup("star", "green", "medium", "top", 3)
 
 
@@ -21,6 +21,8 @@ def naive_similarity(a: Scene, b: Scene) -> float:
     """S(a, b) written from the formula, one pair at a time, on Scene objects."""
 
     def group_score(u: ObjectGroup, v: ObjectGroup) -> float:
+        if u.shape != v.shape:
+            return 0.0
         fields = ("shape", "colour", "size", "position", "count")
         return sum(getattr(u, f) == getattr(v, f) for f in fields) / len(fields)
 
@@ -43,26 +45,29 @@ def similarity(a: Scene, b: Scene) -> float:
 
 
 def test_identical_scenes_score_one_whatever_the_group_order():
-    a = Scene("gray", "striped", (RED_CIRCLE, BLUE_SQUARES, GREEN_STARS))
-    b = Scene("gray", "striped", (GREEN_STARS, RED_CIRCLE, BLUE_SQUARES))
+    a = Scene("gray", "striped", (RED_BALL, BLUE_BOXES, GREEN_STARS))
+    b = Scene("gray", "striped", (GREEN_STARS, RED_BALL, BLUE_BOXES))
     assert similarity(a, a) == pytest.approx(1.0)
     assert similarity(a, b) == pytest.approx(1.0)
 
 
 def test_disjoint_scenes_score_zero():
-    a = Scene("gray", "plain", (RED_CIRCLE, BLUE_SQUARES))
-    b = Scene("black", "dotted", (ObjectGroup("triangle", "yellow", "medium", "bottom", 4),))
+    a = Scene("gray", "plain", (RED_BALL, BLUE_BOXES))
+    b = Scene("black", "dotted", (ObjectGroup("tree", "yellow", "medium", "bottom", 4),))
     assert similarity(a, b) == 0.0
+    # a red tree at the left is not a red ball at the left: attributes count only within one kind
+    c = Scene("black", "dotted", (ObjectGroup("tree", "red", "small", "left", 1),))
+    assert similarity(a, c) == 0.0
 
 
 def test_graded_case_computed_by_hand():
-    # a: red circle left + blue squares right on gray plain; b: a red circle, large, at the right, same
-    # background, dotted. Best matching: b's group with a's red circle (shape, colour, count: 3/5) rather
-    # than with the blue squares (size, position: 2/5). Objects: (3/5) / max(2, 1) = 0.3.
-    a = Scene("gray", "plain", (RED_CIRCLE, BLUE_SQUARES))
-    b = Scene("gray", "dotted", (ObjectGroup("circle", "red", "large", "right", 1),))
+    # a: red ball left + blue boxes right on gray plain; b: a red ball, large, at the right, same
+    # background, dotted. b's ball matches a's ball (kind, colour, count: 3/5); it shares size and position
+    # with the blue boxes but is another kind (0). Objects: (3/5) / max(2, 1) = 0.3.
+    a = Scene("gray", "plain", (RED_BALL, BLUE_BOXES))
+    b = Scene("gray", "dotted", (ObjectGroup("ball", "red", "large", "right", 1),))
     expected = W_OBJECTS * 0.3 + W_BACKGROUND * 1 + W_TEXTURE * 0
-    assert expected == pytest.approx(0.7 * 0.3 + 0.15)
+    assert expected == pytest.approx(0.8 * 0.3 + 0.1)
     assert similarity(a, b) == pytest.approx(expected)
     assert similarity(b, a) == pytest.approx(expected)
 
