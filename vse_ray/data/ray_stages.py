@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 
 import numpy as np
@@ -57,15 +58,19 @@ def map_in_actor_pool(
     actor that computed each batch is recorded as stage "model". The actors are spread over the nodes
     (one model copy per node first), so a multi-node cluster shares the model work.
     """
-    return ds.map_batches(
-        _node_tagged(model, "model"),
-        fn_constructor_kwargs={**kwargs, "device": res.device, "num_threads": res.torch_threads},
-        batch_size=None,
-        compute=ray.data.ActorPoolStrategy(size=res.actors),
-        scheduling_strategy="SPREAD",
-        num_cpus=res.actor_cpus,
-        num_gpus=res.actor_gpus,
-    )
+    with warnings.catch_warnings():
+        # Ray 2.60 has no named parameter for an actor pool's scheduling strategy yet; the keyword form
+        # warns that `ray_remote_args` will change in 2.64 (pinned: ray==2.60.0).
+        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+        return ds.map_batches(
+            _node_tagged(model, "model"),
+            fn_constructor_kwargs={**kwargs, "device": res.device, "num_threads": res.torch_threads},
+            batch_size=None,
+            compute=ray.data.ActorPoolStrategy(size=res.actors),
+            scheduling_strategy="SPREAD",
+            num_cpus=res.actor_cpus,
+            num_gpus=res.actor_gpus,
+        )
 
 
 def write_shards(
