@@ -52,12 +52,12 @@ def _global_batches(cfg: TrainConfig) -> list[dict]:
 def _epoch(cfg: TrainConfig, loss: str, batches: list[dict], rank: int, world: int) -> dict:
     """One epoch of `batches` (rank's half of each when world == 2); loss, last gradients, parameters."""
     cfg = dataclasses.replace(cfg, loss=loss)
-    data = TrainingData.load(cfg)
+    loss_fn = make_loss(loss)
+    data = TrainingData.load(cfg, loss_fn.relevance_source)
     torch.manual_seed(0)
     model = build_model(cfg.model, **data.model_args)
     net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
-    loss_fn = make_loss(loss)
     builder = BatchBuilder(data.train_images, loss_fn.relevance_source, data.references, data.doc_freq)
     if world > 1:
         batches = [{k: v[rank * HALF : (rank + 1) * HALF] for k, v in b.items()} for b in batches]
@@ -105,9 +105,12 @@ def test_two_workers_match_one_worker_over_the_global_batch(two_worker_results, 
 
 
 def test_cross_worker_negatives_count(two_worker_results):
-    """Control: the gathered loss is not the sum of the two workers' local B/2 losses (the test can fail)."""
+    """Control: the gathered loss is not the sum of the two workers' local B/2 losses (the test can fail).
+
+    They differ by about 1 % on this tiny data, far beyond the 1e-5 to which the gathered loss equals the
+    one-process loss above, so the control asks for a difference of at least 1e-3."""
     cfg, ranks = two_worker_results
     batches = _global_batches(cfg)
     halves = [[{k: v[h * HALF : (h + 1) * HALF] for k, v in b.items()} for b in batches] for h in (0, 1)]
     local = sum(_epoch(cfg, "ladder", half, 0, 1)["loss"] for half in halves)
-    assert local != pytest.approx(ranks[0]["ladder"]["loss"], rel=0.05)
+    assert local != pytest.approx(ranks[0]["ladder"]["loss"], rel=1e-3)

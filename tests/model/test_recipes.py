@@ -48,10 +48,10 @@ def test_every_recipe_builds_and_trains_one_step(name, tiny_data_dir, tiny_regio
         paper.config.loss,
         paper.config.loss_params,
     )
-    data = TrainingData.load(cfg)
+    loss = make_loss(cfg.loss, **cfg.loss_params)
+    data = TrainingData.load(cfg, loss.relevance_source)
     torch.manual_seed(0)
     model = build_model(cfg.model, **data.model_args)
-    loss = make_loss(cfg.loss, **cfg.loss_params)
     builder = BatchBuilder(data.train_images, loss.relevance_source, data.references, data.doc_freq)
     rows = next(iter(TableBatches(load_captions(str(folder), "train"), 16, 0).epoch_batches(1)))
     value = train_step(

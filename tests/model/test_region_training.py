@@ -44,7 +44,7 @@ def loaded(tiny_data_dir, tiny_region_dir, tmp_path_factory):
     out = tmp_path_factory.mktemp("out")
     return {  # loss "sam" loads the CIDEr references; every caption column is read for the other losses
         model: (
-            TrainingData.load(tiny_config(folder, out, model=model, loss="sam")),
+            TrainingData.load(tiny_config(folder, out, model=model, loss="sam"), "cider"),
             load_captions(str(folder), "train"),
         )
         for model, folder in (("vsepp", tiny_data_dir), ("vse_inf", tiny_region_dir))
@@ -88,7 +88,7 @@ def test_region_count_differing_between_splits(tiny_region_dir, tmp_path):
     with pytest.raises(
         ValueError, match=r"split=val: rows of shape \(3, 32\) differ from .*split=train: \(5, 32\)"
     ):
-        TrainingData.load(cfg)
+        TrainingData.load(cfg, None)
 
 
 def test_vse_inf_trains_and_evaluates_on_regions(tiny_region_dir, tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import torch
@@ -81,8 +82,11 @@ def train_step(
     batch (`vse_ray.train.gather`) and the loss is scaled by `world_size` for backward, so DDP's averaged
     gradient is the one-process gradient of that batch.
     """
-    gather = (lambda emb: gather_with_local_grad(emb, rank, world_size)) if world_size > 1 else None
-    sims = model(batch.images, batch.tokens, batch.lengths, gather)
+    if world_size > 1:
+        gather = partial(gather_with_local_grad, rank=rank, world_size=world_size)
+        sims = model(batch.images, batch.tokens, batch.lengths, gather=gather)
+    else:
+        sims = model(batch.images, batch.tokens, batch.lengths)
     loss = loss_fn.from_similarity(sims, relevance=batch.relevance, image_ids=batch.image_ids)
     optimizer.zero_grad(set_to_none=True)
     if not torch.isfinite(loss):
