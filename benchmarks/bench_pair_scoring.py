@@ -5,7 +5,7 @@ Each model's batched ``score`` must be at least 20× faster than the per-pair lo
 values (largest absolute difference printed). Region features are random (B, R, D); captions have 8-16 words.
 
     python benchmarks/bench_pair_scoring.py                      # B = 128, E = 1024 (the papers' sizes)
-    python benchmarks/bench_pair_scoring.py --embed-dim 256 --threads 2
+    python benchmarks/bench_pair_scoring.py --embed-dim 256 --threads 1
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--repeats", type=int, default=3, help="timed runs of the batched and per-caption forms"
     )
-    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (0: torch's default)")
+    parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args()
 

@@ -1,7 +1,7 @@
 """Query × gallery scores of a similarity model (SCAN, SGRAF) in memory-bounded blocks of pairs.
 
 A similarity model scores each image-caption pair with a learned function, so COCO 5K (5,000 × 25,000 pairs)
-cannot be one tensor. The matrix is filled block by block: ``images × captions`` pairs per vectorised pass,
+cannot be one tensor. The matrix is filled block by block of ``images × captions`` pairs,
 on the model's device (the GPU when there is one), with a progress bar. Peak memory grows with the block, not
 with the gallery; a block that cannot fit is refused before any work, with the largest one that would.
 """
@@ -95,7 +95,8 @@ def score_matrix(
         img_repr: (N_img, R, E) encoded images (any device; blocks are moved to ``device``).
         txt_repr: (N_txt, L, E) encoded captions, padding beyond ``txt_lengths``.
         txt_lengths: (N_txt,) caption lengths.
-        block: (images, captions) pairs scored per vectorised pass: bounds the peak memory (None: auto_block).
+        block: (images, captions) pairs per block: bounds the peak memory (None: auto_block). The model
+            scores a block in passes of at most its own ``max_pairs``: the estimate is an upper bound.
         device: where to score (default: the model's device).
         progress: show a progress bar over the blocks.
     """
@@ -109,14 +110,9 @@ def score_matrix(
     check_block_fits(model, block, *shape, free)
     sims = np.empty((n_img, n_txt), dtype=np.float32)
     spans = [(i, j) for i in range(0, n_img, block[0]) for j in range(0, n_txt, block[1])]
-    saved_max_pairs = model.max_pairs
-    model.max_pairs = block[0] * block[1]
-    try:
-        for i, j in tqdm(spans, desc="scoring pairs", unit="block", disable=not progress):
-            lengths = txt_lengths[j : j + block[1]]
-            words = txt_repr[j : j + block[1], : int(lengths.max())]
-            scores = model.score(img_repr[i : i + block[0]].to(device), words.to(device), lengths.to(device))
-            sims[i : i + block[0], j : j + block[1]] = scores.float().cpu().numpy()
-    finally:
-        model.max_pairs = saved_max_pairs
+    for i, j in tqdm(spans, desc="scoring pairs", unit="block", disable=not progress):
+        lengths = txt_lengths[j : j + block[1]]
+        words = txt_repr[j : j + block[1], : int(lengths.max())]
+        scores = model.score(img_repr[i : i + block[0]].to(device), words.to(device), lengths.to(device))
+        sims[i : i + block[0], j : j + block[1]] = scores.float().cpu().numpy()
     return sims

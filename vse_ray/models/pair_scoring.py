@@ -10,6 +10,17 @@ from torch import Tensor
 BlockScorer = Callable[[Tensor, Tensor, Tensor], Tensor]
 
 
+def pairs_per_pass(max_pairs: int | None, device: torch.device, cpu: int, gpu: int) -> int:
+    """Pairs scored per vectorised pass: ``max_pairs`` when given, else the model's default for ``device``.
+
+    On a CPU a pass is memory-bound once its intermediates leave the caches, so small passes are faster
+    (measured by ``benchmarks/bench_pair_scoring.py``); a GPU wants large passes to fill its cores.
+    """
+    if max_pairs is not None:
+        return max_pairs
+    return cpu if device.type == "cpu" else gpu
+
+
 def captions_per_block(n_images: int, max_pairs: int) -> int:
     """Captions scored together against all ``n_images`` images: a block holds at most ``max_pairs``."""
     if max_pairs < 1:

@@ -6,11 +6,12 @@ import torch
 from torch import Tensor
 
 from vse_ray.models.cross_attention import EPS, cross_attention_weights, length_mask, region_word_logits
-from vse_ray.models.pair_scoring import score_pairs
+from vse_ray.models.pair_scoring import pairs_per_pass, score_pairs
 from vse_ray.models.region_word import RegionWordModel
 
 DIRECTIONS = ("t2i", "i2t")
 AGGREGATIONS = ("lse", "mean")
+CPU_PAIRS, GPU_PAIRS = 2048, 16384  # default pairs per vectorised pass (bench_pair_scoring.py)
 
 
 def scan_scores(
@@ -81,7 +82,8 @@ class SCANModel(RegionWordModel):
         vocab_size, feature_dim, word_dim, embed_dim: vocabulary, region feature size D, word size, E.
         direction, lambda_softmax, aggregation, lambda_lse, clip_slope: see ``scan_scores``.
         bidirectional: Bi-GRU caption encoder (the reference recipes use it).
-        max_pairs: image × caption pairs scored per vectorised block (bounds memory, not the result).
+        max_pairs: image × caption pairs scored per vectorised block (bounds memory, not the result);
+            None: ``CPU_PAIRS`` on a CPU, ``GPU_PAIRS`` on a GPU.
     """
 
     def __init__(
@@ -97,7 +99,7 @@ class SCANModel(RegionWordModel):
         lambda_lse: float = 6.0,
         clip_slope: float = 0.1,
         bidirectional: bool = True,
-        max_pairs: int = 16384,
+        max_pairs: int | None = None,
     ) -> None:
         self.check_options(
             direction=direction, aggregation=aggregation, lambda_softmax=lambda_softmax, lambda_lse=lambda_lse
@@ -125,7 +127,8 @@ class SCANModel(RegionWordModel):
 
     def score(self, img_repr: Tensor, txt_repr: Tensor, txt_lengths: Tensor) -> Tensor:
         """(N_img, N_txt) SCAN similarities, in blocks of at most ``max_pairs`` pairs."""
-        return score_pairs(self.score_block, img_repr, txt_repr, txt_lengths, self.max_pairs)
+        max_pairs = pairs_per_pass(self.max_pairs, img_repr.device, CPU_PAIRS, GPU_PAIRS)
+        return score_pairs(self.score_block, img_repr, txt_repr, txt_lengths, max_pairs)
 
     def score_block(self, regions: Tensor, words: Tensor, lengths: Tensor) -> Tensor:
         """All pairs of one block in one vectorised pass."""
@@ -141,5 +144,6 @@ class SCANModel(RegionWordModel):
         )
 
     def pair_floats(self, n_regions: int, n_words: int) -> int:
-        """Floats held per pair at the peak of ``score_block`` (logits, weights, their products)."""
-        return 5 * n_regions * n_words
+        """Floats held per pair at the peak of ``score_block`` (logits, weights, their products): 7 (R, L)
+        arrays, 1.2x the peak measured by ``benchmarks/bench_chunked_eval.py`` (which found 5 too few)."""
+        return 7 * n_regions * n_words
