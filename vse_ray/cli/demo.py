@@ -78,5 +78,7 @@ def demo(
     )
     settings.validate().study()  # bad input: one line (the `readable_errors` wrapper), before Ray starts
     from vse_ray.demo.run import run_demo
+    from vse_ray.log_file import native_stderr_to_log
 
-    run_demo(settings)
+    with native_stderr_to_log(settings.output_dir):
+        run_demo(settings)

@@ -39,6 +39,8 @@ def study(
 
         typer.echo(study_summary(spec, output_dir))
         return
+    from vse_ray.log_file import native_stderr_to_log
     from vse_ray.study.run import run_study
 
-    run_study(spec, output_dir, ray_options={"num_cpus": num_cpus} if num_cpus else None)
+    with native_stderr_to_log(output_dir):
+        run_study(spec, output_dir, ray_options={"num_cpus": num_cpus} if num_cpus else None)
