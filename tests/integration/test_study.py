@@ -66,3 +66,15 @@ def test_tiny_study_end_to_end(ray_session, tmp_path, capsys, empty_cwd):
     again = study_summary(spec, tmp_path / "out")
     assert again == result.table and again in printed
     assert stray_files(empty_cwd) == []  # everything under the output folder
+
+
+def test_warmups_share_the_cpus_they_would_leave_idle(ray_session):
+    import ray
+
+    from vse_ray.study.run import warmup_cpus
+
+    cpus = float(ray.cluster_resources()["CPU"])  # one node here
+    assert warmup_cpus({"cpus_per_trial": 1}, 1) == cpus
+    assert warmup_cpus({"cpus_per_trial": 1}, 2) == float(int(cpus // 2))
+    assert warmup_cpus({"cpus_per_trial": 1}, int(cpus) * 3) == 1.0  # never below the study's own
+    assert warmup_cpus({"cpus_per_trial": 1, "gpus_per_trial": 0.5}, 1) == 1.0  # GPU trials keep theirs

@@ -72,10 +72,15 @@ class StudyContext:
     parent_run_id: str
     seconds: dict[str, float] = field(default_factory=dict)
 
-    def tune_run(self, stage: str, configs: dict[str, TrainConfig], epochs_each: int) -> TuneRun:
-        """The Tune run of one stage: one trial per named config, MLflow child runs named like them."""
+    def tune_run(
+        self, stage: str, configs: dict[str, TrainConfig], epochs_each: int, cpus: float | None = None
+    ) -> TuneRun:
+        """The Tune run of one stage: one trial per named config, MLflow child runs named like them.
+
+        ``cpus``: CPUs per trial (default: the study's ``resources.cpus_per_trial``)."""
         res = self.spec.resources
-        resources = {"cpu": float(res.get("cpus_per_trial", 1)), "gpu": float(res.get("gpus_per_trial", 0))}
+        cpus = float(res.get("cpus_per_trial", 1)) if cpus is None else cpus
+        resources = {"cpu": cpus, "gpu": float(res.get("gpus_per_trial", 0))}
         dicts = {name: cfg.to_dict() for name, cfg in configs.items()}
         return TuneRun(
             name=f"{self.spec.name}-{stage}",
@@ -187,7 +192,7 @@ def train_warmups(ctx: StudyContext) -> dict[tuple[int, int], str]:
             cfg = spec.run_config(ctx.data_dir, baseline, seed, size)
             warm = dataclasses.replace(cfg, loss=WARMUP_LOSS, loss_params={}, epochs=spec.warmup_epochs)
             configs[run_name(Variant("warmup", {}), seed, size)] = _resolved(ctx, warm)
-    run = ctx.tune_run("warmup", configs, spec.warmup_epochs)
+    run = ctx.tune_run("warmup", configs, spec.warmup_epochs, cpus=warmup_cpus(spec.resources, len(configs)))
     dicts = {name: cfg.to_dict() for name, cfg in configs.items()}
     results = fit_trials(run, _trainable(dicts), named_grid(configs), tune_config=ctx.tune_config())
     _stage_failed(results, "warm-up")
@@ -196,6 +201,23 @@ def train_warmups(ctx: StudyContext) -> dict[tuple[int, int], str]:
         cfg = configs[result.config[NAMED_TRIAL_KEY]]
         found[(cfg.train_images, cfg.seed)] = result.checkpoint.path
     return found
+
+
+def warmup_cpus(resources: dict[str, Any], n_warmups: int) -> float:
+    """CPUs of each warm-up trial: its share of the CPUs when there are fewer warm-ups than trial slots.
+
+    The warm-ups (one per seed) run before anything else, so with one seed on a 2-CPU machine a 1-CPU
+    warm-up would leave a CPU idle; a trial's CPUs are its torch threads. Capped at the largest node's CPUs
+    (a trial runs on one node); GPU trials keep their ``cpus_per_trial``.
+    """
+    import ray
+
+    per_trial = float(resources.get("cpus_per_trial", 1))
+    if float(resources.get("gpus_per_trial", 0)) > 0:
+        return per_trial
+    node_cpus = max(float(node["Resources"].get("CPU", 0)) for node in ray.nodes() if node["Alive"])
+    share = float(int(float(ray.cluster_resources().get("CPU", 0)) // max(n_warmups, 1)))
+    return max(per_trial, min(share, node_cpus))
 
 
 def _resolved(ctx: StudyContext, cfg: TrainConfig) -> TrainConfig:
