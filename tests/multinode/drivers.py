@@ -97,6 +97,33 @@ def train_worker_nodes(job_id: str) -> list[dict[str, Any]]:
     return [{"state": a.state, "node": names.get(a.node_id, a.node_id)} for a in list_actors(filters=filters)]
 
 
+def sweep_run(cfg: dict[str, Any]) -> dict[str, Any]:
+    """`run_sweep(SweepConfig(**cfg))` from this driver; the outcome and the node of every trial actor."""
+    from ray.util.state import list_actors
+
+    from vse_ray.tune.sweep import run_sweep
+    from vse_ray.tune.sweep_config import SweepConfig
+
+    result = run_sweep(SweepConfig(**cfg))
+    names = node_names(alive_only=False)
+    job = [("job_id", "=", ray.get_runtime_context().get_job_id())]
+    trials = [
+        {"class": a.class_name, "node": names.get(a.node_id, a.node_id)}
+        for a in list_actors(filters=job, detail=True, limit=1000)
+        if any(name in (a.class_name or "") for name in ("ImplicitFunc", "run_trial"))  # Tune trial actors
+    ]
+    return {
+        "finished": result.finished,
+        "num_trials": result.num_trials,
+        "num_ended": result.num_ended,
+        "num_errors": result.num_errors,
+        "parent_run_id": result.parent_run_id,
+        "experiment_id": result.experiment_id,
+        "path": result.path,
+        "trial_nodes": trials,
+    }
+
+
 def precompute_cli(argv: list[str]) -> dict[str, Any]:
     """`pipelines/precompute.py argv` in this driver; the manifest it wrote."""
     import typer
