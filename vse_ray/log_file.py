@@ -10,7 +10,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 # "ray.data" configures its own console handler when imported (ray/data/_internal/logging.py): listed apart.
-LIBRARY_LOGGERS = ("ray", "ray.data", "ray.tune", "ray.train", "mlflow", "alembic", "urllib3", "filelock")
+# "vse_ray.data": the precompute's notes (e.g. a reduced SVD size), recorded in the manifest as well.
+LIBRARY_LOGGERS = (
+    "ray",
+    "ray.data",
+    "ray.tune",
+    "ray.train",
+    "mlflow",
+    "alembic",
+    "urllib3",
+    "filelock",
+    "vse_ray.data",
+)
 
 
 def log_path(output_dir: str | Path) -> Path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -57,11 +58,13 @@ def fit_train_models(
         write_json_atomic(cider_doc_freq(list(refs.values())).to_dict(), df_path)
         model = TfidfSvd(k=config.svd_dim, seed=config.seed).fit(texts)
         if model.dim < config.svd_dim:
-            print(
-                f"svd_dim: reduced from {config.svd_dim} to {model.dim}: the truncated SVD needs fewer "
-                f"components than the {len(texts)} train captions and their {len(model.vocabulary)} TF-IDF "
-                "terms",
-                flush=True,
+            logging.getLogger(__name__).warning(
+                "svd_dim: reduced from %d to %d: the truncated SVD needs fewer components than the %d train "
+                "captions and their %d TF-IDF terms",
+                config.svd_dim,
+                model.dim,
+                len(texts),
+                len(model.vocabulary),
             )
         model.save(svd_path)
     return json.loads(vocab_path.read_text()), TfidfSvd.load(svd_path).to_arrays()
