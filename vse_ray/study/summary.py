@@ -189,13 +189,15 @@ def _legend(baseline: str, intervals: bool = True) -> str:
 
 
 def parent_metrics(cells: list[SummaryCell]) -> dict[str, float]:
-    """`<row>[@<n>]/<metric>` (mean) and `<row>[@<n>]/<metric>_diff` for the table's metrics."""
+    """`<row>[-n<N>]/<metric>` (mean) and `<row>[-n<N>]/<metric>_diff` for the table's metrics.
+
+    N is the `train_images` value; the names use only characters MLflow accepts in a metric name."""
     keys = {key for _, key in TABLE_METRICS}
     out = {}
     for c in cells:
         if c.metric not in keys:
             continue
-        row = c.row if not c.train_images else f"{c.row}@{c.train_images}"
+        row = c.row if not c.train_images else f"{c.row}-n{c.train_images}"
         out[f"{row}/{c.metric}"] = c.value.mean
         if c.diff is not None:
             out[f"{row}/{c.metric}_diff"] = c.diff.mean

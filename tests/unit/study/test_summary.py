@@ -56,6 +56,19 @@ def test_tables_and_parent_metrics():
     assert metrics["bcls/rsum_diff"] == pytest.approx(5.0) and "vsepp/rsum_diff" not in metrics
 
 
+def test_parent_metrics_of_a_train_images_axis_are_valid_mlflow_names(mlflow_uri):
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric
+
+    records = [RunRecord(r.row, r.seed, 250, r.metrics) for r in _records()]
+    metrics = parent_metrics(summarize(records, "vsepp"))
+    assert metrics["bcls-n250/rsum_diff"] == pytest.approx(5.0)
+    client = MlflowClient(mlflow_uri)
+    run = client.create_run(client.create_experiment("names")).info.run_id
+    client.log_batch(run, metrics=[Metric(k, v, 0, 0) for k, v in metrics.items()])  # the real store's check
+    assert set(client.get_run(run).data.metrics) == set(metrics)
+
+
 def test_tradeoff_plot_uses_the_cs_keys_logged():
     from vse_ray.study.plots import tradeoff_figure, tradeoff_keys
 
