@@ -65,6 +65,13 @@ def test_tiny_study_end_to_end(ray_session, tmp_path, capsys, empty_cwd):
     printed = capsys.readouterr().out
     again = study_summary(spec, tmp_path / "out")
     assert again == result.table and again in printed
+
+    rerun = run_study(spec, tmp_path / "out")  # resumes: nothing trained or tested twice
+    assert rerun.table == result.table and rerun.parent_run_id == result.parent_run_id
+    for run in children:
+        assert len(client.get_metric_history(run.info.run_id, "rsum")) == 1
+        if not run.info.run_name.startswith("warmup"):
+            assert len(client.get_metric_history(run.info.run_id, "test_rsum")) == 1
     assert stray_files(empty_cwd) == []  # everything under the output folder
 
 

@@ -35,6 +35,7 @@ from vse_ray.study.summary import (
     ROW_TAG,
     SEED_TAG,
     SIZE_TAG,
+    TEST_PREFIX,
     SummaryCell,
     collect_runs,
     parent_metrics,
@@ -272,10 +273,14 @@ def train_variants(ctx: StudyContext, warmups: dict[tuple[int, int], str]) -> di
 
 
 def test_runs(ctx: StudyContext, trained: dict[str, dict[str, Any]]) -> None:
-    """Score each run's selected (best validation rsum) snapshot on the test split; log `test_*` metrics."""
+    """Score each run's selected (best validation rsum) snapshot on the test split; log `test_*` metrics.
+
+    A run that already has them (a resumed study: its trials had all ended before) is not scored again."""
     client = MlflowClient(ctx.tracking_uri)
     splits: dict[bool, SplitData] = {}
     for item in trained.values():
+        if f"{TEST_PREFIX}rsum" in client.get_run(item["run_id"]).data.metrics:
+            continue
         state = item["state"]
         model = rebuild_model(state)
         raw = model.feature_layout == "pixels"
