@@ -8,11 +8,22 @@ images as hypotheses and all 5 as CIDEr references); otherwise random word seque
 
     python benchmarks/bench_train_step.py
     python benchmarks/bench_train_step.py --repeats 20 --dim 256 --word-dim 128
+
+`--ddp-workers W` times the VSE++ step instead as W Ray Train workers (Gloo DDP, B/W rows each, embeddings
+gathered into the global batch) on a local one-node Ray of W CPUs; with `--cluster-address` also on that
+running cluster (workers spread over its nodes, 1 CPU each), printing the cluster / one-node ratio (≤ 1.2×):
+
+    python benchmarks/bench_train_step.py --ddp-workers 2 --cluster-address 10.0.0.1:6379
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,11 +38,13 @@ from vse_ray.relevance import tokenize
 from vse_ray.relevance.cider_doc_freq import cider_doc_freq
 from vse_ray.train.batches import BatchBuilder
 from vse_ray.train.engine import train_step
+from vse_ray.train.gather import gather_rows, relevance_columns
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CAPTIONS = "../shared/data/f30k_test_caps.txt"
 TARGET = 1.3
 MODEL_TARGET = 1.5
+CLUSTER_TARGET = 1.2
 
 
 def parse_args() -> argparse.Namespace:
@@ -50,6 +63,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--models-only", action="store_true", help="time only the VSE∞ / VSE++ comparison")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ddp-workers", type=int, default=0, help="time a W-worker Ray Train DDP step")
+    parser.add_argument(
+        "--cluster-address",
+        help="with --ddp-workers: also time it on this running cluster (e.g. 10.0.0.1:6379), workers spread",
+    )
+    parser.add_argument("--one-ddp", choices=("local", "cluster"), help=argparse.SUPPRESS)
     return parser.parse_args()
 
 
@@ -81,10 +100,17 @@ def batch_rows(groups: list[list[str]], args: argparse.Namespace, rng: np.random
 
 
 def make_step(
-    name: str, rows: dict, groups: list[list[str]], args: argparse.Namespace, model_name: str = "vsepp"
+    name: str,
+    rows: dict,
+    groups: list[list[str]],
+    args: argparse.Namespace,
+    model_name: str = "vsepp",
+    rank: int = 0,
+    world_size: int = 1,
 ) -> Callable[[], None]:
     """A closure running one relevance build + training step for loss `name` on its own model copy
-    (VSE++ on pooled features, or VSE∞ on `args.regions` regions per image)."""
+    (VSE++ on pooled features, or VSE∞ on `args.regions` regions per image). With `world_size` > 1 it is
+    DDP rank `rank`'s step on its `rows`: rows and embeddings are gathered into the global batch."""
     torch.manual_seed(args.seed)
     shape = (
         (args.batch, args.feature_dim)
@@ -105,11 +131,95 @@ def make_step(
         embed_dim=args.dim,
     )
     optimizer = torch.optim.Adam(model.parameters(), lr=2e-4)
-    return lambda: train_step(model, loss, optimizer, builder(rows), 2.0)
+    if world_size == 1:
+        return lambda: train_step(model, loss, optimizer, builder(rows), 2.0)
+    net, columns = torch.nn.parallel.DistributedDataParallel(model), relevance_columns(loss.relevance_source)
+    return lambda: train_step(
+        net, loss, optimizer, builder(rows, gather_rows(rows, columns, world_size)), 2.0, rank, world_size
+    )
+
+
+def _ddp_worker(config: dict) -> None:  # pragma: no cover, runs inside Ray Train workers
+    """Rank r times its step on rows r·B/W .. (r+1)·B/W of the batch every rank draws alike."""
+    import ray.train
+
+    args = argparse.Namespace(**config)
+    context = ray.train.get_context()
+    rank, world = context.get_world_rank(), context.get_world_size()
+    rng = np.random.default_rng(args.seed)
+    groups = caption_groups((REPO_ROOT / args.captions).resolve(), args.batch, rng)
+    rows = batch_rows(groups, args, rng)
+    share = args.batch // world
+    mine = {k: v[rank * share : (rank + 1) * share] for k, v in rows.items()}
+    step = make_step("vsepp", mine, groups, args, rank=rank, world_size=world)
+    ms = round_robin_median_ms({"ddp": step}, args.repeats, warmup=2)["ddp"]
+    nodes: list[str | None] = [None] * world
+    torch.distributed.all_gather_object(nodes, ray.get_runtime_context().get_node_id())
+    ray.train.report({"ms": ms, "nodes": len(set(nodes)), "threads": torch.get_num_threads()})
+
+
+def ddp_step_ms(args: argparse.Namespace) -> dict:
+    """Median ms of a W-worker DDP step (and how many nodes its workers ran on), on a local Ray of W CPUs or
+    (`--one-ddp cluster`) on the cluster."""
+    import ray
+    import ray.train
+    from ray.train.torch import TorchTrainer
+
+    here = os.pathsep.join([str(REPO_ROOT / "benchmarks"), str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])
+    runtime_env = {"env_vars": {"PYTHONPATH": here}}  # the workers import this file's helpers
+    where = (
+        {"address": args.cluster_address}
+        if args.one_ddp == "cluster"
+        else {"num_cpus": args.ddp_workers, "include_dashboard": False}
+    )
+    ray.init(log_to_driver=False, runtime_env=runtime_env, **where)
+    keys = ("captions", "batch", "dim", "word_dim", "feature_dim", "regions", "repeats", "seed")
+    with tempfile.TemporaryDirectory(prefix="bench_ddp_") as storage:
+        result = TorchTrainer(
+            _ddp_worker,
+            train_loop_config={k: getattr(args, k) for k in keys},
+            scaling_config=ray.train.ScalingConfig(
+                num_workers=args.ddp_workers, resources_per_worker={"CPU": 1}, placement_strategy="SPREAD"
+            ),
+            run_config=ray.train.RunConfig(name="bench_ddp", storage_path=storage),
+        ).fit()
+    ray.shutdown()
+    return {k: result.metrics[k] for k in ("ms", "nodes", "threads")}
+
+
+def _ddp_child(args: argparse.Namespace, where: str) -> dict:
+    """`ddp_step_ms` in a fresh process (one Ray driver each); its JSON result."""
+    cmd = [sys.executable, __file__, "--one-ddp", where, "--ddp-workers", str(args.ddp_workers)]
+    cmd += ["--batch", str(args.batch), "--dim", str(args.dim), "--word-dim", str(args.word_dim)]
+    cmd += ["--feature-dim", str(args.feature_dim), "--repeats", str(args.repeats)]
+    cmd += ["--seed", str(args.seed), "--captions", args.captions]
+    cmd += ["--cluster-address", args.cluster_address] if where == "cluster" else []
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def compare_ddp(args: argparse.Namespace) -> None:
+    """The DDP step on one node, and on the cluster when given: ms per step and their ratio."""
+    print(f"VSE++ DDP step, B={args.batch} over {args.ddp_workers} workers (1 CPU each), D={args.dim}")
+    runs = {"one node": _ddp_child(args, "local")}
+    if args.cluster_address:
+        runs["cluster"] = _ddp_child(args, "cluster")
+    for name, run in runs.items():
+        placement = f"workers on {run['nodes']} node(s), {run['threads']} torch thread(s) each"
+        print(f"{name:>9}: {run['ms']:8.1f} ms/step  ({placement})")
+    if "cluster" in runs:
+        ratio = runs["cluster"]["ms"] / runs["one node"]["ms"]
+        print(f"cluster / one node: {ratio:.2f}× (target ≤ {CLUSTER_TARGET})")
 
 
 def main() -> None:
     args = parse_args()
+    if args.one_ddp:
+        print(json.dumps(ddp_step_ms(args)))
+        return
+    if args.ddp_workers:
+        compare_ddp(args)
+        return
     if args.threads:
         torch.set_num_threads(args.threads)
     rng = np.random.default_rng(args.seed)

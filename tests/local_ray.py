@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -21,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
-TERMINAL_WORDS = {"succeeded": "SUCCEEDED", "failed": "FAILED", "was stopped": "STOPPED"}
 
 
 def free_ports(n: int) -> list[int]:
@@ -146,7 +144,13 @@ def ray_cli(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess
 
 
 def submit_and_wait(address: str, env: dict[str, str], entrypoint: list[str], timeout_s: float) -> str:
-    """`ray job submit` the entrypoint to the dashboard at `address`, wait for it to succeed; its logs."""
+    """`ray job submit` the entrypoint to the dashboard at `address`, wait for it to succeed; its logs.
+
+    The job is submitted with the CLI; its status is polled over HTTP with the same token (a CLI call per
+    poll would start a Python process every few seconds, CPU the job needs on a small machine).
+    """
+    from ray.job_submission import JobStatus, JobSubmissionClient
+
     job_id = f"vse-ray-test-{uuid.uuid4().hex[:8]}"
     deadline = time.monotonic() + timeout_s
     while True:  # the job server can come up a little after the node
@@ -156,17 +160,13 @@ def submit_and_wait(address: str, env: dict[str, str], entrypoint: list[str], ti
             break
         assert time.monotonic() < deadline, submitted.stdout + submitted.stderr
         time.sleep(2)
-    status = ""
-    while time.monotonic() < deadline:
-        out = ray_cli("job", "status", "--address", address, job_id, env=env)
-        text = re.sub(r"\x1b\[[0-9;]*m", "", out.stdout + out.stderr)  # drop colour codes
-        found = re.search(r"Job '[^']+' (succeeded|failed|was stopped)", text)  # terminal-state lines
-        status = TERMINAL_WORDS[found.group(1)] if found else ""
-        if status:
-            break
-        time.sleep(3)
-    logs = ray_cli("job", "logs", "--address", address, job_id, env=env).stdout
-    assert status == "SUCCEEDED", f"job {job_id} ended {status or 'by timeout'}:\n{logs[-4000:]}"
+    client = JobSubmissionClient(address, headers={"Authorization": f"Bearer {env['RAY_AUTH_TOKEN']}"})
+    status = client.get_job_status(job_id)
+    while not status.is_terminal() and time.monotonic() < deadline:
+        time.sleep(2)
+        status = client.get_job_status(job_id)
+    logs = client.get_job_logs(job_id)
+    assert status == JobStatus.SUCCEEDED, f"job {job_id} ended {status}:\n{logs[-4000:]}"
     return logs
 
 

@@ -140,8 +140,9 @@ def precompute_cli(argv: list[str]) -> dict[str, Any]:
 
         job = [("job_id", "=", ray.get_runtime_context().get_job_id())]
         names = node_names(alive_only=False)
+        actors = list_actors(filters=job, detail=True, limit=1000)
         pools = {
-            model: sorted({names[a.node_id] for a in list_actors(filters=job, detail=True, limit=1000)
+            model: sorted({names.get(a.node_id, "not placed") for a in actors
                            if model in (a.repr_name or a.class_name)})
             for model in ("CNNFeatureExtractor", "CaptionVectorizer")
         }  # fmt: skip

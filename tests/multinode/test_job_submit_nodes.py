@@ -20,7 +20,7 @@ def test_precompute_and_train_jobs_on_two_nodes(cluster, tmp_path):
     assert ray_cli("job", "list", "--address", cluster.dashboard_address, env=anonymous).returncode != 0
 
     precompute = [sys.executable, str(REPO / "pipelines" / "precompute.py"), "--out", str(data)]
-    precompute += "--dataset synthetic --n-train 32 --n-val 10 --n-test 10 --image-size 32".split()
+    precompute += "--dataset synthetic --n-train 24 --n-val 10 --n-test 10 --image-size 32".split()
     precompute += "--cnn small".split()
     precompute += (
         "--weights none --shard-size 8 --svd-dim 8 --vocab-min-count 1 --relevance sbert,svd".split()

@@ -9,7 +9,7 @@ from tests.multinode.conftest import NODE_CPUS
 
 pytestmark = [pytest.mark.ray, pytest.mark.multinode]
 
-ARGS = "--dataset synthetic --n-train 48 --n-val 16 --n-test 16 --image-size 32 --cnn small --weights none"
+ARGS = "--dataset synthetic --n-train 32 --n-val 8 --n-test 8 --image-size 32 --cnn small --weights none"
 ARGS += (
     " --shard-size 8 --svd-dim 16 --vocab-min-count 1 --relevance sbert,svd --cnn-actors 2 --sbert-actors 2"
 )

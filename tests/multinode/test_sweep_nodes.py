@@ -36,7 +36,9 @@ def test_sweep_on_two_nodes_stopped_and_restored(cluster, tiny_dir, tmp_path):
         "experiment": "sweep-nodes",
     }
     first = cluster.driver("sweep_run", cfg=cfg)
-    assert not first["finished"] and first["num_ended"] >= 2 and first["num_errors"] == 0
+    # the trial whose last epoch reached the limit is still RUNNING in the saved state (restored, it has no
+    # epoch left); the other trials that had started, and the pending one, are left for the restore
+    assert not first["finished"] and 1 <= first["num_ended"] < 4 and first["num_errors"] == 0
     assert {t["node"] for t in first["trial_nodes"]} == {"node_a", "node_b"}, first["trial_nodes"]
 
     second = cluster.driver("sweep_run", cfg={**cfg, "stop_after_trials": 0})  # Tuner.restore

@@ -12,6 +12,8 @@ import ray
 from vse_ray.data.resources import TASK_CPUS, StageResources
 from vse_ray.data.shards import NODE_PREFIX, Shard, ShardLedger, current_node, record_pieces, write_pieces
 
+POOL_START_TIMEOUT_S = 1800  # an autoscaled GPU node may take minutes to join before its actor starts
+
 
 def _tag_node(batch: dict[str, np.ndarray], stage: str) -> dict[str, np.ndarray]:
     """Add a column naming the Ray node this batch was processed on (recorded in the shard markers)."""
@@ -42,10 +44,13 @@ def dataset_of_shards(blocks: list[pa.Table]) -> ray.data.Dataset:
     Ray Data reserves a share of the cluster for each operator, which on a small node can throttle the
     tasks beside a pool that holds most CPUs. :func:`~vse_ray.data.resources.plan_resources` already
     leaves room for the decode and write tasks, so this dataset (its own copy of the context) runs
-    without operator reservations.
+    without operator reservations. Its actor pools start every actor before the first block: otherwise
+    the first model copy up takes every block of a small stage while the copies on the other nodes still
+    load, and the pool is not spread over the nodes.
     """
     ds = ray.data.from_arrow(blocks)
     ds.context.op_resource_reservation_enabled = False
+    ds.context.wait_for_min_actors_s = POOL_START_TIMEOUT_S
     return ds
 
 

@@ -2,7 +2,8 @@
 
 A `TuneRun` says where a Tune run lives (its folder, resumed when it exists), how each trial is tracked (one
 nested MLflow run under a parent) and what a trial may use (resources, checkpoint ranking). `fit_trials`
-builds or restores the `Tuner` and fits it; `trial_run_id` and `best_checkpoint` read a finished trial back.
+builds or restores the `Tuner` and fits it; `saved_trial_statuses` tells which trials a restore would resume;
+`trial_run_id` and `best_checkpoint` read a finished trial back.
 """
 
 from __future__ import annotations
@@ -92,6 +93,15 @@ def fit_trials(
         ),
     )
     return tuner.fit()
+
+
+def saved_trial_statuses(path: str | Path) -> dict[str, str]:
+    """Trial id -> status in the experiment state saved in the Tune folder ``path`` (what a restore resumes).
+
+    An interrupted fit stops its running and pending trials on the way out and marks them TERMINATED in the
+    ``ResultGrid`` it returns; the state it saved just before still holds them RUNNING or PENDING.
+    """
+    return {trial.trial_id: trial.status for trial in tune.ExperimentAnalysis(str(path)).trials}
 
 
 def trial_run_id(run: TuneRun, result: tune.Result) -> str:

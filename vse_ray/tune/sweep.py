@@ -26,7 +26,7 @@ from vse_ray.tracking import (
     runs_table_url,
     ui_command,
 )
-from vse_ray.tune.engine import TuneRun, fit_trials
+from vse_ray.tune.engine import TuneRun, fit_trials, saved_trial_statuses
 from vse_ray.tune.mlflow_trials import BEST_METRIC, BEST_PARAM, STOP_TAG, TRIAL_TAG, TUNE_BOOKKEEPING_KEYS
 from vse_ray.tune.search_space import SearchSpace, load_search_space
 from vse_ray.tune.space_checks import check_search_space, trial_config
@@ -203,7 +203,9 @@ def _finish(
     parent: str,
 ) -> SweepResult:
     client = MlflowClient(uri)
-    finished = len(results) == planned and results.num_terminated + results.num_errors == planned
+    statuses = saved_trial_statuses(path)  # not `results`: an interrupted run marks its stopped trials ended
+    ended = sum(status in ("TERMINATED", "ERROR") for status in statuses.values())
+    finished = len(statuses) == planned and ended == planned
     best = _best_trial(results, space, base)
     if best["best_trial_id"] is not None:
         runs = client.search_runs(
@@ -221,7 +223,7 @@ def _finish(
         path=str(path),
         finished=finished,
         num_trials=planned,
-        num_ended=results.num_terminated + results.num_errors,
+        num_ended=ended,
         num_errors=results.num_errors,
         parent_run_id=parent,
         experiment_id=experiment_id,
