@@ -155,7 +155,10 @@ def _ddp_worker(config: dict) -> None:  # pragma: no cover, runs inside Ray Trai
     ms = round_robin_median_ms({"ddp": step}, args.repeats, warmup=2)["ddp"]
     nodes: list[str | None] = [None] * world
     torch.distributed.all_gather_object(nodes, ray.get_runtime_context().get_node_id())
-    ray.train.report({"ms": ms, "nodes": len(set(nodes)), "threads": torch.get_num_threads()})
+    metrics = {"ms": ms, "nodes": len(set(nodes)), "threads": torch.get_num_threads()}
+    with tempfile.TemporaryDirectory() as folder:  # Train V2 keeps only checkpointed reports in its Result
+        checkpoint = ray.train.Checkpoint.from_directory(folder) if rank == 0 else None
+        ray.train.report(metrics, checkpoint=checkpoint)
 
 
 def ddp_step_ms(args: argparse.Namespace) -> dict:
