@@ -145,5 +145,5 @@ class SCANModel(RegionWordModel):
 
     def pair_floats(self, n_regions: int, n_words: int) -> int:
         """Floats held per pair at the peak of ``score_block`` (logits, weights, their products): 7 (R, L)
-        arrays, 1.2x the peak measured by ``benchmarks/bench_chunked_eval.py`` (which found 5 too few)."""
+        arrays, about 1.2x the one-pass peak that ``benchmarks/bench_chunked_eval.py`` measures."""
         return 7 * n_regions * n_words
