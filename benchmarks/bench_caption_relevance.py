@@ -6,7 +6,10 @@ side by side with the real Flickr30K test captions (5 per image), with the same 
 - Spearman(S-BERT caption cosine, scene similarity) over random pairs of captions of different images
   (embedded only: Flickr30K has no scene descriptions);
 - the median and 90th percentile of the S-BERT cosine between captions of different images;
-- the same-image rate among each caption's 4 nearest S-BERT neighbours (itself excluded).
+- the same-image rate among each caption's 4 nearest S-BERT neighbours (itself excluded);
+- the share of different-image pairs at or above the ladder paper's θ = 0.40;
+- for the embedded set, the cosines split by whether the two scenes share an object kind: the p90 of all pairs
+  falls among the kind-sharing pairs whenever more than 10 % of pairs share a kind.
 
     python benchmarks/bench_caption_relevance.py                       # 1,000 test images, as F30K test
     python benchmarks/bench_caption_relevance.py --f30k PATH --n-images 1000 --pairs 200000
@@ -29,6 +32,7 @@ from vse_ray.relevance import DEFAULT_SENTENCE_MODEL, SentenceEncoder, scene_sim
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_F30K = "../shared/data/f30k_test_caps.txt"
 NEIGHBOURS = 4
+LADDER_THETA = 0.40
 
 
 def _parse_args() -> argparse.Namespace:
@@ -74,6 +78,7 @@ def measures(
         "median": float(np.median(cosines)),
         "p90": float(np.quantile(cosines, 0.9)),
         "nn_rate": neighbour_rate(vectors, owner),
+        "above_theta": float((cosines >= LADDER_THETA).mean()),
         "cosines": cosines,
     }
 
@@ -92,10 +97,20 @@ def main() -> None:
     embedded = measures(vectors, owner, pairs)
     descriptors = torch.from_numpy(np.stack([scene_descriptor(s) for s in data.scenes]))
     scene = scene_similarity(descriptors, descriptors).numpy()[owner[pairs[0]], owner[pairs[1]]]
-    embedded["spearman"] = float(spearmanr(embedded.pop("cosines"), scene).statistic)
+    cosines = embedded.pop("cosines")
+    embedded["spearman"] = float(spearmanr(cosines, scene).statistic)
+    kinds = [{group.shape for group in s.groups} for s in data.scenes]
+    shared = np.array(
+        [bool(kinds[i] & kinds[j]) for i, j in zip(owner[pairs[0]], owner[pairs[1]], strict=True)]
+    )
     rows["embedded"] = embedded
     print(f"embedded: {len(texts)} captions of {args.n_images} images ({time.perf_counter() - start:.0f} s)")
     print("  e.g. " + " | ".join(data.captions[0]))
+    for name, mask in (("sharing an object kind", shared), ("sharing none", ~shared)):
+        print(
+            f"  pairs {name}: {mask.mean():.1%}, cosine median {np.median(cosines[mask]):.3f}, "
+            f"p90 {np.quantile(cosines[mask], 0.9):.3f}"
+        )
 
     f30k = (REPO_ROOT / args.f30k) if not Path(args.f30k).is_absolute() else Path(args.f30k)
     if f30k.is_file():
@@ -111,11 +126,14 @@ def main() -> None:
     else:
         print(f"flickr30k: {f30k} not found; embedded only")
 
-    header = ("Spearman(sbert, scene)", "median cos", "p90 cos", "same-image in 4-NN")
-    print(f"\n{'':10s} {header[0]:>23s} {header[1]:>11s} {header[2]:>8s} {header[3]:>19s}")
+    header = ("Spearman(sbert, scene)", "median cos", "p90 cos", "same-image in 4-NN", "cos >= 0.40")
+    print(f"\n{'':10s} {header[0]:>23s} {header[1]:>11s} {header[2]:>8s} {header[3]:>19s} {header[4]:>12s}")
     for name, row in rows.items():
         spearman = "n/a" if np.isnan(row["spearman"]) else f"{row['spearman']:.3f}"
-        print(f"{name:10s} {spearman:>23s} {row['median']:11.3f} {row['p90']:8.3f} {row['nn_rate']:19.3f}")
+        print(
+            f"{name:10s} {spearman:>23s} {row['median']:11.3f} {row['p90']:8.3f} {row['nn_rate']:19.3f}"
+            f" {row['above_theta']:12.1%}"
+        )
     if "flickr30k" in rows:
         e, f = rows["embedded"], rows["flickr30k"]
         print(
