@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import math
+import re
 
 from vse_ray.reporting.table import Column
 
 DIRECTIONS = ("i2t", "t2i")
+# Metrics in percent (R@K, rsum) or ranks (med r, mean r); every other one is a fraction (CS, NCS, τ, mAP).
+_PERCENT_OR_RANK = re.compile(r"(^|/)((ECCV_)?(true)?R_at_\d|rsum|medr|meanr)")
 
 
 def metric_title(key: str) -> str:
@@ -18,13 +21,18 @@ def metric_title(key: str) -> str:
     return title
 
 
-def metric_number(value: float) -> str:
-    """One decimal from 10 up (recalls in percent, rsum), three below (CS/NCS fractions, losses)."""
+def metric_number(value: float, key: str | None = None) -> str:
+    """One decimal for percentages and ranks (R@K, rsum, med r), three for fractions (CS, NCS, τ, mAP).
+
+    The scale is read from the metric ``key`` when given, so a column keeps one style (a recall of 9.6 is
+    ``9.6``, not ``9.600``); without a key, from the value (one decimal from 10 up).
+    """
     if not math.isfinite(value):
         return "-"
-    return f"{value:.1f}" if abs(value) >= 10 else f"{value:.3f}"
+    percent = bool(_PERCENT_OR_RANK.search(key)) if key is not None else abs(value) >= 10
+    return f"{value:.1f}" if percent else f"{value:.3f}"
 
 
 def metric_column(key: str, title: str = "") -> Column:
     """The report column of metric ``key`` (title from ``metric_title`` unless given)."""
-    return Column(key, title or metric_title(key), metric_number)
+    return Column(key, title or metric_title(key), lambda value: metric_number(value, key))

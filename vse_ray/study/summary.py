@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from mlflow import MlflowClient
 
-from vse_ray.reporting import Column, render_table
+from vse_ray.reporting import Column, metric_number, render_table
 from vse_ray.study.stats import Interval, paired_interval, t_interval
 from vse_ray.tune.mlflow_trials import PARENT_TAG
 
@@ -120,14 +120,8 @@ def summary_csv(cells: list[SummaryCell]) -> str:
     return out.getvalue()
 
 
-def _number(value: float, reference: float) -> str:
-    if not math.isfinite(value):
-        return "-"
-    return f"{value:.1f}" if abs(reference) >= 10 else f"{value:.3f}"
-
-
-def _signed(value: float, reference: float) -> str:
-    return _number(value, reference) if value < 0 else "+" + _number(value, reference)
+def _signed(value: float, key: str) -> str:
+    return metric_number(value, key) if value < 0 else "+" + metric_number(value, key)
 
 
 def _table_rows(cells: list[SummaryCell], long: bool) -> tuple[list[str], list[list[str]]]:
@@ -148,17 +142,18 @@ def _table_rows(cells: list[SummaryCell], long: bool) -> tuple[list[str], list[l
             if cell is None:
                 line += ["-", "-"]
                 continue
-            v, ref = cell.value, cell.value.mean
-            value = _number(v.mean, ref) + ("" if math.isnan(v.std) else f" ± {_number(v.std, ref)}")
+            v = cell.value
+            value = metric_number(v.mean, key)
+            value += "" if math.isnan(v.std) else f" ± {metric_number(v.std, key)}"
             if long and not math.isnan(v.low):
-                value += f" [{_number(v.low, ref)}, {_number(v.high, ref)}]"
+                value += f" [{metric_number(v.low, key)}, {metric_number(v.high, key)}]"
             d = cell.diff
             if d is None:
                 line += [value, ""]
                 continue
-            diff = _signed(d.mean, ref)
+            diff = _signed(d.mean, key)
             if long and not math.isnan(d.low):
-                diff += f" [{_signed(d.low, ref)}, {_signed(d.high, ref)}]"
+                diff += f" [{_signed(d.low, key)}, {_signed(d.high, key)}]"
             line += [value, diff + ("*" if d.excludes_zero else "")]
         rows.append(line)
     return header, rows

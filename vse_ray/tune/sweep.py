@@ -283,7 +283,10 @@ def sweep_summary(result: SweepResult, space: SearchSpace) -> str:
     if result.best_trial_id is None:
         lines.append("No trial reported a result.")
     else:
-        scores = [f"{m} = {format_cell(best.get(m), metric_number)}" for m in dict.fromkeys([metric, "rsum"])]
+        scores = [
+            f"{m} = {format_cell(best.get(m), lambda v, m=m: metric_number(v, m))}"
+            for m in dict.fromkeys([metric, "rsum"])
+        ]
         lines.append(f"Best trial {result.best_trial_id}: {', '.join(scores)}")
         config = {k: v for k, v in sorted(result.best_config.items()) if k in tuned}
         lines += ["", render_table([config]), ""] if config else [""]

@@ -113,3 +113,24 @@ def test_bad_format_and_width():
         render_table(ROWS, fmt="html")
     with pytest.raises(ValueError, match="width must be at least 20"):
         render_table(ROWS, width=5)
+
+
+@pytest.mark.parametrize(
+    "key, value, expected",
+    [
+        ("R_at_1_i2t", 9.6, "9.6"),
+        ("trueR_at_5_t2i", 52.25, "52.2"),
+        ("ECCV_R_at_1_i2t", 3.0, "3.0"),
+        ("val/rsum", 8.0, "8.0"),
+        ("medr_i2t", 4.0, "4.0"),
+        ("CS_at_100_i2t_scene", 0.0912, "0.091"),
+        ("SR_at_10_m5_i2t", 0.25, "0.250"),
+        ("ECCV_mAP_at_R_t2i", 0.31, "0.310"),
+        (None, 9.6, "9.600"),
+        (None, 12.34, "12.3"),
+    ],
+)
+def test_metric_number_reads_the_scale_from_the_key(key, value, expected):
+    from vse_ray.reporting import metric_number
+
+    assert metric_number(value, key) == expected

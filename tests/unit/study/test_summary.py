@@ -84,3 +84,14 @@ def test_tradeoff_plot_uses_the_cs_keys_logged():
     figure = tradeoff_figure(runs)
     assert len(figure.axes) == 1 and figure.axes[0].get_xlabel() == "validation rsum"
     assert tradeoff_figure({"vsepp": [[{"epoch": 2, "rsum": 300.0}]]}) is None
+
+
+def test_a_metric_keeps_one_number_style_whatever_its_value():
+    records = [
+        RunRecord(row, seed, 0, {"R_at_1_i2t": value, "CS_at_100_i2t": 0.5})
+        for row, values in (("vsepp", [12.0, 11.0, 12.5]), ("bcls", [9.6, 9.8, 9.4]))
+        for seed, value in enumerate(values)
+    ]
+    text = summary_text(summarize(records, "vsepp"), "vsepp").splitlines()
+    assert text[3].split()[:5] == ["bcls", "3", "9.6", "±", "0.2"]  # a recall below 10 keeps one decimal
+    assert "-2.2" in text[3] and "0.500 ± 0.000" in text[3]  # the fraction column keeps three
