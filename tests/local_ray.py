@@ -143,8 +143,16 @@ def ray_cli(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess
     return subprocess.run([str(BIN / "ray"), *args], env=env, capture_output=True, text=True, timeout=timeout)
 
 
-def submit_and_wait(address: str, env: dict[str, str], entrypoint: list[str], timeout_s: float) -> str:
-    """`ray job submit` the entrypoint to the dashboard at `address`, wait for it to succeed; its logs.
+@dataclass(frozen=True)
+class JobRun:
+    """A finished `ray job submit`: its logs and the Ray job id its driver ran as (for the state API)."""
+
+    logs: str
+    ray_job_id: str
+
+
+def submit_and_wait(address: str, env: dict[str, str], entrypoint: list[str], timeout_s: float) -> JobRun:
+    """`ray job submit` the entrypoint to the dashboard at `address`, wait for it to succeed.
 
     The job is submitted with the CLI; its status is polled over HTTP with the same token (a CLI call per
     poll would start a Python process every few seconds, CPU the job needs on a small machine).
@@ -167,7 +175,7 @@ def submit_and_wait(address: str, env: dict[str, str], entrypoint: list[str], ti
         status = client.get_job_status(job_id)
     logs = client.get_job_logs(job_id)
     assert status == JobStatus.SUCCEEDED, f"job {job_id} ended {status}:\n{logs[-4000:]}"
-    return logs
+    return JobRun(logs, client.get_job_info(job_id).job_id)
 
 
 def pids_using(temp_dir: Path) -> list[int]:

@@ -32,3 +32,29 @@ def test_pool_leaves_room_for_tasks(ray_session) -> None:
     for requested in (None, 1, 2, 3, 4, 5):
         res = plan_resources(requested, "cnn_actors", blocks=10)
         assert res.actors * res.actor_cpus + TASK_CPUS <= 4
+
+
+@pytest.mark.parametrize(
+    "cpus, node_cores, actors, threads",
+    [
+        (2, 2, 1, 2),  # one node of 2 CPUs: one actor with both cores
+        (2, 1, 2, 1),  # two nodes of 1 CPU: an actor on each, not one actor with a core it lacks
+        (4, 2, 2, 2),  # two nodes of 2 CPUs: one 2-thread actor per node
+        (4, 4, 1, 4),
+        (8, 8, 2, 4),  # MAX_ACTOR_THREADS caps the threads of an actor
+        (64, 16, 16, 4),
+    ],
+)
+def test_default_cpu_pool_uses_every_node(cpus, node_cores, actors, threads) -> None:
+    from vse_ray.data.resources import plan_cpu_pool
+
+    res = plan_cpu_pool(cpus, node_cores, None, "cnn_actors", blocks=100)
+    assert (res.actors, res.threads) == (actors, threads)
+    assert res.actor_cpus <= node_cores  # an actor fits on one node
+    assert res.actors * res.actor_cpus + TASK_CPUS <= cpus
+
+
+def test_default_cpu_pool_has_no_more_actors_than_blocks() -> None:
+    from vse_ray.data.resources import plan_cpu_pool
+
+    assert plan_cpu_pool(4, 1, None, "cnn_actors", blocks=3).actors == 3

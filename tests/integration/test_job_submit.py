@@ -66,7 +66,7 @@ def test_precompute_and_train_jobs_reach_mlflow(local_head, tmp_path):
     assert denied.returncode != 0  # token authentication is on
     submit_and_wait(local_head.address, local_head.env, precompute, timeout_s=300)
     assert (data / "manifest.json").is_file()
-    logs = submit_and_wait(local_head.address, local_head.env, train, timeout_s=300)
+    logs = submit_and_wait(local_head.address, local_head.env, train, timeout_s=300).logs
     assert "#/experiments/" in logs
 
     client = MlflowClient(uri)

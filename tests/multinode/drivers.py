@@ -134,20 +134,21 @@ def precompute_cli(argv: list[str]) -> dict[str, Any]:
     app.command()(precompute)
     typer.main.get_command(app).main(argv, standalone_mode=False)
     out = argv[argv.index("--out") + 1]
-    pools = {}
-    if os.environ["RAY_ADDRESS"] != "local":  # the state API needs the cluster's dashboard
-        from ray.util.state import list_actors
-
-        job = [("job_id", "=", ray.get_runtime_context().get_job_id())]
-        names = node_names(alive_only=False)
-        actors = list_actors(filters=job, detail=True, limit=1000)
-        pools = {
-            model: sorted({names.get(a.node_id, "not placed") for a in actors
-                           if model in (a.repr_name or a.class_name)})
-            for model in ("CNNFeatureExtractor", "CaptionVectorizer")
-        }  # fmt: skip
     manifest = json.loads((Path(out) / "manifest.json").read_text())
-    return {"manifest": manifest, "nodes": node_names(alive_only=False), "pools": pools}
+    return {"manifest": manifest, "nodes": node_names(alive_only=False)}
+
+
+def precompute_pools(job_id: str) -> dict[str, Any]:
+    """The nodes of the model actor pools of precompute job `job_id` (state API), and every node's name."""
+    from ray.util.state import list_actors
+
+    names = node_names(alive_only=False)
+    actors = list_actors(filters=[("job_id", "=", job_id)], detail=True, limit=1000)
+    pools = {}
+    for model in ("CNNFeatureExtractor", "CaptionVectorizer"):
+        pool = [a for a in actors if model in (a.repr_name or a.class_name)]
+        pools[model] = sorted({names.get(a.node_id, "not placed") for a in pool})
+    return {"pools": pools, "nodes": names}
 
 
 def main() -> None:

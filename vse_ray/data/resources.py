@@ -32,15 +32,7 @@ class StageResources:
 
 
 def plan_resources(requested_actors: int | None, what: str, blocks: int | None = None) -> StageResources:
-    """One actor per GPU when the cluster has GPUs; on CPUs, a few actors that share the cores by threads.
-
-    A CPU pool has ceil(CPUs / :data:`MAX_ACTOR_THREADS`) actors (never more than there are blocks), each
-    running torch with CPUs // actors threads (at most that many, and no more than a node has): one model
-    copy per few cores starts faster and scales better than one single-threaded process per core
-    (measured on Sentence-BERT: 2 threads 1.9x one, 2 processes 1.4x). In Ray's accounting an actor holds
-    half its threads' CPUs: the decode and write tasks that run between its batches take the rest, so
-    they never queue behind the pool (a pool holding every CPU hangs the stream; one holding all but a
-    task's share stalls on its writes: 3,200 images on 2 CPUs took 83 s instead of 66 s).
+    """One actor per GPU when the cluster has GPUs; on CPUs, :func:`plan_cpu_pool` for the cluster's nodes.
 
     Args:
         requested_actors: Pool size asked for, or None for the default.
@@ -54,16 +46,40 @@ def plan_resources(requested_actors: int | None, what: str, blocks: int | None =
         if actors > gpus:
             raise ValueError(f"{what}={actors} exceeds the cluster's {gpus} GPUs")
         return StageResources(actors=actors, actor_cpus=1.0, actor_gpus=1.0, task_cpus=1.0)
+    node_cores = [int(n["Resources"].get("CPU", 0)) for n in ray.nodes() if n["Alive"]]
+    return plan_cpu_pool(cpus, max(node_cores, default=int(cpus)), requested_actors, what, blocks)
+
+
+def plan_cpu_pool(
+    cpus: float, node_cores: int, requested_actors: int | None, what: str, blocks: int | None = None
+) -> StageResources:
+    """A few actors sharing the cores by threads: at most one node's cores and :data:`MAX_ACTOR_THREADS` each.
+
+    The default pool has ceil(CPUs / threads) actors (never more than there are blocks), each running torch
+    with ``threads = min(MAX_ACTOR_THREADS, node_cores)`` threads: one model copy per few cores starts faster
+    and scales better than one single-threaded process per core (measured on Sentence-BERT: 2 threads 1.9x
+    one, 2 processes 1.4x), and since an actor runs on one node, a cluster of small nodes gets one actor per
+    node rather than one actor with the threads of a core it does not have (two 1-CPU nodes: 2 actors of 1
+    thread, not 1 actor). In Ray's accounting an actor holds half its threads' CPUs: the decode and write
+    tasks that run between its batches take the rest, so they never queue behind the pool (a pool holding
+    every CPU hangs the stream; one holding all but a task's share stalls on its writes: 3,200 images on 2
+    CPUs took 83 s instead of 66 s).
+
+    Args:
+        cpus: CPUs of the cluster.
+        node_cores: CPUs of its largest node.
+        requested_actors, what, blocks: as in :func:`plan_resources`.
+    """
     fit = max(1, math.floor((cpus - TASK_CPUS) / ACTOR_CPUS))
     if requested_actors and requested_actors > fit:
         raise ValueError(
             f"{what}={requested_actors} does not fit the cluster's {cpus:g} CPUs (at most {fit})"
         )
     cores = max(1, int(cpus))
-    default = math.ceil(cores / MAX_ACTOR_THREADS)
+    most_threads = max(1, min(MAX_ACTOR_THREADS, node_cores))
+    default = math.ceil(cores / most_threads)
     actors = requested_actors or min(default, blocks or default)
-    node_cores = max((int(n["Resources"].get("CPU", 0)) for n in ray.nodes() if n["Alive"]), default=cores)
-    threads = max(1, min(cores // actors, MAX_ACTOR_THREADS, node_cores))
+    threads = max(1, min(cores // actors, most_threads))
     return StageResources(
         actors=actors,
         actor_cpus=max(ACTOR_CPUS, threads / 2),
