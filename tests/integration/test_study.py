@@ -66,7 +66,11 @@ def test_tiny_study_end_to_end(ray_session, tmp_path, capsys, empty_cwd):
     again = study_summary(spec, tmp_path / "out")
     assert again == result.table and again in printed
 
+    snapshots = (tmp_path / "out").glob("mlartifacts/*/artifacts/checkpoint/*")
+    uploaded = {p: p.stat().st_mtime_ns for p in snapshots}
+    assert len(uploaded) == 6  # one best snapshot per loss run
     rerun = run_study(spec, tmp_path / "out")  # resumes: nothing trained or tested twice
+    assert {p: p.stat().st_mtime_ns for p in uploaded} == uploaded  # nor uploaded again
     assert rerun.table == result.table and rerun.parent_run_id == result.parent_run_id
     for run in children:
         assert len(client.get_metric_history(run.info.run_id, "rsum")) == 1

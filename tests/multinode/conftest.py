@@ -25,6 +25,9 @@ from tests.model.tiny_store import write_tiny_store
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_CPUS = 2
+# The head's GCS declares a node dead after 3 failed health checks 1 s apart (Ray's default: 5, 3 s apart, for
+# real networks): a killed raylet refuses the check at once, so the node-loss test waits ~3 s, not ~15 s.
+HEALTH_CHECKS = {"RAY_health_check_period_ms": "1000", "RAY_health_check_failure_threshold": "3"}
 NODE_NAMES = ("node_a", "node_b")
 
 
@@ -98,7 +101,7 @@ class TwoNodeCluster:
 @pytest.fixture(scope="session")
 def two_nodes() -> Iterator[TwoNodeCluster]:
     gcs_port, dashboard_port = free_ports(2)
-    env = ray_env()
+    env = {**ray_env(), **HEALTH_CHECKS}
     cluster = TwoNodeCluster(f"127.0.0.1:{gcs_port}", f"http://127.0.0.1:{dashboard_port}", env)
     try:
         cluster.nodes["node_a"] = start_node(

@@ -257,18 +257,20 @@ def train_variants(ctx: StudyContext, warmups: dict[tuple[int, int], str]) -> di
         cfg = configs[name]
         run_id = trial_run_id(run, result)
         checkpoint, best = best_checkpoint(result)
+        trained[name] = {"run_id": run_id, "checkpoint": checkpoint}
+        if "best_rsum" in client.get_run(run_id).data.metrics:
+            continue  # recorded by an earlier run of this study (resumed): not logged or uploaded again
         for tag, value in ((ROW_TAG, rows[name]), (SEED_TAG, cfg.seed), (SIZE_TAG, cfg.train_images)):
             client.set_tag(run_id, tag, str(value))
-        client.log_batch(
+        with checkpoint.as_directory() as folder:
+            client.log_artifact(run_id, str(Path(folder) / CHECKPOINT_FILE), CHECKPOINT_ARTIFACT_DIR)
+        client.log_batch(  # last: a run with best_rsum has its tags and checkpoint artifact
             run_id,
             metrics=[
                 Metric("best_rsum", float(best["rsum"]), 0, 0),
                 Metric("best_epoch", float(best["epoch"]), 0, 0),
             ],
         )
-        with checkpoint.as_directory() as folder:
-            client.log_artifact(run_id, str(Path(folder) / CHECKPOINT_FILE), CHECKPOINT_ARTIFACT_DIR)
-            trained[name] = {"run_id": run_id, "state": load_checkpoint(folder)}
     return trained
 
 
@@ -278,17 +280,19 @@ def test_runs(ctx: StudyContext, trained: dict[str, dict[str, Any]]) -> None:
     A run that already has them (a resumed study: its trials had all ended before) is not scored again."""
     client = MlflowClient(ctx.tracking_uri)
     splits: dict[bool, SplitData] = {}
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")  # the driver's GPU, if it has one
     for item in trained.values():
         if f"{TEST_PREFIX}rsum" in client.get_run(item["run_id"]).data.metrics:
             continue
-        state = item["state"]
+        with item["checkpoint"].as_directory() as folder:
+            state = load_checkpoint(folder)
         model = rebuild_model(state)
         raw = model.feature_layout == "pixels"
         if raw not in splits:
             splits[raw] = load_split(ctx.data_dir, "test", raw=raw)
         cfg = TrainConfig.from_dict(state["config"])
         kwargs = {"ks": cfg.eval_ks, "cs_ks": cfg.cs_ks, "ncs_ks": cfg.ncs_ks}
-        metrics = evaluate_split(model, splits[raw], cfg.eval_batch_size, torch.device("cpu"), kwargs)
+        metrics = evaluate_split(model.to(device), splits[raw], cfg.eval_batch_size, device, kwargs)
         rows = [Metric(f"test_{k}", float(v), 0, 0) for k, v in metrics.items() if v == v]
         for start in range(0, len(rows), 100):
             client.log_batch(item["run_id"], metrics=rows[start : start + 100])
