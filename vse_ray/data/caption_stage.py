@@ -10,7 +10,7 @@ import numpy as np
 
 from vse_ray.data.caption_vectors import CaptionVectorizer
 from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
-from vse_ray.data.ray_stages import dataset_of_shards, map_in_actor_pool, write_shards
+from vse_ray.data.ray_stages import dataset_of_shards, map_in_actor_pool, pool_placement, write_shards
 from vse_ray.data.resources import plan_resources
 from vse_ray.data.schema import captions_table
 from vse_ray.data.shards import (
@@ -100,5 +100,6 @@ def run_caption_stage(
     kwargs["batch_size"] = options.sbert_batch_size
     ds = dataset_of_shards([shard_input(s, columns[s.split]) for s in todo])
     res = plan_resources(options.sbert_actors, "sbert_actors", len(todo))
-    ds = map_in_actor_pool(ds, CaptionVectorizer, kwargs, res)
-    return write_shards(ds, ledger, todo, captions_table)
+    with pool_placement(res) as placement:
+        ds = map_in_actor_pool(ds, CaptionVectorizer, kwargs, res, placement)
+        return write_shards(ds, ledger, todo, captions_table)

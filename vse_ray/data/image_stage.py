@@ -11,11 +11,18 @@ from pathlib import Path
 
 import numpy as np
 import ray
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
 from vse_ray.data.image_io import FileImages, SyntheticImages, load_images
 from vse_ray.data.precomp import read_precomp_rows
-from vse_ray.data.ray_stages import dataset_of_shards, map_in_actor_pool, on_node, write_shards
+from vse_ray.data.ray_stages import (
+    dataset_of_shards,
+    map_in_actor_pool,
+    on_node,
+    pool_placement,
+    write_shards,
+)
 from vse_ray.data.resources import TASK_CPUS, StageResources, plan_resources
 from vse_ray.data.schema import features_table
 from vse_ray.data.shards import ShardLedger, plan_shards, shard_input
@@ -42,17 +49,16 @@ def run_image_stage(source: Source, config: PrecomputeConfig, options: Execution
         for s in todo
     ]
     ds = dataset_of_shards(blocks)
-    if source.features is not None:
-        ds = ds.map_batches(
-            read_precomp_rows, fn_kwargs={"features": source.features}, batch_size=None, num_cpus=TASK_CPUS
-        )
-        with_image = False
-    else:
-        res = plan_resources(options.cnn_actors, "cnn_actors", len(todo))
-        ds = _cnn_features(ds, source.images, config, options, res)
-        with_image = bool(config.keep_images)
-    to_table = partial(features_table, with_image=with_image, dtype=config.feature_dtype)
-    return write_shards(ds, ledger, todo, to_table, "arrow" if has_regions(source, config) else "parquet")
+    res = None if source.features is not None else plan_resources(options.cnn_actors, "cnn_actors", len(todo))
+    with pool_placement(res) as placement:
+        if res is None:
+            precomp = {"features": source.features}
+            ds = ds.map_batches(read_precomp_rows, fn_kwargs=precomp, batch_size=None, num_cpus=TASK_CPUS)
+        else:
+            ds = _cnn_features(ds, source.images, config, options, res, placement)
+        with_image = res is not None and bool(config.keep_images)
+        to_table = partial(features_table, with_image=with_image, dtype=config.feature_dtype)
+        return write_shards(ds, ledger, todo, to_table, "arrow" if has_regions(source, config) else "parquet")
 
 
 def has_regions(source: Source, config: PrecomputeConfig) -> bool:
@@ -68,6 +74,7 @@ def _cnn_features(
     config: PrecomputeConfig,
     options: ExecutionOptions,
     res: StageResources,
+    placement: PlacementGroupSchedulingStrategy,
 ) -> ray.data.Dataset:
     ds = ds.map_batches(
         on_node,
@@ -83,4 +90,4 @@ def _cnn_features(
     )
     kwargs = {"cnn": config.cnn, "weights": config.weights, "crop": config.crop, "ten_crop": config.ten_crop}
     kwargs.update(init_seed=config.init_seed, batch_size=options.cnn_batch_size, grid=config.grid)
-    return map_in_actor_pool(ds, CNNFeatureExtractor, kwargs, res)
+    return map_in_actor_pool(ds, CNNFeatureExtractor, kwargs, res, placement)

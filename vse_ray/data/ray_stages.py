@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import pyarrow as pa
 import ray
+from ray.util.placement_group import placement_group, remove_placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
 from vse_ray.data.resources import TASK_CPUS, StageResources
 from vse_ray.data.shards import NODE_PREFIX, Shard, ShardLedger, current_node, record_pieces, write_pieces
 
 POOL_START_TIMEOUT_S = 1800  # an autoscaled GPU node may take minutes to join before its actor starts
+STRICT_SPREAD_WAIT_S = 60  # how long a pool waits for one actor slot per node before settling for less
 
 
 def _tag_node(batch: dict[str, np.ndarray], stage: str) -> dict[str, np.ndarray]:
@@ -54,14 +58,46 @@ def dataset_of_shards(blocks: list[pa.Table]) -> ray.data.Dataset:
     return ds
 
 
+@contextmanager
+def pool_placement(res: StageResources | None) -> Iterator[PlacementGroupSchedulingStrategy | None]:
+    """Where the actors of a pool planned as ``res`` run, for as long as the stage runs: one actor per node.
+
+    A placement group holds one bundle (an actor's CPUs and GPUs) per actor. When at least as many nodes can
+    hold a bundle as there are actors, the bundles are STRICT_SPREAD, each on its own node; the group waits
+    up to :data:`STRICT_SPREAD_WAIT_S` for that (a node still releasing the previous stage's actors) and
+    otherwise settles for SPREAD, as it does when there are more actors than nodes. Plain ``SPREAD``
+    scheduling of the actors is not enough: each actor is placed on its owner's view of the nodes, and a node
+    whose previous pool has just ended can look full, so both actors of a two-node pool landed on the head.
+    ``None`` (a stage without a pool) yields None.
+    """
+    if res is None:
+        yield None
+        return
+    bundle = {"CPU": res.actor_cpus, **({"GPU": res.actor_gpus} if res.actor_gpus else {})}
+    nodes = [n["Resources"] for n in ray.nodes() if n["Alive"]]
+    strict = res.actors <= sum(all(node.get(k, 0) >= v for k, v in bundle.items()) for node in nodes)
+    group = placement_group([bundle] * res.actors, strategy="STRICT_SPREAD" if strict else "SPREAD")
+    if strict and not group.wait(timeout_seconds=STRICT_SPREAD_WAIT_S):
+        remove_placement_group(group)
+        group = placement_group([bundle] * res.actors, strategy="SPREAD")
+    try:
+        yield PlacementGroupSchedulingStrategy(group)
+    finally:
+        remove_placement_group(group)
+
+
 def map_in_actor_pool(
-    ds: ray.data.Dataset, model: type, kwargs: dict, res: StageResources
+    ds: ray.data.Dataset,
+    model: type,
+    kwargs: dict,
+    res: StageResources,
+    placement: PlacementGroupSchedulingStrategy,
 ) -> ray.data.Dataset:
     """``map_batches`` of a callable model class, one block (= one shard) per call, on ``res.actors`` actors.
 
     The class receives ``kwargs`` plus ``device`` and ``num_threads`` from the resource plan; the node of the
-    actor that computed each batch is recorded as stage "model". The actors are spread over the nodes
-    (one model copy per node first), so a multi-node cluster shares the model work.
+    actor that computed each batch is recorded as stage "model". The actors run in the bundles of
+    ``placement`` (:func:`pool_placement`: one per node first), so a multi-node cluster shares the model work.
     """
     with warnings.catch_warnings():
         # Ray 2.60 has no named parameter for an actor pool's scheduling strategy yet; the keyword form
@@ -72,7 +108,7 @@ def map_in_actor_pool(
             fn_constructor_kwargs={**kwargs, "device": res.device, "num_threads": res.torch_threads},
             batch_size=None,
             compute=ray.data.ActorPoolStrategy(size=res.actors),
-            scheduling_strategy="SPREAD",
+            scheduling_strategy=placement,
             num_cpus=res.actor_cpus,
             num_gpus=res.actor_gpus,
         )
