@@ -80,8 +80,8 @@ class LocalNode:
         return False
 
     def stop(self) -> None:
-        """SIGTERM, then SIGKILL, its process group; kill what is left of its temp dir; delete the dir."""
-        for sig, wait_s in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+        """SIGTERM, 3 s later SIGKILL, its process group; kill what is left of its temp dir; delete it."""
+        for sig, wait_s in ((signal.SIGTERM, 3), (signal.SIGKILL, 10)):
             try:
                 os.killpg(self.process.pid, sig)
             except ProcessLookupError:

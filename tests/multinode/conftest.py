@@ -2,9 +2,10 @@
 
 Both nodes are separate `ray start --block` process groups with their own temp dirs, ports and custom resource
 (`{"node_a": 1}` / `{"node_b": 1}`), so placement can be forced and checked. Token auth is on, as on a real
-cluster. The test process itself never calls `ray.init` (the session-wide local Ray of `tests/conftest.py` may
-live in it): every Ray program runs as a driver subprocess (`tests/multinode/drivers.py`) connected to this
-cluster. Storage "shared by every node" is a local folder here: both nodes run on one filesystem.
+cluster. The test process never joins it (the session-wide one-node local Ray of `tests/conftest.py` may live
+in it, and serves as the one-node reference): every Ray program on the cluster runs as a driver subprocess
+(`tests/multinode/drivers.py`) or a `ray job submit`. Storage "shared by every node" is a local folder here:
+both nodes run on one filesystem.
 """
 
 from __future__ import annotations
@@ -40,17 +41,20 @@ class TwoNodeCluster:
     env: dict[str, str]
     nodes: dict[str, LocalNode] = field(default_factory=dict)
 
-    def driver(self, name: str, timeout_s: float = 300, local_cpus: int = 0, **kwargs: Any) -> dict[str, Any]:
+    def driver(self, name: str, timeout_s: float = 300, **kwargs: Any) -> dict[str, Any]:
         """Run `drivers.<name>(**kwargs)` in a subprocess connected to this cluster; its JSON result."""
-        return self.wait_driver(self.start_driver(name, local_cpus, **kwargs), timeout_s)
+        return self.wait_driver(self.start_driver(name, **kwargs), timeout_s)
 
-    def start_driver(self, name: str, local_cpus: int = 0, **kwargs: Any) -> subprocess.Popen:
-        """The driver on this cluster, or (local_cpus > 0) on a one-node Ray of its own with that many CPUs"""
+    def start_driver(self, name: str, **kwargs: Any) -> subprocess.Popen:
+        """`drivers.<name>(**kwargs)` in a subprocess connected to this cluster."""
         command = [sys.executable, "-m", "tests.multinode.drivers", name, json.dumps(kwargs)]
-        address = {"RAY_ADDRESS": "local", "LOCAL_CPUS": str(local_cpus)} if local_cpus else {}
-        env = {**self.env, "RAY_ADDRESS": self.gcs_address, **address}
         return subprocess.Popen(
-            command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+            command,
+            cwd=REPO,
+            env={**self.env, "RAY_ADDRESS": self.gcs_address},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
 
     @staticmethod

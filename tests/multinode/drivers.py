@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -78,14 +79,36 @@ def ddp_fit(cfg: dict[str, Any], out: str) -> dict[str, Any]:
     return {"checkpoint": result.checkpoint.path, "placement": placement}
 
 
-def fit_run(cfg: dict[str, Any]) -> dict[str, Any]:
-    """`vse_ray.train.trainer.fit` as the pipelines call it; its run id and epochs."""
+class HoldInEpoch:
+    """Fault window of the node-loss test: the first worker group stops where epoch `epoch` ends, before it
+    reports, and stays there until it is killed (`held` tells the test it is there); a worker group started
+    after `resumed` exists (the one Ray Train starts after the loss) trains and reports as usual."""
+
+    def __init__(self, epoch: int, held: str, resumed: str):
+        self.epoch, self.held, self.resumed = epoch, Path(held), Path(resumed)
+
+    def __call__(self, inner: Any) -> HoldInEpoch:  # in the worker, when its training loop starts
+        self.inner, self.first_group = inner, not self.resumed.exists()
+        return self
+
+    def report(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
+        if self.first_group and metrics["epoch"] == self.epoch:
+            self.held.touch()
+            while True:  # pragma: no cover, ends with the worker
+                time.sleep(1)
+        self.inner.report(metrics, checkpoint_dir)
+
+
+def fit_run(cfg: dict[str, Any], hold: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`vse_ray.train.trainer.fit` as the pipelines call it (`hold`: :class:`HoldInEpoch` arguments); its
+    run id, epochs and Ray Train workers."""
     from vse_ray.train.config import TrainConfig
     from vse_ray.train.trainer import fit
 
-    result = fit(TrainConfig.from_dict(cfg))
+    result = fit(TrainConfig.from_dict(cfg), wrap_reporter=HoldInEpoch(**hold) if hold else None)
     job_id = ray.get_runtime_context().get_job_id()
-    return {"run_id": result.run_id, "epochs": [m["epoch"] for m in result.history], "job_id": job_id}
+    epochs = [m["epoch"] for m in result.history]
+    return {"run_id": result.run_id, "epochs": epochs, "workers": train_worker_nodes(job_id)}
 
 
 def train_worker_nodes(job_id: str) -> list[dict[str, Any]]:
@@ -124,20 +147,6 @@ def sweep_run(cfg: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def precompute_cli(argv: list[str]) -> dict[str, Any]:
-    """`pipelines/precompute.py argv` in this driver; the manifest it wrote."""
-    import typer
-
-    from vse_ray.cli.precompute import precompute
-
-    app = typer.Typer(add_completion=False)
-    app.command()(precompute)
-    typer.main.get_command(app).main(argv, standalone_mode=False)
-    out = argv[argv.index("--out") + 1]
-    manifest = json.loads((Path(out) / "manifest.json").read_text())
-    return {"manifest": manifest, "nodes": node_names(alive_only=False)}
-
-
 def precompute_pools(job_id: str) -> dict[str, Any]:
     """The nodes of the model actor pools of precompute job `job_id` (state API), and every node's name."""
     from ray.util.state import list_actors
@@ -152,13 +161,8 @@ def precompute_pools(job_id: str) -> dict[str, Any]:
 
 
 def main() -> None:
-    """RAY_ADDRESS=local starts a one-node Ray of LOCAL_CPUS CPUs instead of joining the cluster."""
     name, kwargs = sys.argv[1], json.loads(sys.argv[2])
-    address = os.environ["RAY_ADDRESS"]
-    local = (
-        {"num_cpus": int(os.environ["LOCAL_CPUS"]), "include_dashboard": False} if address == "local" else {}
-    )
-    ray.init(address=address, log_to_driver=False, configure_logging=False, **local)
+    ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=False, configure_logging=False)
     try:
         result = globals()[name](**kwargs)
     finally:

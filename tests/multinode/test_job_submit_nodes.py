@@ -11,16 +11,27 @@ import pytest
 from mlflow import MlflowClient
 
 from tests.local_ray import ray_cli, submit_and_wait
-from tests.multinode.conftest import NODE_CPUS, REPO
+from tests.multinode.conftest import REPO
 
 pytestmark = [pytest.mark.ray, pytest.mark.multinode]
 
-PRECOMPUTE = "--dataset synthetic --n-train 32 --n-val 8 --n-test 8 --image-size 32 --cnn small"
+PRECOMPUTE = "--dataset synthetic --n-train 32 --n-val 10 --n-test 10 --image-size 32 --cnn small"
 PRECOMPUTE += " --weights none --shard-size 8 --svd-dim 16 --vocab-min-count 1 --relevance sbert,svd"
 PRECOMPUTE += " --cnn-actors 2 --sbert-actors 2"
 
 
-def test_precompute_and_train_jobs_on_two_nodes(cluster, tmp_path):
+def _precompute_on_this_node(argv: list[str]) -> None:
+    """`pipelines/precompute.py argv` here, on the session's one-node local Ray (tests/conftest.py)."""
+    import typer
+
+    from vse_ray.cli.precompute import precompute
+
+    app = typer.Typer(add_completion=False)
+    app.command()(precompute)
+    typer.main.get_command(app).main(argv, standalone_mode=False)
+
+
+def test_precompute_and_train_jobs_on_two_nodes(cluster, ray_session, tmp_path):
     two, uri = tmp_path / "two", f"sqlite:///{tmp_path / 'mlflow.db'}"
     anonymous = {**cluster.env, "RAY_AUTH_TOKEN": "not-the-token"}
     assert ray_cli("job", "list", "--address", cluster.dashboard_address, env=anonymous).returncode != 0
@@ -34,17 +45,14 @@ def test_precompute_and_train_jobs_on_two_nodes(cluster, tmp_path):
         "CNNFeatureExtractor": ["node_a", "node_b"],
         "CaptionVectorizer": ["node_a", "node_b"],
     }
-    single = cluster.driver(
-        "precompute_cli", local_cpus=2 * NODE_CPUS, argv=["--out", str(tmp_path / "one"), *PRECOMPUTE.split()]
-    )
+    _precompute_on_this_node(["--out", str(tmp_path / "one"), *PRECOMPUTE.split()])
     manifest = json.loads((two / "manifest.json").read_text())
-    one = single["manifest"]
+    one = json.loads((tmp_path / "one" / "manifest.json").read_text())
     recorded = {n for stages in manifest["nodes"].values() for ns in stages.values() for n in ns}
     assert recorded and {spread["nodes"][n] for n in recorded} <= {"node_a", "node_b"}
     assert set(manifest["nodes"]["features"]) == {"read", "model", "write"}
-    assert {single["nodes"][n] for stages in one["nodes"].values() for ns in stages.values() for n in ns} == {
-        "local"
-    }
+    local_node = ray_session.get_runtime_context().get_node_id()
+    assert {n for stages in one["nodes"].values() for ns in stages.values() for n in ns} == {local_node}
     assert manifest["shards"] == one["shards"]  # every Parquet file: same name, rows and sha256
     assert manifest["relevance"] == one["relevance"]
     for file in manifest["shards"]:

@@ -67,15 +67,18 @@ def test_worker_node_lost_mid_epoch_resumes_from_checkpoint(cluster, tiny_dir, t
         max_failures=2, tracking_uri=uri, run_name="node-loss",
     ).resolved()  # fmt: skip
     # 1.5 of each node's 2 CPUs per worker: the two workers cannot share a node.
-    driver = cluster.start_driver("fit_run", cfg=cfg.to_dict())
+    held, resumed = tmp_path / "held", tmp_path / "resumed"
+    hold = {"epoch": 2, "held": str(held), "resumed": str(resumed)}  # both workers stop at the end of epoch 2
+    driver = cluster.start_driver("fit_run", cfg=cfg.to_dict(), hold=hold)
     run_dir = Path(cfg.storage_path) / cfg.run_name
     deadline = time.monotonic() + 300
-    while not list(run_dir.glob("checkpoint_*")):
-        assert driver.poll() is None and time.monotonic() < deadline, "no checkpoint before the node loss"
+    while not held.exists():
+        assert driver.poll() is None and time.monotonic() < deadline, "epoch 2 was not reached"
         time.sleep(0.2)
+    resumed.touch()  # the worker group Ray Train starts next trains through
     worker_node = cluster.nodes["node_b"]
     os.kill(worker_node.raylet_pid(), signal.SIGKILL)  # node_b is gone in the middle of epoch 2
-    (checkpoint,) = run_dir.glob("checkpoint_*")
+    (checkpoint,) = [p for p in run_dir.glob("checkpoint_*") if p.is_dir()]  # not the manager's snapshot
     assert load_checkpoint(checkpoint)["epoch"] == 1  # epoch 2 had not reported: the loss fell inside it
     worker_node.process.wait(timeout=60)
     worker_node.stop()
@@ -84,6 +87,6 @@ def test_worker_node_lost_mid_epoch_resumes_from_checkpoint(cluster, tiny_dir, t
     result = cluster.wait_driver(driver, timeout_s=400)
     assert result["epochs"] == [1, 2, 3]
     assert _epochs_in_mlflow(uri, result["run_id"]) == [1, 2, 3]  # none duplicated, none missing
-    workers = cluster.driver("train_worker_nodes", job_id=result["job_id"])
+    workers = result["workers"]
     assert len(workers) == 4  # the first worker group and the one that resumed
     assert {"node_a", "node_b"} <= {w["node"] for w in workers}
