@@ -26,8 +26,8 @@ from tests.model.tiny_store import write_tiny_store
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_CPUS = 2
-# The head's GCS declares a node dead after 3 failed health checks 1 s apart (Ray's default: 5, 3 s apart, for
-# real networks): a killed raylet refuses the check at once, so the node-loss test waits ~3 s, not ~15 s.
+# The head's GCS declares a node dead after 3 failed health checks 1 s apart (~3 s for a killed raylet, which
+# refuses the check at once); Ray's defaults, 5 checks 3 s apart, suit real networks.
 HEALTH_CHECKS = {"RAY_health_check_period_ms": "1000", "RAY_health_check_failure_threshold": "3"}
 NODE_NAMES = ("node_a", "node_b")
 

@@ -12,8 +12,9 @@ and which *extra* visible facts are added: sizes, positions and the spatial rela
 (read from their positions). Every fact a caption states is drawn in the pixels
 (:func:`vse_ray.data.synthetic.render_scene`).
 
-Measured with the bundled all-MiniLM-L6-v2 (``benchmarks/bench_caption_relevance.py``): see README,
-"Captions and what S-BERT sees in them"."""
+What S-BERT makes of them (``benchmarks/bench_caption_relevance.py``) is in the README, "What S-BERT
+measures on the embedded captions".
+"""
 
 from __future__ import annotations
 
