@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vse_ray.data.resources import ACTOR_CPUS, TASK_CPUS, plan_resources
+from vse_ray.data.resources import ACTOR_CPUS, TASK_CPUS, plan_cpu_pool, plan_resources
 
 pytestmark = pytest.mark.ray
 
@@ -46,8 +46,6 @@ def test_pool_leaves_room_for_tasks(ray_session) -> None:
     ],
 )
 def test_default_cpu_pool_uses_every_node(cpus, node_cores, actors, threads) -> None:
-    from vse_ray.data.resources import plan_cpu_pool
-
     res = plan_cpu_pool(cpus, node_cores, None, "cnn_actors", blocks=100)
     assert (res.actors, res.threads) == (actors, threads)
     assert res.actor_cpus <= node_cores  # an actor fits on one node
@@ -55,6 +53,4 @@ def test_default_cpu_pool_uses_every_node(cpus, node_cores, actors, threads) -> 
 
 
 def test_default_cpu_pool_has_no_more_actors_than_blocks() -> None:
-    from vse_ray.data.resources import plan_cpu_pool
-
     assert plan_cpu_pool(4, 1, None, "cnn_actors", blocks=3).actors == 3

@@ -9,26 +9,17 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 from mlflow import MlflowClient
+from typer.testing import CliRunner
 
 from tests.local_ray import ray_cli, submit_and_wait
 from tests.multinode.conftest import REPO
+from vse_ray.cli.main import app
 
 pytestmark = [pytest.mark.ray, pytest.mark.multinode]
 
 PRECOMPUTE = "--dataset synthetic --n-train 32 --n-val 10 --n-test 10 --image-size 32 --cnn small"
 PRECOMPUTE += " --weights none --shard-size 8 --svd-dim 16 --vocab-min-count 1 --relevance sbert,svd"
 PRECOMPUTE += " --cnn-actors 2 --sbert-actors 2"
-
-
-def _precompute_on_this_node(argv: list[str]) -> None:
-    """`pipelines/precompute.py argv` here, on the session's one-node local Ray (tests/conftest.py)."""
-    import typer
-
-    from vse_ray.cli.precompute import precompute
-
-    app = typer.Typer(add_completion=False)
-    app.command()(precompute)
-    typer.main.get_command(app).main(argv, standalone_mode=False)
 
 
 def test_precompute_and_train_jobs_on_two_nodes(cluster, ray_session, tmp_path):
@@ -45,7 +36,9 @@ def test_precompute_and_train_jobs_on_two_nodes(cluster, ray_session, tmp_path):
         "CNNFeatureExtractor": ["node_a", "node_b"],
         "CaptionVectorizer": ["node_a", "node_b"],
     }
-    _precompute_on_this_node(["--out", str(tmp_path / "one"), *PRECOMPUTE.split()])
+    # the one-node reference: the same command here, on the session's one-node local Ray (tests/conftest.py)
+    single = CliRunner().invoke(app, ["precompute", "--out", str(tmp_path / "one"), *PRECOMPUTE.split()])
+    assert single.exit_code == 0, single.output
     manifest = json.loads((two / "manifest.json").read_text())
     one = json.loads((tmp_path / "one" / "manifest.json").read_text())
     recorded = {n for stages in manifest["nodes"].values() for ns in stages.values() for n in ns}
