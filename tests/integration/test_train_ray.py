@@ -36,7 +36,9 @@ def _epochs_in_mlflow(uri: str, run_id: str) -> list[int]:
 
 
 def test_ddp_fit_logs_mlflow_and_evaluate_cli(ray_session, tiny_dir, tmp_path, mlflow_uri, empty_cwd, capsys):
-    cfg = _cfg(tiny_dir, tmp_path, mlflow_uri, loss="ladder", num_workers=2, epochs=2)
+    cfg = _cfg(
+        tiny_dir, tmp_path, mlflow_uri, loss="ladder", num_workers=2, epochs=2, placement_strategy="SPREAD"
+    )
     result = fit(cfg)
     assert [m["epoch"] for m in result.history] == [1, 2]
     assert _epochs_in_mlflow(mlflow_uri, result.run_id) == [1, 2]
@@ -47,6 +49,7 @@ def test_ddp_fit_logs_mlflow_and_evaluate_cli(ray_session, tiny_dir, tmp_path, m
     run = client.get_run(result.run_id)
     assert run.info.status == "FINISHED" and run.data.params["loss"] == "ladder"
     assert run.data.params["num_workers"] == "2" and "code_version" in run.data.params
+    assert run.data.params["placement_strategy"] == "SPREAD"  # one node: SPREAD places both workers on it
     assert run.data.params["data.train_images"] == "96" and run.data.params["data.val_captions"] == "100"
     assert run.data.params["data.manifest_sha256"] == verify_data_dir(tiny_dir).manifest_sha256
     artifacts = {a.path for a in client.list_artifacts(result.run_id)}

@@ -18,6 +18,7 @@ from vse_ray.train.config import TrainConfig
         ("lr", -1.0),
         ("grad_clip", float("nan")),
         ("cpus_per_worker", 0),
+        ("placement_strategy", "spread"),
         ("cs_ks", ()),
         ("max_failures", -2),
         ("loss_params", [1]),

@@ -27,8 +27,13 @@ from tests.model.tiny_store import write_tiny_store
 REPO = Path(__file__).resolve().parents[2]
 NODE_CPUS = 2
 # The head's GCS declares a node dead after 3 failed health checks 1 s apart (~3 s for a killed raylet, which
-# refuses the check at once); Ray's defaults, 5 checks 3 s apart, suit real networks.
-HEALTH_CHECKS = {"RAY_health_check_period_ms": "1000", "RAY_health_check_failure_threshold": "3"}
+# refuses the check at once); Ray's defaults, 5 checks 3 s apart, suit real networks. Ray Train's controllers
+# poll their workers every 0.5 s (as in tests/conftest.py).
+HEALTH_CHECKS = {
+    "RAY_health_check_period_ms": "1000",
+    "RAY_health_check_failure_threshold": "3",
+    "RAY_TRAIN_HEALTH_CHECK_INTERVAL_S": "0.5",
+}
 NODE_NAMES = ("node_a", "node_b")
 
 
@@ -40,6 +45,7 @@ class TwoNodeCluster:
     dashboard_address: str
     env: dict[str, str]
     nodes: dict[str, LocalNode] = field(default_factory=dict)
+    node_names: dict[str, str] = field(default_factory=dict)  # node id -> name of every node seen alive
 
     def driver(self, name: str, timeout_s: float = 300, **kwargs: Any) -> dict[str, Any]:
         """Run `drivers.<name>(**kwargs)` in a subprocess connected to this cluster; its JSON result."""
@@ -87,6 +93,7 @@ class TwoNodeCluster:
         deadline = time.monotonic() + timeout_s
         while True:
             alive = self.driver("alive_nodes", timeout_s=timeout_s)
+            self.node_names.update(alive)
             if sorted(alive.values()) == list(NODE_NAMES):
                 return alive
             if time.monotonic() > deadline:

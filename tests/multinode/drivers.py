@@ -101,7 +101,8 @@ class HoldInEpoch:
 
 def fit_run(cfg: dict[str, Any], hold: dict[str, Any] | None = None) -> dict[str, Any]:
     """`vse_ray.train.trainer.fit` as the pipelines call it (`hold`: :class:`HoldInEpoch` arguments); its
-    run id, epochs and Ray Train workers."""
+    run id, epochs and the node id of every Ray Train worker it started (a dead node has lost its name here:
+    `TwoNodeCluster.node_names` remembers it)."""
     from vse_ray.train.config import TrainConfig
     from vse_ray.train.trainer import fit
 
@@ -111,13 +112,12 @@ def fit_run(cfg: dict[str, Any], hold: dict[str, Any] | None = None) -> dict[str
     return {"run_id": result.run_id, "epochs": epochs, "workers": train_worker_nodes(job_id)}
 
 
-def train_worker_nodes(job_id: str) -> list[dict[str, Any]]:
-    """Every Ray Train worker actor of job `job_id` (alive or dead) with its node name."""
+def train_worker_nodes(job_id: str) -> list[str]:
+    """The node id of every Ray Train worker actor of job `job_id`, alive or dead."""
     from ray.util.state import list_actors
 
-    names = node_names(alive_only=False)
     filters = [("class_name", "=", "RayTrainWorker"), ("job_id", "=", job_id)]
-    return [{"state": a.state, "node": names.get(a.node_id, a.node_id)} for a in list_actors(filters=filters)]
+    return [a.node_id for a in list_actors(filters=filters)]
 
 
 def sweep_run(cfg: dict[str, Any]) -> dict[str, Any]:

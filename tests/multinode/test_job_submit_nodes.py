@@ -19,7 +19,8 @@ pytestmark = [pytest.mark.ray, pytest.mark.multinode]
 
 PRECOMPUTE = "--dataset synthetic --n-train 32 --n-val 10 --n-test 10 --image-size 32 --cnn small"
 PRECOMPUTE += " --weights none --shard-size 8 --svd-dim 16 --vocab-min-count 1 --relevance sbert,svd"
-PRECOMPUTE += " --cnn-actors 2 --sbert-actors 2"
+TWO_NODE_POOLS = "--cnn-actors 2 --sbert-actors 2"  # one actor per node on the cluster
+ONE_NODE_POOLS = "--cnn-actors 1 --sbert-actors 1"  # the output does not depend on the pools
 
 
 def test_precompute_and_train_jobs_on_two_nodes(cluster, ray_session, tmp_path):
@@ -28,7 +29,8 @@ def test_precompute_and_train_jobs_on_two_nodes(cluster, ray_session, tmp_path):
     assert ray_cli("job", "list", "--address", cluster.dashboard_address, env=anonymous).returncode != 0
 
     precompute = [sys.executable, str(REPO / "pipelines" / "precompute.py"), "--out", str(two)]
-    job = submit_and_wait(cluster.dashboard_address, cluster.env, [*precompute, *PRECOMPUTE.split()], 400)
+    precompute += [*PRECOMPUTE.split(), *TWO_NODE_POOLS.split()]
+    job = submit_and_wait(cluster.dashboard_address, cluster.env, precompute, 400)
     spread = cluster.driver("precompute_pools", job_id=job.ray_job_id)
     # each model's actor pool is spread over both nodes (SPREAD); which actor gets which block is Ray Data's
     # choice, so the manifest's record of the nodes that did the work is checked to name cluster nodes only
@@ -37,7 +39,8 @@ def test_precompute_and_train_jobs_on_two_nodes(cluster, ray_session, tmp_path):
         "CaptionVectorizer": ["node_a", "node_b"],
     }
     # the one-node reference: the same command here, on the session's one-node local Ray (tests/conftest.py)
-    single = CliRunner().invoke(app, ["precompute", "--out", str(tmp_path / "one"), *PRECOMPUTE.split()])
+    reference = ["precompute", "--out", str(tmp_path / "one"), *PRECOMPUTE.split(), *ONE_NODE_POOLS.split()]
+    single = CliRunner().invoke(app, reference)
     assert single.exit_code == 0, single.output
     manifest = json.loads((two / "manifest.json").read_text())
     one = json.loads((tmp_path / "one" / "manifest.json").read_text())

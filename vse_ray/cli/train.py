@@ -61,6 +61,9 @@ def train(
     cnn_weights: Annotated[str, typer.Option(help="torchvision weights, or none.")] = "IMAGENET1K_V1",
     num_workers: Annotated[int, typer.Option(help="Ray Train workers (DDP).")] = 1,
     cpus_per_worker: Annotated[float, typer.Option(help="CPUs reserved per worker.")] = 1.0,
+    placement_strategy: Annotated[
+        str, typer.Option(help="Where workers go: PACK (fill a node) | SPREAD | STRICT_PACK | STRICT_SPREAD.")
+    ] = "PACK",
     use_gpu: Annotated[bool, typer.Option(help="One GPU per worker (NCCL).")] = False,
     seed: Annotated[int, typer.Option(help="Seed.")] = 0,
     output_dir: Annotated[str, typer.Option(help="Folder of checkpoints and the default MLflow store.")] = (
@@ -94,6 +97,7 @@ def train(
         cnn_weights=None if cnn_weights.lower() == "none" else cnn_weights,
         num_workers=num_workers,
         cpus_per_worker=cpus_per_worker,
+        placement_strategy=placement_strategy,
         use_gpu=use_gpu,
         seed=seed,
         output_dir=output_dir,

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 _TUPLE_FIELDS = ("eval_ks", "cs_ks", "ncs_ks")
+PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")  # Ray's ScalingConfig
 
 
 @dataclass
@@ -29,6 +30,10 @@ class TrainConfig:
     `train_images` > 0 trains on the captions of the first N train images only (a data-size axis);
     `shuffle_relevance` permutes the loss's relevance vectors across the train captions (a control: same
     values, no meaning).
+
+    `placement_strategy` places the Ray Train workers (Ray's `ScalingConfig`): PACK (Ray's default) fills one
+    node first; SPREAD puts them on different nodes where it can and, after a node is lost, restarts the group
+    on the nodes that remain; STRICT_SPREAD requires one node per worker.
     """
 
     data_dir: str
@@ -53,6 +58,7 @@ class TrainConfig:
     cnn_weights: str | None = "IMAGENET1K_V1"
     num_workers: int = 1
     cpus_per_worker: float = 1.0
+    placement_strategy: str = "PACK"
     use_gpu: bool = False
     seed: int = 0
     output_dir: str = "vse_ray_out"
@@ -105,6 +111,10 @@ class TrainConfig:
             value = getattr(self, name)
             if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
                 raise ValueError(f"{name}: must be a positive finite number, got {value!r}")
+        if self.placement_strategy not in PLACEMENT_STRATEGIES:
+            raise ValueError(
+                f"placement_strategy: must be one of {PLACEMENT_STRATEGIES}, got {self.placement_strategy!r}"
+            )
         if self.finetune and self.cnn not in CNN_NAMES:
             raise ValueError(f"cnn: must be one of {CNN_NAMES}, got {self.cnn!r}")
         if not isinstance(self.max_failures, int) or self.max_failures < -1:

@@ -12,6 +12,7 @@ import ray.train
 from mlflow import MlflowClient
 from ray.train.torch import TorchTrainer
 
+from vse_ray.data.ray_parquet import read_parquet_dataset
 from vse_ray.data.store import load_captions
 from vse_ray.losses import make_loss
 from vse_ray.tracking import get_or_create_experiment, get_or_create_run, log_epoch_metrics, log_params_flat
@@ -49,7 +50,7 @@ def train_dataset(cfg: TrainConfig, source: str | None) -> ray.data.Dataset:
     if cfg.train_images or cfg.shuffle_relevance:
         table = load_captions(cfg.data_dir, "train").select(train_columns(source))
         return ray.data.from_arrow(select_train_captions(table, cfg, source)).materialize()
-    return ray.data.read_parquet(str(path), columns=train_columns(source), partitioning=None).materialize()
+    return read_parquet_dataset(str(path), train_columns(source))
 
 
 def build_trainer(
@@ -75,7 +76,10 @@ def build_trainer(
             "wrap_reporter": wrap_reporter,
         },
         scaling_config=ray.train.ScalingConfig(
-            num_workers=cfg.num_workers, use_gpu=cfg.use_gpu, resources_per_worker=resources
+            num_workers=cfg.num_workers,
+            use_gpu=cfg.use_gpu,
+            resources_per_worker=resources,
+            placement_strategy=cfg.placement_strategy,
         ),
         run_config=ray.train.RunConfig(
             name=cfg.run_name,

@@ -25,6 +25,7 @@ NOT_TUNABLE = (
     "experiment",
     "num_workers",
     "cpus_per_worker",
+    "placement_strategy",
     "use_gpu",
     "max_failures",
     "eval_ks",
