@@ -13,8 +13,8 @@ import torch
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
-# Ray Train's controller checks its workers every 2 s by default, so a run's start and end wait up to 2 s each;
-# the tests' tiny runs take seconds.
+# Ray Train's controller checks its workers every 2 s by default, so a run's start and end wait up to 2 s
+# each; the tests' tiny runs take seconds.
 os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")
 
 

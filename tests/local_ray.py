@@ -171,7 +171,7 @@ def submit_and_wait(address: str, env: dict[str, str], entrypoint: list[str], ti
     client = JobSubmissionClient(address, headers={"Authorization": f"Bearer {env['RAY_AUTH_TOKEN']}"})
     status = client.get_job_status(job_id)
     while not status.is_terminal() and time.monotonic() < deadline:
-        time.sleep(2)
+        time.sleep(0.5)
         status = client.get_job_status(job_id)
     logs = client.get_job_logs(job_id)
     assert status == JobStatus.SUCCEEDED, f"job {job_id} ended {status}:\n{logs[-4000:]}"
