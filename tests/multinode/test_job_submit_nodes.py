@@ -27,9 +27,8 @@ ONE_NODE_POOLS = "--cnn-actors 1 --sbert-actors 1"  # the output does not depend
 
 def test_precompute_and_train_jobs_on_two_nodes(cluster, ray_session, tmp_path):
     two, uri = tmp_path / "two", f"sqlite:///{tmp_path / 'mlflow.db'}"
-    wrong_token = {
-        "Authorization": "Bearer not-the-token"
-    }  # the job API refuses it (the CLI: test_job_submit)
+    # the job API refuses a wrong token (the CLI's refusal is checked in tests/integration/test_job_submit.py)
+    wrong_token = {"Authorization": "Bearer not-the-token"}
     with pytest.raises(urllib.error.HTTPError, match="401|403"):
         urllib.request.urlopen(
             urllib.request.Request(f"{cluster.dashboard_address}/api/jobs/", headers=wrong_token)
@@ -39,8 +38,9 @@ def test_precompute_and_train_jobs_on_two_nodes(cluster, ray_session, tmp_path):
     precompute += [*PRECOMPUTE.split(), *TWO_NODE_POOLS.split()]
     job = submit_and_wait(cluster.dashboard_address, cluster.env, precompute, 400)
     spread = cluster.driver("precompute_pools", job_id=job.ray_job_id)
-    # each model's actor pool is spread over both nodes (SPREAD); which actor gets which block is Ray Data's
-    # choice, so the manifest's record of the nodes that did the work is checked to name cluster nodes only
+    # each model's actor pool is spread over both nodes (one actor per node); which actor gets which block is
+    # Ray Data's choice, so the manifest's record of the nodes that did the work is checked to name cluster
+    # nodes only
     assert spread["pools"] == {
         "CNNFeatureExtractor": ["node_a", "node_b"],
         "CaptionVectorizer": ["node_a", "node_b"],

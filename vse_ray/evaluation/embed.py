@@ -14,6 +14,11 @@ from vse_ray.metrics import evaluate_all
 from vse_ray.models import RetrievalModel
 
 
+def scoring_device() -> torch.device:
+    """Where a driver embeds and scores a split: its GPU when it has one, else the CPU."""
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
 def _pad_words(chunks: list[torch.Tensor]) -> torch.Tensor:
     """Concatenate caption representations; word features (B, L, E) are zero-padded to the longest L."""
     if chunks[0].dim() == 2:

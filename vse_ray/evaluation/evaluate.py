@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from mlflow import MlflowClient
 from mlflow.entities import Metric
 
 from vse_ray.data.split_data import SplitData, load_image_store, load_split
 from vse_ray.data.verify import verify_data_dir
 from vse_ray.evaluation.eccv import eccv_positives
-from vse_ray.evaluation.embed import ensemble_similarities
+from vse_ray.evaluation.embed import ensemble_similarities, scoring_device
 from vse_ray.evaluation.examples import plot_retrieval_examples
 from vse_ray.evaluation.pair_blocks import parse_block
 from vse_ray.evaluation.plots import plot_metric_at_k
@@ -111,7 +110,7 @@ def evaluate_run(
     cfg = state["config"]  # the run's TrainConfig.to_dict()
     data_dir = data_dir or cfg["data_dir"]
     verify_data_dir(data_dir, splits=(split,))
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = scoring_device()
     models = [rebuild_model(s).to(device) for s in [state, *(load_checkpoint(m) for m in members)]]
     data = load_split(data_dir, split, raw=models[0].feature_layout == "pixels")
     sims = ensemble_similarities(models, data, cfg["eval_batch_size"], device, block, progress=True)

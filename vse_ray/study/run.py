@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
 from mlflow import MlflowClient
 from mlflow.entities import Metric
 
@@ -25,7 +24,7 @@ from vse_ray.data.config import AUTO, PrecomputeConfig
 from vse_ray.data.precompute import precompute
 from vse_ray.data.split_data import SplitData, load_split
 from vse_ray.data.store import load_manifest
-from vse_ray.evaluation.embed import evaluate_split
+from vse_ray.evaluation.embed import evaluate_split, scoring_device
 from vse_ray.log_file import route_library_logs
 from vse_ray.models import rebuild_model
 from vse_ray.study.plots import tradeoff_figure, tradeoff_keys
@@ -280,7 +279,7 @@ def test_runs(ctx: StudyContext, trained: dict[str, dict[str, Any]]) -> None:
     A run that already has them (a resumed study: its trials had all ended before) is not scored again."""
     client = MlflowClient(ctx.tracking_uri)
     splits: dict[bool, SplitData] = {}
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")  # the driver's GPU, if it has one
+    device = scoring_device()
     for item in trained.values():
         if f"{TEST_PREFIX}rsum" in client.get_run(item["run_id"]).data.metrics:
             continue
