@@ -9,6 +9,7 @@ import torch
 
 from vse_ray.models import build_model
 from vse_ray.models.gpo import GPO, positional_encoding
+from vse_ray.models.vse_inf import compact_regions
 
 torch.manual_seed(0)
 
@@ -55,15 +56,13 @@ def test_gpo_equals_direct_computation_on_padded_sets():
     assert torch.allclose(got, _direct_gpo(gpo, features, lengths), atol=1e-10)
 
 
-def test_gpo_mask_pools_only_kept_rows():
-    gpo = GPO(d_pe=8, d_hidden=6).double()
-    features = torch.randn(2, 6, 4, dtype=torch.float64)
+def test_compact_regions_puts_kept_rows_first_and_pads_with_zeros():
+    regions = torch.randn(2, 6, 4, dtype=torch.float64)
     keep = torch.tensor([[True, False, True, True, False, False], [False] * 5 + [True]])
-    got = gpo(features, keep.sum(1), keep)
-    kept = [features[0, keep[0]], features[1, keep[1]]]
+    compact, lengths = compact_regions(regions, keep)
     padded = torch.zeros(2, 3, 4, dtype=torch.float64)
-    padded[0], padded[1, :1] = kept[0], kept[1]
-    assert torch.allclose(got, _direct_gpo(gpo, padded, [3, 1]), atol=1e-10)
+    padded[0], padded[1, :1] = regions[0, keep[0]], regions[1, keep[1]]
+    assert torch.equal(compact, padded) and lengths.tolist() == [3, 1]
 
 
 def test_gpo_special_cases_average_and_max():

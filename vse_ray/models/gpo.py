@@ -65,11 +65,10 @@ class GPO(nn.Module):
         weights = torch.softmax(scores.masked_fill(~mask, float("-inf")) / self.temperature, dim=1)
         return weights[inverse]
 
-    def forward(self, features: Tensor, lengths: Tensor, mask: Tensor | None = None) -> Tensor:
-        """Pool (B, N, D) features into (B, D) (eq. 2). The valid rows of set b are its first `lengths[b]`,
-        or where `mask` (B, N) bool is True (then `lengths` must be `mask.sum(1)`)."""
+    def forward(self, features: Tensor, lengths: Tensor) -> Tensor:
+        """Pool (B, N, D) features into (B, D) (eq. 2); the valid rows of set b are its first `lengths[b]`."""
         positions = torch.arange(features.shape[1], device=features.device)[None, :]
-        valid = positions < lengths[:, None] if mask is None else mask
+        valid = positions < lengths[:, None]
         weights = self.pool_weights(lengths)
         width = weights.shape[1]
         ranked = features.masked_fill(~valid[..., None], float("-inf")).sort(dim=1, descending=True).values

@@ -9,8 +9,10 @@ CVPR 2021): an embedding model whose two sides pool sets of features with GPO (:
 - s(i, c) = f(i) · g(c).
 
 Training drops each region with probability `region_drop` (0.2 in the reference implementation's region
-setting, its "size augmentation"); the pooled set is then the kept regions. BatchNorm statistics are taken
-over all R regions of the batch (the reference pads the kept regions with zeros instead).
+setting, its "size augmentation"); the pooled set is then the kept regions. As in the reference
+implementation, the kept regions of each image move to the front (in their order) and are padded with zero
+rows to the longest kept set of the batch before the FC and MLP, so the MLP's BatchNorm statistics are taken
+over the kept regions and those zero rows, never over the dropped regions.
 """
 
 from __future__ import annotations
@@ -43,11 +45,25 @@ class RegionEncoder(nn.Module):
         self.gpo = GPO()
 
     def forward(self, regions: Tensor, keep: Tensor | None = None) -> Tensor:
+        if keep is None:
+            lengths = torch.full(regions.shape[:1], regions.shape[1], device=regions.device)
+        else:
+            regions, lengths = compact_regions(regions, keep)
         b, r, d = regions.shape
         flat = regions.reshape(b * r, d)
         features = (self.fc(flat) + self.mlp(flat)).reshape(b, r, -1)
-        lengths = keep.sum(dim=1) if keep is not None else torch.full((b,), r, device=regions.device)
-        return l2_normalize(self.gpo(features, lengths, keep))
+        return l2_normalize(self.gpo(features, lengths))
+
+
+def compact_regions(regions: Tensor, keep: Tensor) -> tuple[Tensor, Tensor]:
+    """(B, R, D) regions and a (B, R) keep mask → (B, N, D) with each image's kept regions first (in their
+    order) and zero rows after them, N = the most regions any image keeps; and the (B,) kept counts."""
+    lengths = keep.sum(dim=1)
+    width = int(lengths.max())
+    order = torch.sort((~keep).to(torch.uint8), dim=1, stable=True).indices[:, :width]
+    kept = regions.gather(1, order[..., None].expand(-1, -1, regions.shape[-1]))
+    valid = torch.arange(width, device=regions.device)[None, :] < lengths[:, None]
+    return kept * valid[..., None], lengths
 
 
 class BiGRUTextEncoder(nn.Module):
@@ -103,12 +119,15 @@ class VSEInfModel(RetrievalModel):
         self.image_encoder = RegionEncoder(feature_dim, embed_dim)
         self.text_encoder = BiGRUTextEncoder(vocab_size, word_dim, embed_dim, num_layers)
 
-    def encode_images(self, images: Tensor) -> Tensor:
-        """(B, R, D) region features → (B, E) unit vectors."""
+    def encode_images(self, images: Tensor, keep: Tensor | None = None) -> Tensor:
+        """(B, R, D) region features → (B, E) unit vectors.
+
+        ``keep`` (B, R) bool pools only those regions; by default training draws it (``region_drop``) and
+        evaluation keeps every region.
+        """
         if images.dim() != 3:
             raise ValueError(f"vse_inf needs region features (B, R, D), got shape {tuple(images.shape)}")
-        keep = None
-        if self.training and self.region_drop > 0:
+        if keep is None and self.training and self.region_drop > 0:
             keep = torch.rand(images.shape[:2], device=images.device) > self.region_drop
             keep[:, 0] |= ~keep.any(dim=1)  # every image keeps at least one region
         return self.image_encoder(images, keep)
