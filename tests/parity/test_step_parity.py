@@ -60,15 +60,15 @@ def _vse_inf_name(name: str) -> str | None:
     return {"img_enc": "image_encoder", "txt_enc": "text_encoder"}[side] + "." + rest
 
 
-def _vsepp_name(name: str) -> str | None:
+def _encoder_name(name: str) -> str | None:
     side, rest = name.split(".", 1)
     return {"img_enc": "image_encoder", "txt_enc": "text_encoder"}[side] + "." + rest
 
 
-def _sizes(meta: dict, **extra: object) -> dict:
+def _sizes(meta: dict) -> dict:
     s = meta["sizes"]
     args = {"vocab_size": s["vocab_size"], "feature_dim": s["feature_dim"], "word_dim": s["word_dim"]}
-    return {**args, "embed_dim": s["embed_dim"], **extra}
+    return {**args, "embed_dim": s["embed_dim"], **meta.get("model_params", {})}
 
 
 CASES = {
@@ -80,7 +80,9 @@ CASES = {
         noise_only=("img_enc.mlp.layers.0.bias",),
         follows_noise=("img_enc.mlp.bns.0.running_mean",),
     ),
-    "vsepp": Case("vsepp_precomp.npz", "vsepp", _sizes, _vsepp_name),
+    "vsepp": Case("vsepp_precomp.npz", "vsepp", _sizes, _encoder_name),
+    "scan_t2i_lse": Case("scan_t2i_lse.npz", "scan", _sizes, _encoder_name),
+    "scan_t2i_avg": Case("scan_t2i_avg.npz", "scan", _sizes, _encoder_name),
 }
 
 
