@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -17,34 +20,16 @@ from vse_ray.models import build_model
 from vse_ray.tracking.checkpoint import load_checkpoint, save_checkpoint
 from vse_ray.tracking.relevance_histogram import RelevanceHistogram
 from vse_ray.train.batches import BatchBuilder, BatchSource, TableBatches, TrainBatch
-from vse_ray.train.config import TrainConfig
+from vse_ray.train.caption_aug import CaptionAugment
+from vse_ray.train.config import TrainConfig, fields_where
 from vse_ray.train.gather import gather_rows, gather_with_local_grad, relevance_columns
+from vse_ray.train.optim import build_optimizer
 from vse_ray.train.reporter import Reporter
+from vse_ray.train.step_validation import StepValidation
 from vse_ray.train.training_data import TrainingData
 
-WARMUP_LOSS = "vse0"  # sum of hinges (VSE++ eq. 5), the loss of the first `cfg.warmup_epochs` epochs
-
-
 # Fields a shared warm-up checkpoint must agree on with the run that starts from it (`init_checkpoint`).
-WARMUP_SHARED_FIELDS = (
-    "data_dir",
-    "batch_size",
-    "lr",
-    "lr_update",
-    "grad_clip",
-    "word_dim",
-    "embed_dim",
-    "normalize_image",
-    "finetune",
-    "model",
-    "model_params",
-    "cnn",
-    "cnn_weights",
-    "num_workers",
-    "seed",
-    "warmup_epochs",
-    "train_images",
-)
+WARMUP_SHARED_FIELDS = fields_where(warmup=True)
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -53,18 +38,20 @@ class NonFiniteLossError(FloatingPointError):
 
 @dataclass
 class WorkerContext:
-    """Where this process sits: its training batches, device, rank and world size."""
+    """Where this process sits: its training batches, device, rank and world size.
 
-    batches: BatchSource
+    `batches` None: this worker's part of a seeded global permutation of the train captions per epoch
+    (`TableBatches`), so the global batches are the same for any number of workers."""
+
+    batches: BatchSource | None
     device: torch.device
     rank: int = 0
     world_size: int = 1
 
 
-def local_context(cfg: TrainConfig, data: TrainingData) -> WorkerContext:
-    """Single process: seeded in-memory batches on CPU or the first GPU."""
-    device = torch.device("cuda" if cfg.use_gpu and torch.cuda.is_available() else "cpu")
-    return WorkerContext(TableBatches(data.train_captions, cfg.batch_size, cfg.seed), device)
+def local_context(cfg: TrainConfig) -> WorkerContext:
+    """Single process on CPU or the first GPU."""
+    return WorkerContext(None, torch.device("cuda" if cfg.use_gpu and torch.cuda.is_available() else "cpu"))
 
 
 def train_step(
@@ -113,15 +100,22 @@ def train_one_epoch(
     builder: BatchBuilder,
     ctx: WorkerContext,
     histogram: RelevanceHistogram | None,
+    augment: CaptionAugment | None = None,
+    after_step: Callable[[int, nn.Module], None] | None = None,
 ) -> float:
     """Run one epoch; return the mean loss over all workers. Raises NonFiniteLossError on NaN/inf."""
     model.train()
     builder_columns = relevance_columns(builder.source)
     world_size = ctx.world_size if gathers(model) else 1  # 1: each worker's local B x B loss, DDP averages
     total, steps = torch.zeros((), dtype=torch.float64), 0
+    rng = np.random.default_rng([cfg.seed, ctx.rank, epoch])  # caption augmentation draws
     for step, rows in enumerate(ctx.batches.epoch_batches(epoch), start=1):
+        if augment is not None:
+            rows = {**rows, "tokens": augment(list(rows["tokens"]), rng)}
         everyone = gather_rows(rows, builder_columns, world_size) if world_size > 1 else None
         batch = builder(rows, everyone).to(ctx.device)
+        if cfg.negatives == "diagonal":  # other captions of the same image stay negatives
+            batch.image_ids = None
         if histogram is not None and batch.relevance is not None:
             histogram.add(batch.relevance)
         loss = train_step(model, loss_fn, optimizer, batch, cfg.grad_clip, ctx.rank, world_size)
@@ -131,6 +125,10 @@ def train_one_epoch(
             )
         total += loss.double().cpu()
         steps += 1
+        if after_step is not None:
+            after_step(
+                step, model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
+            )
     summed = torch.stack([total, torch.tensor(float(steps), dtype=torch.float64)])
     if ctx.world_size > 1:
         dist.all_reduce(summed)
@@ -160,8 +158,8 @@ def run_training(
     start_state: dict[str, Any] | None = None,
     context: WorkerContext | None = None,
 ) -> None:
-    """Train `cfg.loss` for `cfg.epochs` (the first `cfg.warmup_epochs` with WARMUP_LOSS), validating and
-    checkpointing after every epoch.
+    """Train `cfg.loss` for `cfg.epochs` (the first `cfg.warmup_epochs` with `cfg.warmup_loss`), validating
+    and checkpointing after every epoch.
 
     Args:
         cfg: The run's configuration.
@@ -175,13 +173,15 @@ def run_training(
     torch.manual_seed(cfg.seed)
     loss_fn = make_loss(cfg.loss, **cfg.loss_params)
     source = loss_fn.relevance_source
-    data = TrainingData.load(cfg, source, with_captions=context is None)
-    ctx = context or local_context(cfg, data)
+    ctx = context or local_context(cfg)
+    data = TrainingData.load(cfg, source, with_captions=ctx.batches is None)
+    if ctx.batches is None:
+        batches = TableBatches(data.train_captions, cfg.batch_size, cfg.seed, ctx.rank, ctx.world_size)
+        ctx = dataclasses.replace(ctx, batches=batches)
     model = build_model(cfg.model, **data.model_args).to(ctx.device)
     loss_fn = loss_fn.to(ctx.device)
-    warmup_fn = make_loss(WARMUP_LOSS).to(ctx.device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=cfg.lr_update, gamma=0.1)
+    warmup_fn = make_loss(cfg.warmup_loss, **cfg.warmup_params).to(ctx.device)
+    optimizer, scheduler = build_optimizer(cfg, model)
     histogram = RelevanceHistogram(source) if source and ctx.rank == 0 else None
     history: list[dict[str, Any]] = []
     first_epoch = 1
@@ -195,20 +195,39 @@ def run_training(
             histogram = RelevanceHistogram.from_dict(start_state["relevance_hist"])
     builder = BatchBuilder(data.train_images, source, data.references, data.doc_freq)
     net = nn.parallel.DistributedDataParallel(model) if ctx.world_size > 1 else model
+
+    def validate() -> dict[str, Any]:
+        return evaluate_split(model, data.val, cfg.eval_batch_size, ctx.device, _metric_kwargs(cfg))
+
+    points = StepValidation(cfg.val_every if ctx.rank == 0 else 0, validate)
     for epoch in range(first_epoch, cfg.epochs + 1):
         epoch_loss = warmup_fn if epoch <= cfg.warmup_epochs else loss_fn
-        train_loss = train_one_epoch(cfg, epoch, net, epoch_loss, optimizer, builder, ctx, histogram)
-        lr = optimizer.param_groups[0]["lr"]
+        train_loss = train_one_epoch(
+            cfg,
+            epoch,
+            net,
+            epoch_loss,
+            optimizer,
+            builder,
+            ctx,
+            histogram,
+            data.caption_augment,
+            points.after_step,
+        )
+        group = optimizer.param_groups[-1]
+        lr = cfg.lr * group["lr"] / group["initial_lr"]  # the base rate, whatever the groups' multipliers
         scheduler.step()
         metrics: dict[str, Any] = {"epoch": epoch, "train_loss": train_loss, "lr": lr}
         if ctx.rank != 0:
             reporter.report(metrics, None)
             continue
-        metrics.update(evaluate_split(model, data.val, cfg.eval_batch_size, ctx.device, _metric_kwargs(cfg)))
+        selected, selected_weights = points.select(validate())
+        metrics.update(selected)
         history.append(metrics)
         state = {
             "epoch": epoch,
             "model": model.state_dict(),
+            "selected_model": selected_weights,
             "optimizer": optimizer.state_dict(),
             "scheduler": scheduler.state_dict(),
             "config": cfg.to_dict(),
