@@ -24,7 +24,9 @@ from torch import nn
 from vse_ray.losses import make_loss
 from vse_ray.models import build_model
 from vse_ray.train.batches import TrainBatch
+from vse_ray.train.config import TrainConfig
 from vse_ray.train.engine import train_step
+from vse_ray.train.optim import build_optimizer
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "official"
 RTOL = 1e-5
@@ -155,18 +157,30 @@ def _load(case: Case) -> tuple[Fixture, nn.Module]:
     return fx, model.train()
 
 
-def _optimizer(meta: dict, model: nn.Module) -> torch.optim.Optimizer:
-    if meta["optimizer"] == "adamw":
-        return torch.optim.AdamW(model.parameters(), lr=meta["lr"], weight_decay=meta["weight_decay"])
-    return torch.optim.Adam(model.parameters(), lr=meta["lr"])
+def _config(meta: dict) -> TrainConfig:
+    """The official run's settings as vse_ray training options."""
+    margin = {"margin": meta["margin"]}
+    return TrainConfig(
+        data_dir="unused",
+        loss=meta["loss"],
+        loss_params=margin,
+        warmup_loss=meta["warmup_loss"],
+        warmup_params=margin,
+        optimizer=meta["optimizer"],
+        lr=meta["lr"],
+        weight_decay=meta["weight_decay"],
+        grad_clip=meta["grad_clip"],
+        negatives=meta["negatives"],
+    ).validate()
 
 
-def _train_batch(b: dict[str, np.ndarray]) -> TrainBatch:
+def _train_batch(b: dict[str, np.ndarray], cfg: TrainConfig) -> TrainBatch:
     return TrainBatch(
         images=torch.from_numpy(b["images"]),
         tokens=torch.from_numpy(b["tokens"]),
         lengths=torch.from_numpy(b["lengths"]),
-        image_ids=None,  # the official code's negatives: every other pair of the batch
+        # negatives "diagonal" (the official codes): the engine gives the loss no image ids
+        image_ids=None if cfg.negatives == "diagonal" else torch.from_numpy(b["image_ids"]),
         relevance=None,
     )
 
@@ -177,9 +191,10 @@ def _with_batch_masks(model: nn.Module, b: dict[str, np.ndarray]) -> None:
         model.encode_images = partial(type(model).encode_images, model, keep=torch.from_numpy(b["keep"]))
 
 
-def _loss(meta: dict, step: int) -> nn.Module:
-    name = meta["warmup_loss"] if step < meta.get("warmup_steps", 0) else meta["loss"]
-    return make_loss(name, margin=meta["margin"])
+def _loss(cfg: TrainConfig, meta: dict, step: int) -> nn.Module:
+    if step < meta["warmup_steps"]:
+        return make_loss(cfg.warmup_loss, **cfg.warmup_params)
+    return make_loss(cfg.loss, **cfg.loss_params)
 
 
 def _max_diff(
@@ -203,11 +218,13 @@ def step_parity(name: str) -> dict[str, tuple[float, float]]:
     case = CASES[name]
     fx, model = _load(case)
     meta = fx.meta
+    cfg = _config(meta)
     first = fx.batch(0)
     probe = copy.deepcopy(model)
     _with_batch_masks(probe, first)
-    batch = _train_batch(first)
-    loss = _loss(meta, 0).from_similarity(probe(batch.images, batch.tokens, batch.lengths))
+    batch = _train_batch(first, cfg)
+    sims = probe(batch.images, batch.tokens, batch.lengths)
+    loss = _loss(cfg, meta, 0).from_similarity(sims, image_ids=batch.image_ids)
     loss.backward()
     official_grads = fx.group("grad1")
     scale = max(float(np.abs(g).max()) for g in official_grads.values())
@@ -216,14 +233,13 @@ def step_parity(name: str) -> dict[str, tuple[float, float]]:
     grad_diff = _max_diff(grads, official_grads, case, set())[0]
     diffs = {"loss 1": (abs(loss.item() - fx.losses[0]), abs(loss.item() - fx.losses[0]) / abs(fx.losses[0]))}
     diffs["grads 1"] = (grad_diff, grad_diff / scale)
-    optimizer = _optimizer(meta, model)
+    optimizer, _ = build_optimizer(cfg, model)
     losses = []
     for step in range(5):
         b = fx.batch(step)
         _with_batch_masks(model, b)
-        losses.append(
-            train_step(model, _loss(meta, step), optimizer, _train_batch(b), meta["grad_clip"]).item()
-        )
+        loss_fn = _loss(cfg, meta, step)
+        losses.append(train_step(model, loss_fn, optimizer, _train_batch(b, cfg), cfg.grad_clip).item())
         if step == 0:
             diffs["weights 1"] = _max_diff(model.state_dict(), fx.group("after1"), case, noise)
     loss_diff = np.abs(np.array(losses) - fx.losses)
