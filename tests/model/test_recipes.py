@@ -42,6 +42,8 @@ def test_every_recipe_builds_and_trains_one_step(name, tiny_data_dir, tiny_regio
     regions = model_class(paper.config.model).feature_layout == "regions"
     folder = tiny_region_dir if regions else tiny_data_dir
     tiny = TINY + TINY_MODEL.get(paper.config.model, [])
+    if paper.config.finetune:  # a tiny CNN in the loop instead of the paper's ImageNet one
+        tiny += ["cnn=tiny", "cnn_weights=none", "model_params.crop=24"]
     cfg = load_recipe(name, str(folder), tiny, output_dir=str(tmp_path)).config
     assert (cfg.model, cfg.loss, cfg.loss_params) == (
         paper.config.model,
