@@ -34,10 +34,12 @@ from vse_ray.study.summary import (
     ROW_TAG,
     SEED_TAG,
     SIZE_TAG,
+    STRENGTH_TAG,
     TEST_PREFIX,
     SummaryCell,
     collect_runs,
     parent_metrics,
+    strength_note,
     summarize,
     summary_csv,
     summary_markdown,
@@ -331,8 +333,13 @@ def write_summary(ctx: StudyContext) -> StudyResult:
     files = {"csv": folder / "summary.csv", "markdown": folder / "summary.md"}
     files["csv"].write_text(summary_csv(cells))
     claim = f"Claim: {spec.claim}\n\n" if spec.claim else ""
-    files["markdown"].write_text(f"# Study {spec.name}\n\n{claim}{summary_markdown(cells, spec.baseline)}\n")
+    weak = strength_note(cells, spec.baseline, spec.min_baseline_rsum)
+    warning = f"**{weak}**\n\n" if weak else ""
+    files["markdown"].write_text(
+        f"# Study {spec.name}\n\n{warning}{claim}{summary_markdown(cells, spec.baseline)}\n"
+    )
     client = MlflowClient(ctx.tracking_uri)
+    client.set_tag(ctx.parent_run_id, STRENGTH_TAG, "weak" if weak else "ok")
     for path in files.values():
         client.log_artifact(ctx.parent_run_id, str(path), "summary")
     metrics = [Metric(k, v, 0, 0) for k, v in parent_metrics(cells).items()]
@@ -341,7 +348,7 @@ def write_summary(ctx: StudyContext) -> StudyResult:
     log_figures(client, ctx.parent_run_id, {"tradeoff": tradeoff_figure(epoch_histories(ctx))}, "plots")
     client.log_dict(ctx.parent_run_id, ctx.seconds, "seconds.json")
     client.set_terminated(ctx.parent_run_id, status="FINISHED")
-    table = summary_text(cells, spec.baseline)
+    table = (weak + "\n" if weak else "") + summary_text(cells, spec.baseline)
     return StudyResult(
         cells,
         ctx.tracking_uri,

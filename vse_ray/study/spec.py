@@ -82,6 +82,7 @@ class StudySpec:
     controls: dict[str, list[str]] = field(default_factory=dict)
     train_images: list[int] = field(default_factory=list)
     resources: dict[str, float] = field(default_factory=dict)
+    min_baseline_rsum: float = 0.0
     source: str = "<study>"
 
     @property
@@ -132,6 +133,9 @@ class StudySpec:
         for key in ("seeds", "epochs"):
             _positive_int(where, key, getattr(self, key))
         _positive_int(where, "warmup_epochs", self.warmup_epochs, minimum=0)
+        bound = self.min_baseline_rsum
+        if isinstance(bound, bool) or not isinstance(bound, int | float) or not 0 <= bound <= 600:
+            raise ValueError(f"{where}: min_baseline_rsum: expected a number in [0, 600], got {bound!r}")
         if not isinstance(self.losses, dict) or not self.losses:
             raise ValueError(f"{where}: losses: expected a mapping of loss family -> hyper-parameters")
         if self.baseline not in self.losses:

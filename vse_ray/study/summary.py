@@ -25,6 +25,7 @@ ROW_TAG, SEED_TAG, SIZE_TAG, BASELINE_TAG = (
     "vse_ray.study.train_images",
     "vse_ray.study.baseline",
 )
+STRENGTH_TAG = "vse_ray.study.strength"  # "weak" when the baseline is below min_baseline_rsum, else "ok"
 TEST_PREFIX = "test_"
 # Columns of the console / Markdown table (all metrics go to the CSV); absent ones are left out.
 TABLE_METRICS = (
@@ -197,3 +198,22 @@ def parent_metrics(cells: list[SummaryCell]) -> dict[str, float]:
         if c.diff is not None:
             out[f"{row}/{c.metric}_diff"] = c.diff.mean
     return {k: v for k, v in out.items() if math.isfinite(v)}
+
+
+def strength_note(cells: list[SummaryCell], baseline: str, minimum: float) -> str | None:
+    """One line when the baseline's mean test rsum is below `minimum` at some train size (a weak baseline:
+    the study's differences then say nothing about the claim), else None."""
+    weak = [
+        c
+        for c in cells
+        if c.row == baseline and c.metric == "rsum" and (math.isnan(c.value.mean) or c.value.mean < minimum)
+    ]
+    if not weak:
+        return None
+    where = ", ".join(
+        f"{c.value.mean:.1f}" + (f" at {c.train_images} train images" if c.train_images else "") for c in weak
+    )
+    return (
+        f"WEAK BASELINE: {baseline} test rsum {where} < min_baseline_rsum {minimum:g}; the differences below "
+        "are not evidence for or against the claim (train longer or warm up more)"
+    )

@@ -231,6 +231,8 @@ def run_training(
             metrics["collapsed"] = float(train_loss >= COLLAPSE_SHARE * collapse)
         if ctx.rank != 0:
             reporter.report(metrics, None)
+            if cfg.patience and _everyone_stops(False, ctx):
+                break
             continue
         selected, selected_weights = points.select(validate())
         metrics.update(selected)
@@ -250,6 +252,23 @@ def run_training(
         with tempfile.TemporaryDirectory(prefix="vse_ray_ckpt_") as tmp:
             save_checkpoint(tmp, state)
             reporter.report(metrics, tmp)
+        if cfg.patience and _everyone_stops(epochs_without_gain(history) >= cfg.patience, ctx):
+            break
+
+
+def epochs_without_gain(history: list[dict[str, Any]]) -> int:
+    """Epochs since the best validation rsum of `history` (0: the last epoch is the best)."""
+    best = max(range(len(history)), key=lambda i: (history[i]["rsum"], -i))
+    return len(history) - 1 - best
+
+
+def _everyone_stops(stop: bool, ctx: WorkerContext) -> bool:
+    """Rank 0's early-stopping decision, shared with every worker."""
+    if ctx.world_size == 1:
+        return stop
+    flag = torch.tensor([float(stop)], device=ctx.device)
+    dist.broadcast(flag, src=0)
+    return bool(flag.item())
 
 
 def _metric_kwargs(cfg: TrainConfig) -> dict[str, Any]:

@@ -95,3 +95,12 @@ def test_a_metric_keeps_one_number_style_whatever_its_value():
     text = summary_text(summarize(records, "vsepp"), "vsepp").splitlines()
     assert text[3].split()[:5] == ["bcls", "3", "9.6", "±", "0.2"]  # a recall below 10 keeps one decimal
     assert "-2.2" in text[3] and "0.500 ± 0.000" in text[3]  # the fraction column keeps three
+
+
+def test_a_weak_baseline_is_named_on_the_first_line():
+    from vse_ray.study.summary import strength_note
+
+    cells = summarize(_records(), "vsepp", ["vsepp", "bcls", "bcls-shuffled"])
+    assert strength_note(cells, "vsepp", 300.0) is None
+    note = strength_note(cells, "vsepp", 400.0)
+    assert note.startswith("WEAK BASELINE: vsepp test rsum 305.0 < min_baseline_rsum 400")
