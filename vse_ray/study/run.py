@@ -385,7 +385,8 @@ def run_study(
     result = write_summary(ctx)
     print(result.table)
     print(f"Full table (every metric, 95 % intervals): {result.files['markdown']}")
-    print(f"  and {result.files['csv']}; in MLflow: artifacts summary/ of run {result.parent_run_id}")
+    print(f"  as CSV: {result.files['csv']}")
+    print(f"  in MLflow: the artifacts summary/ of run {result.parent_run_id}")
     print(json.dumps({k: round(v, 1) for k, v in ctx_seconds.items()}))
     return result
 
