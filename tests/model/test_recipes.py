@@ -102,7 +102,7 @@ def test_overrides_and_unknown_recipe():
         "vse_inf_lseh_f30k", "<data>", ["loss_params.lam=0.05", "model_params.region_drop=0"]
     ).config
     assert cfg.loss_params == {"margin": 0.185, "lam": 0.05} and cfg.model_params == {"region_drop": 0}
-    with pytest.raises(ValueError, match=r"recipe 'vse_inf_lseh': no such recipe; recipes: \["):
+    with pytest.raises(ValueError, match=r"'vse_inf_lseh': no such file or shipped recipe; shipped: \["):
         load_recipe("vse_inf_lseh", "<data>")
 
 

@@ -34,6 +34,7 @@ from typing import Any
 import yaml
 
 from vse_ray.losses import LOSS_NAMES, make_loss
+from vse_ray.resources import resource_path
 from vse_ray.train.batches import VECTOR_COLUMN
 from vse_ray.train.config import TrainConfig, fields_where
 from vse_ray.tune.space_checks import tunable_fields
@@ -251,8 +252,6 @@ def parse_study(text: str, source: str = "<study>") -> StudySpec:
 
 
 def load_study(path: str | Path) -> StudySpec:
-    """Read, parse and validate `studies/<name>.yaml`."""
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"{path}: no such study file")
+    """Read, parse and validate a study file, by path or shipped name (`studies/<name>.yaml`)."""
+    path = resource_path("study", path)
     return parse_study(path.read_text(encoding="utf-8"), str(path))
