@@ -42,7 +42,8 @@ class PrecomputeConfig:
         svd_seed: Random state of the randomized SVD (None: ``seed``; LSEH's released script: 122).
         svd_n_iter: Power iterations of the randomized SVD (scikit-learn's 5; LSEH's released script: 100).
         svd_stem: Porter-stem the words before TF-IDF (needs nltk; LSEH's released script does).
-        svd_unit: Store the SVD vectors L2-normalised (LSEH's released script keeps them unnormalised).
+        svd_unit: Store the SVD vectors L2-normalised (LSEH's released script keeps them unnormalised; the
+            val/test ``svd`` relevance matrices then hold mean dot products instead of mean cosines).
         vocab_min_count: Train-caption count a word needs to enter the vocabulary.
         relevance_sources: Matrices stored for val/test (``"auto"``: sbert, cider, svd, and scene for
             the synthetic dataset, the only one that knows its scenes).
