@@ -40,8 +40,9 @@ class SAMLoss(BaseVSELoss):
     "sn" the furthest - as defined in Sec. 5.4.
 
     ``reading="released"`` computes the authors' released loss (``ContrastiveLossMetric`` of
-    AndresPMD/semantic_adaptive_margin), which the paper does not print. With P the positive column and
-    the candidates (``neg_mask``) of each row:
+    AndresPMD/semantic_adaptive_margin), which the paper does not print. Its ``--metric_samples`` help
+    calls "soft" the Soft Negative (the paper's "SN", defined there as the furthest negative). Over the
+    candidates (``neg_mask``) of each row:
 
     - image->text: per image i, caption n = the second-ranked column of s(i, ·) over {i} ∪ candidates
       ("soft"; "hard": the second-lowest; "random": a uniformly random candidate); so "soft" takes the
