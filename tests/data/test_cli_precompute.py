@@ -22,3 +22,14 @@ def test_bad_options_fail_before_ray(tmp_path, args, message):
     assert result.exit_code != 0
     assert message in str(result.exception) + result.output
     assert not (tmp_path / "o").exists()
+
+
+def test_overwrite_refuses_a_folder_named_like_vse_ray_and_keeps_it(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.js").write_text("console.log(1)")
+    (tmp_path / "manifest.json").write_text('{"name": "my web app"}')
+    args = ["precompute", "--out", str(tmp_path), "--overwrite", "--n-train", "8", "--n-val", "4"]
+    result = CliRunner().invoke(app, [*args, "--n-test", "4", "--cnn", "small", "--weights", "none"])
+    assert result.exit_code == 2
+    assert "holds no vse_ray precompute" in result.output
+    assert (tmp_path / "src" / "app.js").is_file() and (tmp_path / "manifest.json").is_file()

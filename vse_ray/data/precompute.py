@@ -15,7 +15,7 @@ from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
 from vse_ray.data.image_io import FileImages, SyntheticImages
 from vse_ray.data.image_stage import run_image_stage
 from vse_ray.data.karpathy import read_karpathy
-from vse_ray.data.manifest import claim_output, table_counts, write_manifest
+from vse_ray.data.manifest import check_output, claim_output, table_counts, write_manifest
 from vse_ray.data.precomp import read_precomp
 from vse_ray.data.relevance_stage import run_relevance_stage
 from vse_ray.data.scene import scene_descriptor
@@ -137,6 +137,7 @@ def precompute(
     if config.dataset != "precomp":
         check_weights(config.cnn, config.weights)
     folder = Path(out)
+    check_output(folder, config, options.overwrite)  # before the input is read: a refusal comes at once
     source = load_source(config)
     claim_output(folder, config, options.overwrite)
     ensure_ray(ray_address)
