@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+
 import pytest
 
+from tests.data.conftest import write_karpathy
 from tests.model.test_cli_errors import _one_error_line, _run
 from tests.model.tiny_store import write_tiny_store
 
@@ -19,3 +23,59 @@ def test_a_run_name_that_leaves_the_output_folder_is_refused(store, tmp_path, na
     result = _run(["train", "--data", str(store), "--output-dir", str(out), "--run-name", name])
     _one_error_line(result, "run_name: expected one folder name", repr(name))
     assert not out.exists() and not (tmp_path / "x").exists()
+
+
+def _copy(store, tmp_path):
+    shutil.copytree(store, tmp_path / "data")
+    return tmp_path / "data"
+
+
+@pytest.mark.parametrize("name", ["vocab.json", "cider_df.json"])
+def test_a_corrupt_model_file_is_refused_before_ray_starts(store, tmp_path, name):
+    data = _copy(store, tmp_path)
+    (data / name).write_text((data / name).read_text()[:-5])
+    result = _run(["train", "--data", str(data), "--output-dir", str(tmp_path / "out")])
+    _one_error_line(result, str(data / name), "sha256 differs from manifest.json")
+    assert not (tmp_path / "out").exists()
+    (data / name).unlink()
+    result = _run(["train", "--data", str(data), "--output-dir", str(tmp_path / "out")])
+    _one_error_line(result, str(data / name), "is missing; manifest.json lists it")
+
+
+def _karpathy(tmp_path, change):
+    path = write_karpathy(tmp_path, {"train": 3, "val": 2})
+    document = json.loads(path.read_text())
+    change(document["images"])
+    path.write_text(json.dumps(document))
+    return path
+
+
+def _set(row, key, value):
+    def change(images):
+        images[row][key] = value
+
+    return change
+
+
+def _no_sentid(images):
+    del images[1]["sentences"][2]["sentid"]
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [
+        (_set(1, "sentences", "a dog"), "images[1].sentences is a str, expected a list"),
+        (_set(2, "split", ["train"]), "images[2].split is ['train'], expected a string"),
+        (_set(0, "imgid", "abc"), "images[0].imgid is 'abc', expected an integer"),
+        (_set(0, "filename", 7), "images[0].filename is 7, expected a string"),
+        (_no_sentid, "images[1].sentences[2].sentid is None, expected an integer"),
+        (_set(3, "imgid", 101), "1 imgid(s) occur more than once (each would map two captions or images"),
+        (_set(4, "sentences", [{"raw": "a b", "sentid": 0}] * 5), "sentid 0 in images[0, 4"),
+    ],
+)
+def test_karpathy_fields_are_checked_and_ids_are_unique(tmp_path, change, fragment):
+    path = _karpathy(tmp_path, change)
+    args = ["precompute", "--out", str(tmp_path / "o"), "--dataset", "karpathy", "--karpathy-json", str(path)]
+    result = _run([*args, "--image-root", str(tmp_path / "images"), "--splits", "train,val"])
+    _one_error_line(result, str(path), fragment)
+    assert not (tmp_path / "o").exists()

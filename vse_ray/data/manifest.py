@@ -13,7 +13,7 @@ import vse_ray
 from vse_ray.data.config import PrecomputeConfig
 from vse_ray.data.schema import SCHEMA_VERSION
 from vse_ray.data.shards import ShardLedger, merge_nodes, part_name, write_json_atomic
-from vse_ray.data.verify import parquet_files
+from vse_ray.data.verify import model_files, parquet_files
 
 STATE_CONFIG = Path("_state") / "config.json"
 FORMAT = "vse_ray.precompute"
@@ -154,6 +154,7 @@ def write_manifest(out: Path, config: PrecomputeConfig, extra: dict) -> dict:
         "config_hash": config.hash(),
         "rows": {"images": images, "captions": captions, "rejects": len(rejects)},
         "shards": {**feature_files, **caption_files, **relevance_files},
+        "files": model_files(out),
         "relevance": relevance,
         "rejects": rejects,
         **extra,

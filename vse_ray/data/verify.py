@@ -23,6 +23,8 @@ from vse_ray.data.shards import sha256_file
 
 MANIFEST = "manifest.json"
 TABLES = ("features", "captions", "relevance")
+# Files besides the tables that training and evaluation read; the manifest lists their sha256 (``files``).
+MODEL_FILES = ("vocab.json", "cider_df.json", "tfidf_svd.npz")
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,9 @@ def read_manifest(data_dir: str | Path) -> tuple[dict, str]:
             f"{path}: schema_version {manifest.get('schema_version')!r}, this vse_ray reads "
             f"{SCHEMA_VERSION}; re-run the precompute into a new folder (or with --overwrite)"
         )
-    for key in ("rows", "shards"):
+    for key in ("rows", "shards", "files"):
+        if key == "files" and key not in manifest:  # written before the manifest listed them
+            continue
         if not isinstance(manifest.get(key), dict):
             raise ValueError(f"{path}: key {key!r} is missing or not an object")
     return manifest, hashlib.sha256(raw).hexdigest()
@@ -95,6 +99,31 @@ def shard_paths(folder: Path, tables: Sequence[str] = TABLES) -> list[Path]:
     )
 
 
+@functools.lru_cache(maxsize=64)
+def _sha256(path: Path, size: int, mtime_ns: int) -> str:
+    """sha256 of a file, computed once per process for an unchanged file."""
+    return sha256_file(path)
+
+
+def model_files(folder: Path) -> dict[str, dict]:
+    """``{name: {sha256}}`` of the :data:`MODEL_FILES` present in ``folder`` (manifest ``files``)."""
+    return {name: {"sha256": sha256_file(folder / name)} for name in MODEL_FILES if (folder / name).is_file()}
+
+
+def check_model_files(folder: Path, listed: dict, checksums: bool) -> None:
+    """ValueError naming the file when one the manifest lists is missing or has another sha256."""
+    for name, expected in sorted(listed.items()):
+        path = folder / name
+        if not path.is_file():
+            raise ValueError(f"{path} is missing; {MANIFEST} lists it")
+        stat = path.stat()
+        if checksums and _sha256(path, stat.st_size, stat.st_mtime_ns) != expected.get("sha256"):
+            raise ValueError(
+                f"{path}: sha256 differs from {MANIFEST}'s (changed or corrupt since the precompute); "
+                f"run the precompute again into a new folder"
+            )
+
+
 @functools.lru_cache(maxsize=4096)
 def _file_facts(path: Path, size: int, mtime_ns: int, checksum: bool) -> tuple[int, str]:
     """(row count, sha256 or ""), computed once per process for an unchanged file."""
@@ -113,7 +142,8 @@ def verify_data_dir(
 
     Raises:
         ValueError: Naming the folder or file: no manifest (unfinished precompute), a split missing, a file
-            missing, extra, or with other rows or another checksum than the manifest lists.
+            missing, extra, or with other rows or another checksum than the manifest lists (the tables and
+            the :data:`MODEL_FILES`).
     """
     folder = Path(data_dir).expanduser().resolve()
     manifest, digest = read_manifest(folder)
@@ -138,6 +168,7 @@ def verify_data_dir(
         if table in counted:
             split = rest.split("/")[0].removeprefix("split=")
             counted[table][split] = counted[table].get(split, 0) + rows
+    check_model_files(folder, manifest.get("files", {}), checksums)
     rows = {"features": manifest["rows"].get("images", {}), "captions": manifest["rows"].get("captions", {})}
     for table, per_split in counted.items():
         for split in sorted(set(per_split) | set(rows[table])):
@@ -172,4 +203,4 @@ def describe_folder(folder: Path) -> dict:
             split = rest.split("/")[0].removeprefix("split=")
             key = "images" if table == "features" else "captions"
             rows[key][split] = rows[key].get(split, 0) + info["rows"]
-    return {"schema_version": SCHEMA_VERSION, "rows": rows, "shards": shards}
+    return {"schema_version": SCHEMA_VERSION, "rows": rows, "shards": shards, "files": model_files(folder)}
