@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import shutil
 
+import pyarrow.parquet as pq
 import pytest
 
 from tests.data.conftest import write_karpathy
 from tests.model.test_cli_errors import _one_error_line, _run
 from tests.model.tiny_store import write_tiny_store
+from vse_ray.data.verify import describe_folder
 
 
 @pytest.fixture(scope="module")
@@ -79,3 +81,15 @@ def test_karpathy_fields_are_checked_and_ids_are_unique(tmp_path, change, fragme
     result = _run([*args, "--image-root", str(tmp_path / "images"), "--splits", "train,val"])
     _one_error_line(result, str(path), fragment)
     assert not (tmp_path / "o").exists()
+
+
+def test_a_missing_train_caption_is_refused_naming_its_image(store, tmp_path):
+    data = _copy(store, tmp_path)
+    shard = sorted((data / "captions" / "split=train").glob("part-*.parquet"))[0]
+    table = pq.read_table(shard)
+    pq.write_table(table.slice(1), shard)  # the first image loses one caption
+    manifest = json.loads((data / "manifest.json").read_text())
+    (data / "manifest.json").write_text(json.dumps({**manifest, **describe_folder(data)}))
+    result = _run(["train", "--data", str(data), "--output-dir", str(tmp_path / "out")])
+    image_id = table["image_id"][0].as_py()
+    _one_error_line(result, "split=train: 1 image(s) have another number of captions", f"image_id {image_id}")

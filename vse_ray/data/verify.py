@@ -15,7 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from vse_ray.data.schema import SCHEMA_VERSION
@@ -181,7 +183,33 @@ def verify_data_dir(
         if not rows["features"].get(split) or not rows["captions"].get(split):
             have = sorted(s for s, n in rows["captions"].items() if n)
             raise ValueError(f"{folder}: split {split!r} is empty or missing; it has {have}")
+        per_image = manifest.get("config", {}).get("captions_per_image")
+        check_captions_match_images(folder, split, per_image if isinstance(per_image, int) else None)
     return VerifiedData(folder, digest, dict(rows["features"]), dict(rows["captions"]))
+
+
+def _ids(folder: Path, file_format: str) -> np.ndarray:
+    return pads.dataset(folder, format=file_format).to_table(columns=["image_id"])["image_id"].to_numpy()
+
+
+def check_captions_match_images(folder: Path, split: str, per_image: int | None) -> None:
+    """ValueError naming the image ids of ``split`` whose caption count differs from the others' (or from
+    ``per_image``), that have no caption, or that captions point to but the features table lacks."""
+    features = folder / "features" / f"split={split}"
+    images = _ids(features, "arrow" if any(features.glob("part-*.arrow")) else "parquet")
+    ids, counts = np.unique(_ids(folder / "captions" / f"split={split}", "parquet"), return_counts=True)
+    expected = per_image or int(np.bincount(counts).argmax())
+    problems = [
+        ("have no caption", np.setdiff1d(images, ids)),
+        ("have captions but no features row", np.setdiff1d(ids, images)),
+        (f"have another number of captions than {expected}", ids[counts != expected]),
+    ]
+    for what, bad in problems:
+        if len(bad):
+            raise ValueError(
+                f"{folder / 'captions'}/split={split}: {len(bad)} image(s) {what}, e.g. image_id "
+                f"{', '.join(str(i) for i in bad[:5])}; run the precompute again into a new folder"
+            )
 
 
 def parquet_files(folder: Path, tables: Sequence[str] = TABLES) -> dict[str, dict]:
