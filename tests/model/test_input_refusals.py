@@ -93,3 +93,10 @@ def test_a_missing_train_caption_is_refused_naming_its_image(store, tmp_path):
     result = _run(["train", "--data", str(data), "--output-dir", str(tmp_path / "out")])
     image_id = table["image_id"][0].as_py()
     _one_error_line(result, "split=train: 1 image(s) have another number of captions", f"image_id {image_id}")
+
+
+def test_a_run_name_mlflow_cannot_filter_is_refused_before_ray_starts(store, tmp_path):
+    out = tmp_path / "out"
+    result = _run(["train", "--data", str(store), "--output-dir", str(out), "--run-name", 'bob\'s "run"'])
+    _one_error_line(result, "run_name: ", "holds both ' and \"")
+    assert not out.exists()

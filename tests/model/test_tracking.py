@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+import pytest
 from mlflow import MlflowClient
 
 from tests.conftest import stray_files
@@ -75,6 +76,15 @@ def test_run_reuse_params_and_exactly_once_epochs(mlflow_uri, tmp_path):
     assert sorted(m.step for m in client.get_metric_history(run, "rsum")) == [1, 2, 3]
     assert sorted(m.value for m in client.get_metric_history(run, "R_at_1_i2t")) == [1, 2, 3]
     assert len(client.get_run(run).data.params) == 150
+
+
+def test_run_names_with_quotes_find_their_run(mlflow_uri, tmp_path):
+    exp = get_or_create_experiment("quotes", mlflow_uri, tmp_path)
+    for name in ("bob's run", 'say "hi"', "back\\slash"):
+        run = get_or_create_run(exp, name, mlflow_uri)
+        assert get_or_create_run(exp, name, mlflow_uri) == run
+    with pytest.raises(ValueError, match="run_name: .* holds both ' and \""):
+        get_or_create_run(exp, "both ' and \"", mlflow_uri)
 
 
 def test_get_best_run(mlflow_uri, tmp_path):

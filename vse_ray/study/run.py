@@ -51,6 +51,7 @@ from vse_ray.tracking import (
 )
 from vse_ray.tracking.artifacts import log_figures
 from vse_ray.tracking.checkpoint import CHECKPOINT_FILE, load_checkpoint
+from vse_ray.tracking.filters import tag_equals
 from vse_ray.tracking.runs import CHECKPOINT_ARTIFACT_DIR, RUN_NAME_TAG
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.engine import WARMUP_LOSS
@@ -300,7 +301,7 @@ def test_runs(ctx: StudyContext, trained: dict[str, dict[str, Any]]) -> None:
 def epoch_histories(ctx: StudyContext) -> dict[str, list[list[dict[str, float]]]]:
     """row -> per run (seed) -> per epoch validation metrics, from the child runs' MLflow histories."""
     client = MlflowClient(ctx.tracking_uri)
-    query = f"tags.`{PARENT_TAG}` = '{ctx.parent_run_id}'"
+    query = tag_equals(PARENT_TAG, ctx.parent_run_id)
     out: dict[str, list[list[dict[str, float]]]] = {}
     for run in client.search_runs([ctx.experiment_id], query, max_results=10000):
         row = run.data.tags.get(ROW_TAG)
@@ -411,7 +412,7 @@ def study_summary(spec: StudySpec, output_dir: str | Path) -> str:
     client = MlflowClient(uri)
     experiment = client.get_experiment_by_name(experiment_name(spec))
     runs = (
-        client.search_runs([experiment.experiment_id], f"tags.`{RUN_NAME_TAG}` = '{spec.name}'")
+        client.search_runs([experiment.experiment_id], tag_equals(RUN_NAME_TAG, spec.name))
         if experiment
         else []
     )

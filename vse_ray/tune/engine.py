@@ -16,6 +16,7 @@ from typing import Any
 from mlflow import MlflowClient
 from ray import tune
 
+from vse_ray.tracking.filters import tag_equals
 from vse_ray.tune.mlflow_trials import PARENT_TAG, TRIAL_TAG, TUNE_BOOKKEEPING_KEYS, MLflowTrialsCallback
 
 
@@ -107,7 +108,7 @@ def saved_trial_statuses(path: str | Path) -> dict[str, str]:
 def trial_run_id(run: TuneRun, result: tune.Result) -> str:
     """The MLflow run of a finished trial (tagged with its trial id, nested under the run's parent)."""
     trial_id = result.metrics["trial_id"]
-    query = f"tags.`{TRIAL_TAG}` = '{trial_id}' and tags.`{PARENT_TAG}` = '{run.parent_run_id}'"
+    query = f"{tag_equals(TRIAL_TAG, trial_id)} and {tag_equals(PARENT_TAG, run.parent_run_id)}"
     runs = MlflowClient(run.tracking_uri).search_runs([run.experiment_id], query, max_results=1)
     if not runs:
         raise RuntimeError(f"{run.name}: no MLflow run for trial {trial_id}")
