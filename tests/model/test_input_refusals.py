@@ -8,7 +8,7 @@ import shutil
 import pyarrow.parquet as pq
 import pytest
 
-from tests.data.conftest import write_karpathy
+from tests.data.conftest import write_karpathy, write_precomp
 from tests.model.test_cli_errors import _one_error_line, _run
 from tests.model.tiny_store import write_tiny_store
 from vse_ray.data.verify import describe_folder
@@ -100,3 +100,45 @@ def test_a_run_name_mlflow_cannot_filter_is_refused_before_ray_starts(store, tmp
     result = _run(["train", "--data", str(store), "--output-dir", str(out), "--run-name", 'bob\'s "run"'])
     _one_error_line(result, "run_name: ", "holds both ' and \"")
     assert not out.exists()
+
+
+@pytest.mark.parametrize("content", [b"garbage", b"PAR1" + b"\0" * 20])
+def test_a_garbage_or_truncated_shard_is_named(store, tmp_path, content):
+    data = _copy(store, tmp_path)
+    shard = sorted((data / "captions" / "split=val").glob("part-*.parquet"))[0]
+    shard.write_bytes(content)
+    result = _run(["train", "--data", str(data), "--output-dir", str(tmp_path / "out")])
+    _one_error_line(result, str(shard), "not a readable Parquet file")
+
+
+def _precomp_args(folder, out):
+    return ["precompute", "--out", str(out), "--dataset", "precomp", "--precomp-dir", str(folder)]
+
+
+def test_a_caps_file_that_is_not_utf8_is_named_with_its_line(tmp_path):
+    folder = write_precomp(tmp_path / "pc", {"train": 3, "dev": 2})
+    caps = folder / "train_caps.txt"
+    lines = caps.read_text().splitlines()
+    lines[6] = "un caf\u00e9"
+    caps.write_bytes("\n".join(lines).encode("latin-1"))
+    result = _run([*_precomp_args(folder, tmp_path / "o"), "--splits", "train,val"])
+    _one_error_line(result, str(caps), "line 7 is not UTF-8")
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_features_file_that_is_not_npy_is_named(tmp_path):
+    folder = write_precomp(tmp_path / "pc", {"train": 3, "dev": 2})
+    (folder / "dev_ims.npy").write_bytes(b"\x93NUMPY garbage")
+    result = _run([*_precomp_args(folder, tmp_path / "o"), "--splits", "train,val"])
+    _one_error_line(result, str(folder / "dev_ims.npy"), "not a readable .npy array")
+
+
+def test_a_recipe_with_a_list_for_model_names_file_and_key(store, tmp_path):
+    recipe = tmp_path / "mine.yaml"
+    recipe.write_text("train:\n  model: [vsepp]\n  loss: vsepp\n")
+    result = _run(
+        ["train", "--data", str(store), "--recipe", str(recipe), "--output-dir", str(tmp_path / "o")]
+    )
+    assert result.exit_code == 2  # a bad --recipe is a usage error, shown in typer's box
+    text = "".join(result.output.replace("│", "").split())
+    assert "mine.yaml:model:mustbeoneof" in text and "got['vsepp']" in text

@@ -82,12 +82,19 @@ SHARD_SUFFIXES = (".parquet", ".arrow")  # Parquet tables; Arrow IPC region feat
 
 
 def shard_rows(path: Path) -> int:
-    """Row count of a Parquet or Arrow IPC shard, from its metadata (nothing else is read)."""
-    if path.suffix == ".arrow":
-        with pa.memory_map(str(path)) as source:
-            reader = pa.ipc.open_file(source)
-            return sum(reader.get_record_batch(i).num_rows for i in range(reader.num_record_batches))
-    return pq.ParquetFile(path).metadata.num_rows
+    """Row count of a Parquet or Arrow IPC shard, from its metadata (nothing else is read); ValueError
+    naming the file when it is truncated or not such a file."""
+    try:
+        if path.suffix == ".arrow":
+            with pa.memory_map(str(path)) as source:
+                reader = pa.ipc.open_file(source)
+                return sum(reader.get_record_batch(i).num_rows for i in range(reader.num_record_batches))
+        return pq.ParquetFile(path).metadata.num_rows
+    except (pa.ArrowException, OSError) as err:
+        if isinstance(err, FileNotFoundError):
+            raise
+        kind = "Arrow IPC" if path.suffix == ".arrow" else "Parquet"
+        raise ValueError(f"{path}: not a readable {kind} file, truncated or corrupt ({err})") from err
 
 
 def shard_paths(folder: Path, tables: Sequence[str] = TABLES) -> list[Path]:
