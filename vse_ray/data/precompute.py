@@ -63,14 +63,15 @@ def load_source(config: PrecomputeConfig) -> Source:
 
 
 def check_rejects(rejects: list[dict], source: Source, max_fraction: float) -> None:
-    """RuntimeError when a split rejected more than ``max_fraction`` of its images, listing a few of them."""
+    """ValueError when a split rejected more than ``max_fraction`` of its images, listing a few of them."""
     for split, data in source.splits.items():
         bad = [r for r in rejects if r["split"] == split]
         if len(bad) > max_fraction * len(data.image_ids):
             examples = "; ".join(f"{r['path']}: {r['reason']}" for r in bad[:3])
-            raise RuntimeError(
+            raise ValueError(
                 f"{len(bad)} of {len(data.image_ids)} {split} images were rejected, more than "
-                f"max_reject_fraction={max_fraction}; e.g. {examples}"
+                f"max_reject_fraction={max_fraction}; e.g. {examples}; fix or remove those images, or raise "
+                "--max-reject-fraction, and rerun: finished shards are kept"
             )
 
 
