@@ -74,6 +74,9 @@ def train(
     experiment: Annotated[str | None, typer.Option(help="MLflow experiment (default: dataset name).")] = None,
     max_failures: Annotated[int, typer.Option(help="Worker failures tolerated before giving up.")] = 1,
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (default: local).")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue the run when safe keys (epochs) changed.")] = False,
+    new_run: Annotated[bool, typer.Option(help="Start a fresh run beside one with another config.")] = False,
+    wait: Annotated[bool, typer.Option(help="Wait for another command using --output-dir.")] = False,
 ) -> None:
     """Train one loss family; re-running the same command resumes from its last checkpoint.
 
@@ -109,7 +112,7 @@ def train(
     given = {
         CLI_FIELDS.get(name, name): getattr(cfg, CLI_FIELDS.get(name, name))
         for name in ctx.params
-        if name not in ("data", "recipe", "set_", "ray_address")
+        if name not in ("data", "recipe", "set_", "ray_address", "resume", "new_run", "wait")
         and ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
     }
     try:
@@ -121,8 +124,10 @@ def train(
         raise typer.BadParameter(str(err)) from err
     check_training(cfg)  # fields, loss, data folder, model input: before Ray and MLflow start
     from vse_ray.ray_session import ensure_ray, quiet_console
+    from vse_ray.train.rerun import claim_run
     from vse_ray.train.trainer import fit
 
+    cfg, _lock = claim_run(cfg, resume, new_run, wait, notify=typer.echo)  # held until the process ends
     ensure_ray(ray_address)
     quiet_console()
     result = fit(cfg)

@@ -1,0 +1,122 @@
+"""One writer per output folder, and what a rerun with another config does (no Ray started)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from mlflow import MlflowClient
+
+from tests.model.test_cli_errors import _one_error_line, _run
+from tests.model.tiny_store import write_tiny_store
+from vse_ray.tracking.lock import LOCK_NAME, FolderLock
+from vse_ray.train.config import TrainConfig
+from vse_ray.train.rerun import CHANGES_TAG, plan_run, record_path
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return write_tiny_store(tmp_path_factory.mktemp("writer") / "tiny")
+
+
+def test_a_held_folder_is_refused_naming_the_holder(tmp_path):
+    with FolderLock(tmp_path):
+        with pytest.raises(ValueError, match=f"in use by PID {os.getpid()} on .*--wait"):
+            FolderLock(tmp_path).acquire()
+    FolderLock(tmp_path).acquire().release()  # free again once released
+
+
+def test_the_lock_of_a_dead_process_is_taken_over(tmp_path):
+    holder = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
+    dead = int(holder.stdout)
+    (tmp_path / LOCK_NAME).write_text(json.dumps({"pid": dead, "host": "h", "started": time.time()}))
+    lock = FolderLock(tmp_path).acquire()
+    assert json.loads((tmp_path / LOCK_NAME).read_text())["pid"] == os.getpid()
+    lock.release()
+
+
+def test_wait_queues_behind_the_holder(tmp_path):
+    first = FolderLock(tmp_path).acquire()
+    threading.Timer(0.5, first.release).start()
+    said: list[str] = []
+    start = time.perf_counter()
+    FolderLock(tmp_path).acquire(wait=True, notify=said.append).release()
+    assert time.perf_counter() - start >= 0.4
+    assert said and said[0].startswith(f"waiting for PID {os.getpid()}")
+
+
+def test_a_second_train_on_a_held_output_folder_is_one_line(store, tmp_path):
+    out = tmp_path / "out"
+    with FolderLock(out):
+        start = time.perf_counter()
+        result = _run(["train", "--data", str(store), "--output-dir", str(out), "--epochs", "1"])
+        seconds = time.perf_counter() - start
+    _one_error_line(result, f"output folder {out} is in use by PID {os.getpid()}")
+    assert seconds < 30
+
+
+def _cfg(tmp_path, **change) -> TrainConfig:
+    return TrainConfig(data_dir=str(tmp_path / "coco"), output_dir=str(tmp_path / "o"), **change)
+
+
+def test_a_rerun_with_another_config_is_refused_listing_the_keys(tmp_path):
+    first = plan_run(_cfg(tmp_path))
+    assert plan_run(_cfg(tmp_path)) == first  # the same config resumes
+    with pytest.raises(
+        ValueError, match=r"another config \(epochs 30 -> 40, lr 0.0002 -> 0.002\): pass --resume"
+    ):
+        plan_run(_cfg(tmp_path, lr=2e-3, epochs=40))
+    with pytest.raises(
+        ValueError, match=r"--resume: .* cannot continue with another lr \(lr 0.0002 -> 0.002\)"
+    ):
+        plan_run(_cfg(tmp_path, lr=2e-3, epochs=40), resume=True)
+
+
+def test_resume_records_a_safe_change(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'o' / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    run = client.create_run(client.create_experiment("coco"), tags={"vse_ray.run_name": "coco-vsepp-s0"})
+    plan_run(_cfg(tmp_path))
+    said: list[str] = []
+    cfg = plan_run(_cfg(tmp_path, epochs=40), resume=True, notify=said.append)
+    assert cfg.run_name == "coco-vsepp-s0" and said == ["resuming coco-vsepp-s0 with epochs 30 -> 40"]
+    record = json.loads(record_path(cfg).read_text())
+    assert record["config"]["epochs"] == 40 and record["changes"][0]["changes"] == {"epochs": [30, 40]}
+    tag = json.loads(client.get_run(run.info.run_id).data.tags[CHANGES_TAG])
+    assert tag[0]["changes"] == {"epochs": [30, 40]}
+    assert plan_run(_cfg(tmp_path, epochs=40)).epochs == 40  # the recorded config is the new one
+
+
+def test_new_run_starts_beside_the_old_one(tmp_path):
+    plan_run(_cfg(tmp_path))
+    fresh = plan_run(_cfg(tmp_path, lr=2e-3), new_run=True, notify=lambda line: None)
+    assert fresh.run_name == "coco-vsepp-s0-2" and fresh.lr == 2e-3
+    assert plan_run(_cfg(tmp_path, lr=2e-3, run_name="coco-vsepp-s0-2")).run_name == "coco-vsepp-s0-2"
+    with pytest.raises(ValueError, match="exclude each other"):
+        plan_run(_cfg(tmp_path), resume=True, new_run=True)
+
+
+def test_ctrl_c_on_train_is_one_line_and_marks_the_run_killed(store, tmp_path, monkeypatch):
+    class Interrupted:
+        def fit(self):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr("vse_ray.ray_session.ensure_ray", lambda address=None: None)
+    monkeypatch.setattr("vse_ray.train.trainer.build_trainer", lambda *args, **kwargs: Interrupted())
+    out = tmp_path / "out"
+    result = _run(["train", "--data", str(store), "--output-dir", str(out), "--epochs", "1"])
+    assert result.exit_code == 130, result.output
+    assert result.output.splitlines()[-1:] == [  # after MLflow's own store-creation lines
+        "stopped by Ctrl-C: run the same command again to resume from the last checkpoint (the MLflow run "
+        "is KILLED)"
+    ]
+    client = MlflowClient(f"sqlite:///{out / 'mlflow.db'}")
+    (run,) = client.search_runs([client.get_experiment_by_name(store.name).experiment_id])
+    assert run.info.status == "KILLED"
