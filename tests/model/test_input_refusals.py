@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 import shutil
 
+import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
 from tests.data.conftest import write_karpathy, write_precomp
 from tests.model.test_cli_errors import _one_error_line, _run
 from tests.model.tiny_store import write_tiny_store
-from vse_ray.data.verify import describe_folder
+from vse_ray.data.verify import check_finite_features, describe_folder
 
 
 @pytest.fixture(scope="module")
@@ -142,3 +144,34 @@ def test_a_recipe_with_a_list_for_model_names_file_and_key(store, tmp_path):
     assert result.exit_code == 2  # a bad --recipe is a usage error, shown in typer's box
     text = "".join(result.output.replace("│", "").split())
     assert "mine.yaml:model:mustbeoneof" in text and "got['vsepp']" in text
+
+
+def test_nan_features_are_caught_by_the_data_check_with_the_row(store, tmp_path):
+    data = _copy(store, tmp_path)
+    shard = sorted((data / "features" / "split=train").glob("part-*.parquet"))[0]
+    table = pq.read_table(shard)
+    features = np.stack(table["feature"].to_numpy(zero_copy_only=False)).astype(np.float32)
+    features[3, 5] = np.nan
+    column = pa.FixedSizeListArray.from_arrays(pa.array(features.ravel()), features.shape[1])
+    pq.write_table(table.set_column(table.schema.get_field_index("feature"), "feature", column), shard)
+    manifest = json.loads((data / "manifest.json").read_text())
+    (data / "manifest.json").write_text(json.dumps({**manifest, **describe_folder(data)}))
+    result = _run(["train", "--data", str(data), "--output-dir", str(tmp_path / "out")])
+    image_id = table["image_id"][3].as_py()
+    _one_error_line(result, str(shard), f"row 3 (image_id {image_id}) has NaN or infinite features")
+    assert not (tmp_path / "out").exists()
+
+
+def test_nan_in_region_features_names_the_row(tmp_path):
+    regions = np.zeros((4, 2, 3), dtype=np.float16)
+    regions[2, 1, 0] = np.inf
+    inner = pa.FixedSizeListArray.from_arrays(pa.array(regions.ravel()), 3)
+    table = pa.table(
+        {"image_id": pa.array([10, 11, 12, 13]), "feature": pa.FixedSizeListArray.from_arrays(inner, 2)}
+    )
+    path = tmp_path / "features" / "split=train" / "part-00000000.arrow"
+    path.parent.mkdir(parents=True)
+    with pa.ipc.new_file(path, table.schema) as writer:
+        writer.write_table(table)
+    with pytest.raises(ValueError, match=r"row 2 \(image_id 12\) has NaN or infinite features"):
+        check_finite_features(tmp_path, ["features/split=train/part-00000000.arrow"])

@@ -134,6 +134,39 @@ def check_model_files(folder: Path, listed: dict, checksums: bool) -> None:
 
 
 @functools.lru_cache(maxsize=4096)
+def _first_non_finite(path: Path, size: int, mtime_ns: int) -> tuple[int, int] | None:
+    """``(row, image_id)`` of the first row of a features shard holding NaN or inf, or None (cached)."""
+    if path.suffix == ".arrow":
+        with pa.memory_map(str(path)) as source:
+            table = pa.ipc.open_file(source).read_all()
+    else:
+        table = pq.read_table(path)
+    if "feature" not in table.column_names or table.num_rows == 0:
+        return None
+    values = table["feature"].combine_chunks()
+    while pa.types.is_fixed_size_list(values.type):
+        values = values.flatten()
+    finite = np.isfinite(values.to_numpy(zero_copy_only=False).reshape(table.num_rows, -1)).all(axis=1)
+    if finite.all():
+        return None
+    row = int(np.argmin(finite))
+    return row, int(table["image_id"][row].as_py())
+
+
+def check_finite_features(folder: Path, names: Sequence[str]) -> None:
+    """ValueError naming the shard, row and image id of the first NaN or infinite feature value."""
+    for name in names:
+        path = folder / name
+        stat = path.stat()
+        bad = _first_non_finite(path, stat.st_size, stat.st_mtime_ns)
+        if bad is not None:
+            raise ValueError(
+                f"{path}: row {bad[0]} (image_id {bad[1]}) has NaN or infinite features; check the image or "
+                "the features it came from and run the precompute again into a new folder"
+            )
+
+
+@functools.lru_cache(maxsize=4096)
 def _file_facts(path: Path, size: int, mtime_ns: int, checksum: bool) -> tuple[int, str]:
     """(row count, sha256 or ""), computed once per process for an unchanged file."""
     return shard_rows(path), sha256_file(path) if checksum else ""
@@ -152,7 +185,7 @@ def verify_data_dir(
     Raises:
         ValueError: Naming the folder or file: no manifest (unfinished precompute), a split missing, a file
             missing, extra, or with other rows or another checksum than the manifest lists (the tables and
-            the :data:`MODEL_FILES`).
+            the :data:`MODEL_FILES`); with ``checksums``, the row of a NaN or infinite feature.
     """
     folder = Path(data_dir).expanduser().resolve()
     manifest, digest = read_manifest(folder)
@@ -178,6 +211,8 @@ def verify_data_dir(
             split = rest.split("/")[0].removeprefix("split=")
             counted[table][split] = counted[table].get(split, 0) + rows
     check_model_files(folder, manifest.get("files", {}), checksums)
+    if checksums:  # the same pass over the bytes: features training would meet as NaN losses much later
+        check_finite_features(folder, [name for name in sorted(listed) if name.startswith("features/")])
     rows = {"features": manifest["rows"].get("images", {}), "captions": manifest["rows"].get("captions", {})}
     for table, per_split in counted.items():
         for split in sorted(set(per_split) | set(rows[table])):
