@@ -120,3 +120,37 @@ def test_ctrl_c_on_train_is_one_line_and_marks_the_run_killed(store, tmp_path, m
     client = MlflowClient(f"sqlite:///{out / 'mlflow.db'}")
     (run,) = client.search_runs([client.get_experiment_by_name(store.name).experiment_id])
     assert run.info.status == "KILLED"
+
+
+STUDY = """
+name: tiny
+baseline: vsepp
+seeds: 1
+warmup_epochs: 1
+epochs: 1
+data: {{data_dir: {data_dir}}}
+train: {{batch_size: 16, word_dim: 16, embed_dim: 32}}
+losses:
+  vsepp: {{}}
+  ladder: {{thresholds: [0.5]}}
+"""
+
+
+def test_ctrl_c_on_study_is_one_line_and_marks_its_run_killed(store, tmp_path, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("vse_ray.ray_session.ensure_ray", lambda **options: None)
+    monkeypatch.setattr("vse_ray.study.run.prepare_data", lambda spec, out: str(store))
+    monkeypatch.setattr("vse_ray.study.run.train_warmups", interrupted)
+    path = tmp_path / "tiny.yaml"
+    path.write_text(STUDY.format(data_dir=store))
+    out = tmp_path / "out"
+    result = _run(["study", str(path), "--output-dir", str(out)])
+    assert result.exit_code == 130, result.output
+    assert result.output.splitlines()[-1] == (
+        "stopped by Ctrl-C: run the same command again to resume: finished runs are kept"
+    )
+    client = MlflowClient(f"sqlite:///{out / 'mlflow.db'}")
+    (run,) = client.search_runs([client.get_experiment_by_name("study-tiny").experiment_id])
+    assert run.info.status == "KILLED"

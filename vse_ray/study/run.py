@@ -385,17 +385,21 @@ def run_study(
     stage("data", started)
     ctx = open_study(spec, out, data_dir)
     ctx.seconds = ctx_seconds
-    warmups: dict[tuple[int, int], str] = {}
-    if spec.warmup_epochs:
+    try:
+        warmups: dict[tuple[int, int], str] = {}
+        if spec.warmup_epochs:
+            started = time.perf_counter()
+            warmups = train_warmups(ctx)
+            stage("warm-up", started)
         started = time.perf_counter()
-        warmups = train_warmups(ctx)
-        stage("warm-up", started)
-    started = time.perf_counter()
-    trained = train_variants(ctx, warmups)
-    stage("train", started)
-    started = time.perf_counter()
-    test_runs(ctx, trained)
-    stage("test", started)
+        trained = train_variants(ctx, warmups)
+        stage("train", started)
+        started = time.perf_counter()
+        test_runs(ctx, trained)
+        stage("test", started)
+    except KeyboardInterrupt:
+        MlflowClient(ctx.tracking_uri).set_terminated(ctx.parent_run_id, status="KILLED")
+        raise
     ctx_seconds["total"] = time.perf_counter() - clock
     result = write_summary(ctx)
     print(result.table)
