@@ -128,3 +128,12 @@ def test_overwrite_deletes_a_folder_of_an_earlier_manifest_without_format(tmp_pa
     assert not (out / "manifest.json").exists()
     record = json.loads((out / STATE_CONFIG).read_text())
     assert record["format"] == FORMAT
+
+
+def test_input_uris_are_stored_without_credentials():
+    def config(root):
+        return PrecomputeConfig(dataset="karpathy", karpathy_json="d.json", image_root=root)
+
+    stored = config("s3://AKIA:s3cr3t@bucket/coco").resolved().to_dict()
+    assert stored["image_root"] == "s3://bucket/coco" and "s3cr3t" not in json.dumps(stored)
+    assert config("s3://AKIA:s3cr3t@bucket/coco").hash() == config("s3://other:key@bucket/coco").hash()
