@@ -10,8 +10,8 @@ from pathlib import Path
 _MESSAGE = "No space left on device"  # strerror(ENOSPC), also in Ray errors that lost the OSError type
 
 
-def is_disk_full(err: BaseException) -> bool:
-    """Whether ``err`` or an error it wraps (causes, contexts, Ray's ``.cause``) is ENOSPC."""
+def disk_full_error(err: BaseException) -> BaseException | None:
+    """The ENOSPC error in ``err`` or an error it wraps (causes, contexts, Ray's ``.cause``), or None."""
     stack: list[BaseException | None] = [err]
     seen: set[int] = set()
     while stack:
@@ -19,12 +19,24 @@ def is_disk_full(err: BaseException) -> bool:
         if current is None or id(current) in seen:
             continue
         seen.add(id(current))
-        if isinstance(current, OSError) and current.errno == errno.ENOSPC:
-            return True
-        if _MESSAGE in str(current):
-            return True
+        if (isinstance(current, OSError) and current.errno == errno.ENOSPC) or _MESSAGE in str(current):
+            return current
         stack += [current.__cause__, current.__context__, getattr(current, "cause", None)]
-    return False
+    return None
+
+
+def is_disk_full(err: BaseException) -> bool:
+    """Whether ``err`` or an error it wraps is ENOSPC."""
+    return disk_full_error(err) is not None
+
+
+def disk_full_value_error(err: BaseException, advice: str) -> ValueError | None:
+    """``no space left on device writing <file>: <advice>`` when ``err`` wraps ENOSPC, else None."""
+    found = disk_full_error(err)
+    if found is None:
+        return None
+    filename = getattr(found, "filename", None)
+    return ValueError(f"no space left on device{f' writing {filename}' if filename else ''}: {advice}")
 
 
 @contextmanager

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -154,3 +155,22 @@ def test_ctrl_c_on_study_is_one_line_and_marks_its_run_killed(store, tmp_path, m
     client = MlflowClient(f"sqlite:///{out / 'mlflow.db'}")
     (run,) = client.search_runs([client.get_experiment_by_name("study-tiny").experiment_id])
     assert run.info.status == "KILLED"
+
+
+def test_a_full_disk_during_training_is_one_line_naming_the_file(store, tmp_path, monkeypatch):
+    checkpoint = tmp_path / "out" / "ray_results" / "checkpoint_000001" / "model.pt"
+
+    class Full:
+        def fit(self):
+            raise RuntimeError("worker failed") from OSError(
+                errno.ENOSPC, "No space left on device", str(checkpoint)
+            )
+
+    monkeypatch.setattr("vse_ray.ray_session.ensure_ray", lambda address=None: None)
+    monkeypatch.setattr("vse_ray.train.trainer.build_trainer", lambda *args, **kwargs: Full())
+    result = _run(["train", "--data", str(store), "--output-dir", str(tmp_path / "out"), "--epochs", "1"])
+    assert result.exit_code == 2, result.output
+    assert (
+        f"error: no space left on device writing {checkpoint}: free space and run the same command"
+        in result.output
+    )
