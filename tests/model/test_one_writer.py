@@ -80,6 +80,15 @@ def test_a_rerun_with_another_config_is_refused_listing_the_keys(tmp_path):
         plan_run(_cfg(tmp_path, lr=2e-3, epochs=40), resume=True)
 
 
+def test_a_field_added_by_a_later_version_is_no_change(tmp_path):
+    cfg = plan_run(_cfg(tmp_path))
+    record = json.loads(record_path(cfg).read_text())
+    del record["config"]["eval_batch_size"]
+    record["config"]["retired_field"] = 1
+    record_path(cfg).write_text(json.dumps(record))
+    assert plan_run(_cfg(tmp_path)) == cfg
+
+
 def test_resume_records_a_safe_change(tmp_path):
     uri = f"sqlite:///{tmp_path / 'o' / 'mlflow.db'}"
     client = MlflowClient(uri)

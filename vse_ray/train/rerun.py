@@ -35,9 +35,10 @@ def record_path(cfg: TrainConfig) -> Path:
 
 
 def config_changes(old: dict[str, Any], new: dict[str, Any]) -> dict[str, list[Any]]:
-    """``{key: [old, new]}`` of the keys whose values differ (as JSON values)."""
+    """``{key: [old, new]}`` of the keys both configs have whose values differ (as JSON values); a key only
+    one has (a field added or removed by another vse_ray version) is no change."""
     new = json.loads(json.dumps(new))
-    return {k: [old.get(k), new.get(k)] for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)}
+    return {k: [old[k], new[k]] for k in sorted(set(old) & set(new)) if old[k] != new[k]}
 
 
 def describe(changes: dict[str, list[Any]]) -> str:
