@@ -130,6 +130,7 @@ def test_ctrl_c_on_train_is_one_line_and_marks_the_run_killed(store, tmp_path, m
     client = MlflowClient(f"sqlite:///{out / 'mlflow.db'}")
     (run,) = client.search_runs([client.get_experiment_by_name(store.name).experiment_id])
     assert run.info.status == "KILLED"
+    FolderLock(out).acquire().release()  # the command's lock ended with it
 
 
 STUDY = """

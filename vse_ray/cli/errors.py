@@ -17,6 +17,7 @@ from typing import Annotated, Any
 import typer
 
 from vse_ray.disk_full import disk_full_value_error
+from vse_ray.tracking.lock import release_all
 
 EXPECTED = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
 EXIT_CODE = 2
@@ -65,6 +66,8 @@ def readable_errors(command: Callable[..., Any]) -> Callable[..., Any]:
             typer.echo(f"error: {shown}", err=True)
             typer.echo("(run again with --debug for the full traceback)", err=True)
             raise typer.Exit(code=EXIT_CODE) from None
+        finally:
+            release_all()  # the output folders this command locked
 
     signature = inspect.signature(command, eval_str=True)
     debug = inspect.Parameter(

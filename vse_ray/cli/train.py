@@ -127,7 +127,7 @@ def train(
     from vse_ray.train.rerun import claim_run
     from vse_ray.train.trainer import fit
 
-    cfg, _lock = claim_run(cfg, resume, new_run, wait, notify=typer.echo)  # held until the process ends
+    cfg = claim_run(cfg, resume, new_run, wait, notify=typer.echo)  # the lock lasts as long as the command
     ensure_ray(ray_address)
     quiet_console()
     result = fit(cfg)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO
 
 LOCK_NAME = ".vse_ray.lock"
+_HELD: list[FolderLock] = []  # locks taken by this process and not yet released
 
 
 def _holder(path: Path) -> str:
@@ -59,6 +60,7 @@ class FolderLock:
         handle.write(json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}))
         handle.flush()
         self._handle = handle
+        _HELD.append(self)
         return self
 
     def release(self) -> None:
@@ -67,9 +69,16 @@ class FolderLock:
             fcntl.flock(self._handle, fcntl.LOCK_UN)
             self._handle.close()
             self._handle = None
+            _HELD.remove(self)
 
     def __enter__(self) -> FolderLock:
         return self.acquire()
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def release_all() -> None:
+    """Release every lock this process holds (a command's locks end with the command)."""
+    for lock in list(_HELD):
+        lock.release()

@@ -116,14 +116,15 @@ def claim_run(
     new_run: bool = False,
     wait: bool = False,
     notify: Callable[[str], None] = print,
-) -> tuple[TrainConfig, FolderLock]:
+) -> TrainConfig:
     """Lock the output folder (one writer; ``wait`` queues behind the holder), then :func:`plan_run`.
 
-    The lock is held until the returned lock is released or the process ends.
+    The lock is held until :func:`~vse_ray.tracking.lock.release_all` (the end of the command) or the end of
+    the process.
     """
     lock = FolderLock(cfg.resolved().output_dir, "output folder").acquire(wait=wait, notify=notify)
     try:
-        return plan_run(cfg, resume, new_run, notify), lock
+        return plan_run(cfg, resume, new_run, notify)
     except BaseException:
         lock.release()
         raise
