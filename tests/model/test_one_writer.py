@@ -113,10 +113,11 @@ def test_new_run_starts_beside_the_old_one(tmp_path):
         plan_run(_cfg(tmp_path), resume=True, new_run=True)
 
 
-def test_ctrl_c_on_train_is_one_line_and_marks_the_run_killed(store, tmp_path, monkeypatch):
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit])  # SystemExit: Ray Train's SIGINT handler
+def test_ctrl_c_on_train_is_one_line_and_marks_the_run_killed(store, tmp_path, monkeypatch, stop):
     class Interrupted:
         def fit(self):
-            raise KeyboardInterrupt
+            raise stop
 
     monkeypatch.setattr("vse_ray.ray_session.ensure_ray", lambda address=None: None)
     monkeypatch.setattr("vse_ray.train.trainer.build_trainer", lambda *args, **kwargs: Interrupted())
