@@ -1,4 +1,4 @@
-"""One writer per output folder, and what a rerun with another config does (no Ray started)."""
+"""One writer per run, and what a rerun with another config does (no Ray started)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from mlflow import MlflowClient
 
 from tests.model.test_cli_errors import _one_error_line, _run
 from tests.model.tiny_store import write_tiny_store
-from vse_ray.tracking.lock import LOCK_NAME, FolderLock
+from vse_ray.tracking.lock import LOCK_NAME, FolderLock, release_all
 from vse_ray.train.config import TrainConfig
-from vse_ray.train.rerun import CHANGES_TAG, plan_run, record_path
+from vse_ray.train.rerun import CHANGES_TAG, claim_run, plan_run, record_path
 
 
 @pytest.fixture(scope="module")
@@ -53,14 +53,23 @@ def test_wait_queues_behind_the_holder(tmp_path):
     assert said and said[0].startswith(f"waiting for PID {os.getpid()}")
 
 
-def test_a_second_train_on_a_held_output_folder_is_one_line(store, tmp_path):
+def test_a_second_train_of_a_held_run_is_one_line(store, tmp_path):
     out = tmp_path / "out"
-    with FolderLock(out):
+    run = out / "ray_results" / "tiny-vsepp-s0"
+    with FolderLock(run):
         start = time.perf_counter()
         result = _run(["train", "--data", str(store), "--output-dir", str(out), "--epochs", "1"])
         seconds = time.perf_counter() - start
-    _one_error_line(result, f"output folder {out} is in use by PID {os.getpid()}")
+    _one_error_line(result, f"run 'tiny-vsepp-s0' ({run}) is in use by PID {os.getpid()}", "--run-name")
     assert seconds < 30
+
+
+def test_another_run_in_the_same_output_folder_is_not_held(tmp_path):
+    with FolderLock(tmp_path / "o" / "ray_results" / "coco-vsepp-s0"):
+        claim_run(_cfg(tmp_path, loss="sam"))  # coco-sam-s0: its own lock
+    release_all()
+    claim_run(_cfg(tmp_path))
+    release_all()
 
 
 def _cfg(tmp_path, **change) -> TrainConfig:

@@ -76,7 +76,7 @@ def train(
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (default: local).")] = None,
     resume: Annotated[bool, typer.Option(help="Continue the run when safe keys (epochs) changed.")] = False,
     new_run: Annotated[bool, typer.Option(help="Start a fresh run beside one with another config.")] = False,
-    wait: Annotated[bool, typer.Option(help="Wait for another command using --output-dir.")] = False,
+    wait: Annotated[bool, typer.Option(help="Wait for another command training this run.")] = False,
 ) -> None:
     """Train one loss family; re-running the same command resumes from its last checkpoint.
 
@@ -127,7 +127,9 @@ def train(
     from vse_ray.train.rerun import claim_run
     from vse_ray.train.trainer import fit
 
-    cfg = claim_run(cfg, resume, new_run, wait, notify=typer.echo)  # the lock lasts as long as the command
+    cfg = claim_run(
+        cfg, resume, new_run, wait, notify=typer.echo
+    )  # the run's lock lasts as long as the command
     ensure_ray(ray_address)
     quiet_console()
     result = fit(cfg)

@@ -1,4 +1,4 @@
-"""One writer per output folder: an exclusive lock file that names the process holding it.
+"""One writer per folder (a run's, or an output folder's): an exclusive lock file that names its holder.
 
 The lock is ``fcntl.flock`` on ``<folder>/.vse_ray.lock``: the kernel drops it when the holder exits, however
 it ends, so the lock of a dead process is taken over without a stale-lock check. The file's content (PID,
@@ -33,10 +33,13 @@ def _holder(path: Path) -> str:
 class FolderLock:
     """Exclusive lock on a folder, held until :meth:`release` or the end of the process."""
 
-    def __init__(self, folder: str | Path, what: str = "folder"):
+    def __init__(
+        self, folder: str | Path, what: str = "folder", instead: str = "choose another --output-dir"
+    ):
         self.folder = Path(folder)
         self.path = self.folder / LOCK_NAME
         self.what = what
+        self.instead = instead
         self._handle: IO[str] | None = None
 
     def acquire(self, wait: bool = False, notify: Callable[[str], None] = print) -> FolderLock:
@@ -50,10 +53,10 @@ class FolderLock:
             if not wait:
                 handle.close()
                 raise ValueError(
-                    f"{self.what} {self.folder} is in use by {holder}: wait for it to finish, rerun with "
-                    "--wait to queue behind it, or choose another --output-dir"
+                    f"{self.what} is in use by {holder}: wait for it to finish, rerun with --wait to queue "
+                    f"behind it, or {self.instead}"
                 ) from None
-            notify(f"waiting for {holder} to release {self.folder} ...")
+            notify(f"waiting for {holder} to release {self.what} ...")
             fcntl.flock(handle, fcntl.LOCK_EX)
         handle.seek(0)
         handle.truncate()

@@ -110,6 +110,23 @@ def plan_run(
     return cfg
 
 
+def _run_lock(cfg: TrainConfig) -> FolderLock:
+    folder = Path(cfg.storage_path) / cfg.run_name
+    return FolderLock(folder, f"run {cfg.run_name!r} ({folder})", "choose another --run-name")
+
+
+def _create_store(cfg: TrainConfig, notify: Callable[[str], None]) -> None:
+    """Create a local sqlite MLflow store under the output folder's lock: two first runs in one folder
+    would otherwise race in MLflow's schema migration."""
+    if not cfg.tracking_uri.startswith("sqlite:///"):
+        return
+    lock = FolderLock(cfg.output_dir, f"output folder {cfg.output_dir}").acquire(wait=True, notify=notify)
+    try:
+        MlflowClient(cfg.tracking_uri).search_experiments(max_results=1)
+    finally:
+        lock.release()
+
+
 def claim_run(
     cfg: TrainConfig,
     resume: bool = False,
@@ -117,14 +134,21 @@ def claim_run(
     wait: bool = False,
     notify: Callable[[str], None] = print,
 ) -> TrainConfig:
-    """Lock the output folder (one writer; ``wait`` queues behind the holder), then :func:`plan_run`.
+    """Lock the run (one writer; ``wait`` queues behind the holder), then :func:`plan_run`; a new run beside
+    it is locked too.
 
-    The lock is held until :func:`~vse_ray.tracking.lock.release_all` (the end of the command) or the end of
-    the process.
+    The locks are held until :func:`~vse_ray.tracking.lock.release_all` (the end of the command) or the end
+    of the process.
     """
-    lock = FolderLock(cfg.resolved().output_dir, "output folder").acquire(wait=wait, notify=notify)
+    cfg = cfg.resolved()
+    locks = [_run_lock(cfg).acquire(wait=wait, notify=notify)]
     try:
-        return plan_run(cfg, resume, new_run, notify)
+        _create_store(cfg, notify)
+        planned = plan_run(cfg, resume, new_run, notify)
+        if planned.run_name != cfg.run_name:
+            locks.append(_run_lock(planned).acquire(wait=wait, notify=notify))
+        return planned
     except BaseException:
-        lock.release()
+        for lock in locks:
+            lock.release()
         raise
