@@ -135,5 +135,7 @@ def precompute(
     )
     config.resolved()  # bad values fail before Ray starts
     from vse_ray.data.precompute import precompute as run_precompute
+    from vse_ray.disk_full import disk_full_is_an_error
 
-    run_precompute(config, out, options, ray_address=ray_address)  # reads the input before Ray starts
+    with disk_full_is_an_error(out, "free space and rerun: finished shards are kept"):
+        run_precompute(config, out, options, ray_address=ray_address)  # reads the input before Ray starts

@@ -83,6 +83,9 @@ def train(
     experiment: Annotated[str | None, _opt("experiment")] = field_default("experiment"),
     max_failures: Annotated[int, _opt("max_failures")] = field_default("max_failures"),
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (default: local).")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue the run when safe keys (epochs) changed.")] = False,
+    new_run: Annotated[bool, typer.Option(help="Start a fresh run beside one with another config.")] = False,
+    wait: Annotated[bool, typer.Option(help="Wait for another command training this run.")] = False,
 ) -> None:
     """Train one loss family; re-running the same command resumes from its last checkpoint.
 
@@ -105,8 +108,12 @@ def train(
         for line in cfg.deviations:
             typer.echo(f"  - {line}")
     from vse_ray.ray_session import ensure_ray, quiet_console
+    from vse_ray.train.rerun import claim_run
     from vse_ray.train.trainer import fit
 
+    cfg = claim_run(
+        cfg, resume, new_run, wait, notify=typer.echo
+    )  # the run's lock lasts as long as the command
     ensure_ray(ray_address)
     quiet_console()
     result = fit(cfg)

@@ -6,6 +6,8 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, replace
 
+from vse_ray.tracking.uri import redact_uri
+
 DATASETS = ("synthetic", "karpathy", "precomp")
 RELEVANCE_SOURCES = ("sbert", "cider", "svd", "spice", "scene")
 AUTO = "auto"
@@ -126,7 +128,12 @@ class PrecomputeConfig:
         return replace(self, relevance_sources=tuple(sources), svd_seed=svd_seed, **resolved)
 
     def to_dict(self) -> dict:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        """The fields as a plain dict (stored and hashed); input URIs lose their ``user:password@``."""
+        d = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        for name in ("karpathy_json", "image_root", "precomp_dir"):
+            if d[name]:
+                d[name] = redact_uri(d[name])
+        return d
 
     def hash(self) -> str:
         """sha256 of the resolved config as canonical JSON."""

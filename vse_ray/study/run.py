@@ -53,6 +53,7 @@ from vse_ray.tracking import (
 )
 from vse_ray.tracking.artifacts import log_figures
 from vse_ray.tracking.checkpoint import load_checkpoint
+from vse_ray.tracking.filters import tag_equals
 from vse_ray.tracking.runs import RUN_NAME_TAG
 from vse_ray.train.config import TrainConfig
 from vse_ray.tune.engine import TuneRun, fit_trials, record_trial
@@ -289,7 +290,7 @@ def test_runs(ctx: StudyContext, trained: dict[str, dict[str, Any]]) -> None:
 def epoch_histories(ctx: StudyContext) -> dict[str, list[list[dict[str, float]]]]:
     """row -> per run (seed) -> per epoch validation metrics, from the child runs' MLflow histories."""
     client = MlflowClient(ctx.tracking_uri)
-    query = f"tags.`{PARENT_TAG}` = '{ctx.parent_run_id}'"
+    query = tag_equals(PARENT_TAG, ctx.parent_run_id)
     out: dict[str, list[list[dict[str, float]]]] = {}
     for run in client.search_runs([ctx.experiment_id], query, max_results=10000):
         row = run.data.tags.get(ROW_TAG)
@@ -378,17 +379,21 @@ def run_study(
     stage("data", started)
     ctx = open_study(spec, out, data_dir)
     ctx.seconds = ctx_seconds
-    warmups: dict[tuple[int, int], str] = {}
-    if spec.warmup_epochs:
+    try:
+        warmups: dict[tuple[int, int], str] = {}
+        if spec.warmup_epochs:
+            started = time.perf_counter()
+            warmups = train_warmups(ctx)
+            stage("warm-up", started)
         started = time.perf_counter()
-        warmups = train_warmups(ctx)
-        stage("warm-up", started)
-    started = time.perf_counter()
-    trained = train_variants(ctx, warmups)
-    stage("train", started)
-    started = time.perf_counter()
-    test_runs(ctx, trained)
-    stage("test", started)
+        trained = train_variants(ctx, warmups)
+        stage("train", started)
+        started = time.perf_counter()
+        test_runs(ctx, trained)
+        stage("test", started)
+    except KeyboardInterrupt:
+        MlflowClient(ctx.tracking_uri).set_terminated(ctx.parent_run_id, status="KILLED")
+        raise
     ctx_seconds["total"] = time.perf_counter() - clock
     result = write_summary(ctx)
     print(result.table)
@@ -408,7 +413,7 @@ def study_summary(spec: StudySpec, output_dir: str | Path) -> str:
     client = MlflowClient(uri)
     experiment = client.get_experiment_by_name(experiment_name(spec))
     runs = (
-        client.search_runs([experiment.experiment_id], f"tags.`{RUN_NAME_TAG}` = '{spec.name}'")
+        client.search_runs([experiment.experiment_id], tag_equals(RUN_NAME_TAG, spec.name))
         if experiment
         else []
     )

@@ -33,6 +33,7 @@ from typing import Any
 
 import yaml
 
+from vse_ray.folder_names import check_plain_name
 from vse_ray.losses import LOSS_NAMES, make_loss
 from vse_ray.resources import resource_path
 from vse_ray.train.batches import VECTOR_COLUMN
@@ -128,8 +129,7 @@ class StudySpec:
     def validate(self) -> StudySpec:
         """Raise ValueError '<file>: <key>: <what was expected>' for the first problem; return self."""
         where = self.source
-        if not isinstance(self.name, str) or not self.name.replace("-", "").replace("_", "").isalnum():
-            raise ValueError(f"{where}: name: expected letters, digits, '-' or '_', got {self.name!r}")
+        check_plain_name(self.name, f"{where}: name")
         self._check_data(where)
         for key in ("seeds", "epochs"):
             _positive_int(where, key, getattr(self, key))

@@ -17,6 +17,7 @@ from mlflow import MlflowClient
 
 from vse_ray.reporting import DEFAULT_WIDTH, Column, metric_number, render_table
 from vse_ray.study.stats import Interval, paired_interval, t_interval
+from vse_ray.tracking.filters import tag_equals
 from vse_ray.tune.mlflow_trials import PARENT_TAG
 
 ROW_TAG, SEED_TAG, SIZE_TAG, BASELINE_TAG = (
@@ -75,7 +76,7 @@ class SummaryCell:
 def collect_runs(tracking_uri: str, experiment_id: str, parent_run_id: str) -> list[RunRecord]:
     """The study's child runs that have test metrics."""
     client = MlflowClient(tracking_uri)
-    runs = client.search_runs([experiment_id], f"tags.`{PARENT_TAG}` = '{parent_run_id}'", max_results=10000)
+    runs = client.search_runs([experiment_id], tag_equals(PARENT_TAG, parent_run_id), max_results=10000)
     records = []
     for run in runs:
         tags, metrics = run.data.tags, run.data.metrics

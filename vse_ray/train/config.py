@@ -140,7 +140,7 @@ class TrainConfig:
 
         if not self.data_dir:
             raise ValueError("data_dir: required (a precompute output folder)")
-        if self.model not in MODELS:
+        if not isinstance(self.model, str) or self.model not in MODELS:
             raise ValueError(f"model: must be one of {sorted(MODELS)}, got {self.model!r}")
         if not isinstance(self.model_params, dict):
             raise ValueError(f"model_params: must be a dict, got {type(self.model_params).__name__}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from vse_ray.data.verify import VerifiedData, verify_data_dir
 from vse_ray.features import check_weights
+from vse_ray.folder_names import check_folder_name
+from vse_ray.tracking.filters import quote_value
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.model_input import check_data_for_model
 
@@ -22,6 +24,9 @@ def check_training(cfg: TrainConfig) -> VerifiedData:
     cfg.validate()
     if cfg.finetune:
         check_weights(cfg.cnn, cfg.cnn_weights)  # before Ray: no download at run time
+    if cfg.run_name is not None:
+        check_folder_name(cfg.run_name, "run_name")  # Ray Train's folder under storage_path
+        quote_value(cfg.run_name, "run_name")  # and a value of MLflow filters
     verified = verify_data_dir(cfg.data_dir, splits=("train", "val"))
     check_data_for_model(cfg.data_dir, cfg.model, cfg.finetune)
     return verified

@@ -19,6 +19,7 @@ from mlflow.entities import Metric
 from ray import tune
 
 from vse_ray.tracking.checkpoint import CHECKPOINT_FILE
+from vse_ray.tracking.filters import tag_equals
 from vse_ray.tracking.runs import CHECKPOINT_ARTIFACT_DIR
 from vse_ray.tune.mlflow_trials import PARENT_TAG, TRIAL_TAG, TUNE_BOOKKEEPING_KEYS, MLflowTrialsCallback
 
@@ -111,7 +112,7 @@ def saved_trial_statuses(path: str | Path) -> dict[str, str]:
 def trial_run_id(run: TuneRun, result: tune.Result) -> str:
     """The MLflow run of a finished trial (tagged with its trial id, nested under the run's parent)."""
     trial_id = result.metrics["trial_id"]
-    query = f"tags.`{TRIAL_TAG}` = '{trial_id}' and tags.`{PARENT_TAG}` = '{run.parent_run_id}'"
+    query = f"{tag_equals(TRIAL_TAG, trial_id)} and {tag_equals(PARENT_TAG, run.parent_run_id)}"
     runs = MlflowClient(run.tracking_uri).search_runs([run.experiment_id], query, max_results=1)
     if not runs:
         raise RuntimeError(f"{run.name}: no MLflow run for trial {trial_id}")

@@ -26,6 +26,7 @@ from vse_ray.tracking import (
     runs_table_url,
     ui_command,
 )
+from vse_ray.tracking.filters import tag_equals
 from vse_ray.tune.engine import TuneRun, fit_trials, record_trial, saved_trial_statuses
 from vse_ray.tune.mlflow_trials import BEST_METRIC, BEST_PARAM, STOP_TAG, TRIAL_TAG, TUNE_BOOKKEEPING_KEYS
 from vse_ray.tune.search_space import SearchSpace, load_search_space
@@ -206,7 +207,7 @@ def _finish(
     best = _best_trial(results, space, base)
     if best["best_trial_id"] is not None:
         runs = client.search_runs(
-            [experiment_id], f"tags.`{TRIAL_TAG}` = '{best['best_trial_id']}'", max_results=1
+            [experiment_id], tag_equals(TRIAL_TAG, best["best_trial_id"]), max_results=1
         )
         best["best_run_id"] = runs[0].info.run_id if runs else None
         log_params_flat({f"{BEST_PARAM}{k}": v for k, v in best["best_config"].items()}, parent, uri)

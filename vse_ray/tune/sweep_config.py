@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vse_ray.folder_names import check_plain_name
 from vse_ray.resources import resource_path
 from vse_ray.tune.trial import TRIAL_MODES
 
@@ -60,6 +61,8 @@ class SweepConfig:
         self.space = str(resource_path("space", self.space))
         if not self.data_dir:
             raise ValueError("data_dir: required (a precompute output folder)")
+        if self.name is not None:
+            check_plain_name(self.name, "name")
         for name in ("num_samples", "grace_period", "reduction_factor"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:

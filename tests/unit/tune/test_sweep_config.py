@@ -27,6 +27,8 @@ SPACE = str(resource_dir("space") / "vsepp.yaml")
         ({"gpus_per_trial": -0.5}, "gpus_per_trial"),
         ({"cpus_per_trial": 0}, "cpus_per_trial: must be > 0"),
         ({"train": {"loss": "sam"}}, r"train: set \['loss'\]"),
+        ({"name": "../../x"}, "name: expected letters, digits, '-' or '_'"),
+        ({"name": "a/b"}, "name: expected letters, digits"),
     ],
 )
 def test_invalid_fields_are_named(change, message):
