@@ -193,7 +193,7 @@ def run_training(
         first_epoch = int(start_state["epoch"]) + 1
         if histogram is not None and start_state.get("relevance_hist"):
             histogram = RelevanceHistogram.from_dict(start_state["relevance_hist"])
-    builder = BatchBuilder(data.train_images, source, data.references, data.doc_freq)
+    builder = BatchBuilder(data.train_images, source, data.references, data.doc_freq, model.caption_ids)
     net = nn.parallel.DistributedDataParallel(model) if ctx.world_size > 1 else model
     for epoch in range(first_epoch, cfg.epochs + 1):
         epoch_loss = warmup_fn if epoch <= cfg.warmup_epochs else loss_fn
