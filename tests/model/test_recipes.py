@@ -35,13 +35,17 @@ def test_the_papers_rows_are_there():
 
 
 @pytest.mark.parametrize("name", recipe_names())
-def test_every_recipe_builds_and_trains_one_step(name, tiny_data_dir, tiny_region_dir, tmp_path):
+def test_every_recipe_builds_and_trains_one_step(
+    name, tiny_data_dir, tiny_region_dir, tiny_bert_dir, tmp_path
+):
     paper = load_recipe(name, "<data>")
     assert paper.reports or paper.paper["no_reported_row"]  # a row the paper does not print says why
     assert paper.paper["file"].endswith(".md") and paper.config.batch_size == 128
     regions = model_class(paper.config.model).feature_layout == "regions"
     folder = tiny_region_dir if regions else tiny_data_dir
     tiny = TINY + TINY_MODEL.get(paper.config.model, [])
+    if paper.config.model_params.get("text_encoder") == "bert":
+        tiny.append(f"model_params.bert_path={tiny_bert_dir}")
     cfg = load_recipe(name, str(folder), tiny, output_dir=str(tmp_path)).config
     assert (cfg.model, cfg.loss, cfg.loss_params) == (
         paper.config.model,
@@ -52,7 +56,9 @@ def test_every_recipe_builds_and_trains_one_step(name, tiny_data_dir, tiny_regio
     data = TrainingData.load(cfg, loss.relevance_source)
     torch.manual_seed(0)
     model = build_model(cfg.model, **data.model_args)
-    builder = BatchBuilder(data.train_images, loss.relevance_source, data.references, data.doc_freq)
+    builder = BatchBuilder(
+        data.train_images, loss.relevance_source, data.references, data.doc_freq, model.caption_ids
+    )
     rows = next(iter(TableBatches(load_captions(str(folder), "train"), 16, 0).epoch_batches(1)))
     value = train_step(
         model, loss, torch.optim.Adam(model.parameters(), lr=cfg.lr), builder(rows), cfg.grad_clip
