@@ -37,6 +37,15 @@ def test_epochs_are_seeded_permutations_and_shards_are_disjoint():
     assert not np.array_equal(ep2, np.concatenate(ep1[0]))
 
 
+@pytest.mark.parametrize("workers", [2, 3])
+def test_global_batches_are_the_same_for_any_number_of_workers(workers):
+    one = [set(b["caption_id"]) for b in TableBatches(_table(200), workers * 8, seed=3).epoch_batches(2)]
+    shards = [TableBatches(_table(200), 8, seed=3, rank=r, world_size=workers) for r in range(workers)]
+    per_step = zip(*(s.epoch_batches(2) for s in shards), strict=True)
+    many = [set().union(*(set(b["caption_id"]) for b in step)) for step in per_step]
+    assert many == one and len(one) == 200 // (workers * 8)
+
+
 def test_batch_size_larger_than_shard_is_an_error():
     with pytest.raises(ValueError, match="batch_size 60"):
         TableBatches(_table(100), batch_size=60, seed=0, world_size=2)

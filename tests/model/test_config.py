@@ -26,6 +26,17 @@ from vse_ray.train.config import TrainConfig
         ("warmup_epochs", 31),
         ("warmup_epochs", -1),
         ("init_checkpoint", "/no/such/checkpoint"),
+        ("optimizer", "sgd"),
+        ("negatives", "none"),
+        ("warmup_loss", "triplet"),
+        ("warmup_params", {"margn": 0.2}),
+        ("weight_decay", -1e-4),
+        ("lr_groups", {"text_encoder.": -1}),
+        ("lr_milestones", (10, 5)),
+        ("lr_factor", 0.0),
+        ("caption_mask", 1.5),
+        ("val_every", -1),
+        ("val_images", 1.5),
     ],
 )
 def test_validate_names_the_field(field, value):
@@ -63,3 +74,39 @@ def test_resolved_fills_stable_names(tmp_path):
     assert r.storage_path == str(tmp_path / "o" / "ray_results")
     assert r.tracking_uri == f"sqlite:///{tmp_path / 'o' / 'mlflow.db'}"
     assert cfg.resolved() == r
+
+
+def test_field_roles_are_declared_once_and_derive_every_list():
+    from vse_ray.study.spec import EVALUATION_FIELDS, STUDY_FIELDS
+    from vse_ray.train.config import ROLES, fields_where
+    from vse_ray.train.engine import WARMUP_SHARED_FIELDS
+    from vse_ray.tune.space_checks import tunable_fields
+
+    every = [f.name for f in dataclasses.fields(TrainConfig)]
+    assert all(f.metadata["role"] in ROLES and f.metadata["help"] for f in dataclasses.fields(TrainConfig))
+    assert sorted(fields_where("hyper") + fields_where("run") + fields_where("evaluation")) == sorted(every)
+    assert tunable_fields() == fields_where("hyper") and "lr" in tunable_fields()
+    assert "output_dir" not in tunable_fields() and "loss" not in tunable_fields()
+    assert EVALUATION_FIELDS == ("val_every", "val_images", "eval_ks", "cs_ks", "ncs_ks", "eval_batch_size")
+    assert set(STUDY_FIELDS) >= {"loss", "loss_params", "epochs", "seed", "init_checkpoint"}
+    assert "optimizer" in WARMUP_SHARED_FIELDS and "loss" not in WARMUP_SHARED_FIELDS
+
+
+def test_overrides_parse_yaml_and_dotted_keys_of_dict_fields():
+    from vse_ray.train.config import merge_overrides, parse_overrides
+
+    assert parse_overrides(["epochs=2", "loss_params.margin=0.1", "lr_groups.text_encoder.bert.=0.1"]) == {
+        "epochs": 2,
+        "loss_params": {"margin": 0.1},
+        "lr_groups": {"text_encoder.bert.": 0.1},
+    }
+    merged = merge_overrides({"loss_params": {"margin": 0.2, "lam": 1}}, ["loss_params.margin=0.3"])
+    assert merged == {"loss_params": {"margin": 0.3, "lam": 1}}
+    with pytest.raises(ValueError, match="only .* take dotted keys"):
+        parse_overrides(["epochs.x=1"])
+    with pytest.raises(ValueError, match="expected KEY=VALUE"):
+        parse_overrides(["epochs"])
+
+
+def test_cnn_weights_none_means_random_init():
+    assert TrainConfig(data_dir="d", cnn_weights="none").cnn_weights is None

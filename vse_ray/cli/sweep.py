@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-import yaml
+
+from vse_ray.train.config import merge_overrides
 
 
 def sweep(
@@ -37,19 +38,17 @@ def sweep(
     experiment: Annotated[str | None, typer.Option(help="MLflow experiment (default: dataset).")] = None,
     set_: Annotated[
         list[str] | None,
-        typer.Option("--set", help="Fixed TrainConfig field KEY=VALUE (YAML value); repeatable."),
+        typer.Option("--set", help="Fixed TrainConfig field KEY=VALUE (YAML; dotted keys as train --set)."),
     ] = None,
 ) -> None:
     """Tune over the space; print and log the best trial; `vse-ray compare` or the MLflow UI show the runs."""
     from vse_ray.tune.sweep import run_sweep
     from vse_ray.tune.sweep_config import SweepConfig
 
-    train: dict = {"epochs": epochs}
-    for item in set_ or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise typer.BadParameter(f"--set {item!r}: expected KEY=VALUE")
-        train[key.strip()] = yaml.safe_load(value)
+    try:
+        train = merge_overrides({"epochs": epochs}, set_ or [])
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
     cfg = SweepConfig(
         space=space,
         data_dir=data_dir,

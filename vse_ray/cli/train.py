@@ -2,121 +2,99 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Annotated, Any
 
 import typer
-from click.core import ParameterSource
 
 from vse_ray.tracking import runs_table_url, ui_command
-from vse_ray.train.config import TrainConfig
+from vse_ray.train.config import NESTED, TrainConfig, field_default, field_help, merge_overrides
 from vse_ray.train.preflight import check_training
-from vse_ray.train.recipe import load_recipe, merge_overrides
-
-# Command-line option → TrainConfig field, where the names differ.
-CLI_FIELDS = {"param": "loss_params", "no_imgnorm": "normalize_image"}
+from vse_ray.train.recipe import load_recipe
 
 
-def parse_loss_params(items: list[str]) -> dict[str, Any]:
-    """`["margin=0.2", "margins=[0.2,0.01]"]` → `{"margin": 0.2, "margins": [0.2, 0.01]}` (JSON, else str)."""
-    params: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        if not sep or not key:
-            raise typer.BadParameter(f"--param {item!r}: expected NAME=VALUE")
-        try:
-            params[key] = json.loads(raw)
-        except json.JSONDecodeError:
-            params[key] = raw
-    return params
+def _opt(name: str, **kwargs: Any) -> Any:
+    """A typer option whose help is the TrainConfig field's (declared once, in `train.config`)."""
+    return typer.Option(help=field_help(name), **kwargs)
+
+
+def cli_overrides(ctx: typer.Context) -> list[str]:
+    """The options given on the command line as ``KEY=VALUE`` overrides of TrainConfig fields.
+
+    ``--param K=V`` is ``loss_params.K=V``; ``--no-imgnorm`` is ``normalize_image=false``; every other option
+    is the field of its name. Options left at their default are not overrides (a recipe keeps its value).
+    """
+    given = {
+        name: ctx.params[name]
+        for name in ctx.params
+        if getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"  # typer vendors its click
+    }
+    items = [f"loss_params.{item}" for item in given.pop("param", [])]
+    if given.pop("no_imgnorm", False):
+        items.append("normalize_image=false")
+    fields = {f.name for f in dataclasses.fields(TrainConfig)} - {"data_dir"}
+    items += [f"{name}={json.dumps(value)}" for name, value in given.items() if name in fields]
+    return items
 
 
 def train(
     ctx: typer.Context,
-    data: Annotated[str, typer.Option(help="Precompute output folder.")],
+    data: Annotated[str, typer.Option(help=field_help("data_dir"))],
     recipe: Annotated[
-        str | None, typer.Option(help="A paper's settings by name (recipes/<name>.yaml) or a recipe file.")
+        str | None, typer.Option(help="A paper's settings by name (`vse-ray recipes`) or a recipe file.")
     ] = None,
     set_: Annotated[
         list[str] | None,
         typer.Option(
-            "--set", help="TrainConfig field KEY=VALUE (YAML), e.g. loss_params.margin=0.1; repeatable."
+            "--set",
+            help="TrainConfig field KEY=VALUE (YAML); dotted keys set one entry of "
+            f"{', '.join(NESTED)}, e.g. loss_params.margin=0.1; repeatable.",
         ),
     ] = None,
-    model: Annotated[
-        str, typer.Option(help="vsepp (pooled features or --finetune) | vse_inf (regions).")
-    ] = "vsepp",
-    loss: Annotated[str, typer.Option(help="vse0|vsepp|ladder|ladder_auto|sam|bcls|lseh.")] = "vsepp",
-    param: Annotated[list[str], typer.Option(help="Loss hyper-parameter NAME=JSON, repeatable.")] = [],  # noqa: B006
-    epochs: Annotated[int, typer.Option(help="Epochs.")] = 30,
-    batch_size: Annotated[int, typer.Option(help="Pairs per batch per worker.")] = 128,
-    lr: Annotated[float, typer.Option(help="Adam learning rate.")] = 2e-4,
-    lr_update: Annotated[int, typer.Option(help="Epochs between ×0.1 learning-rate decays.")] = 15,
-    grad_clip: Annotated[float, typer.Option(help="Gradient norm clip.")] = 2.0,
-    word_dim: Annotated[int, typer.Option(help="Word embedding size.")] = 300,
-    embed_dim: Annotated[int, typer.Option(help="Joint embedding size.")] = 1024,
+    model: Annotated[str, _opt("model")] = field_default("model"),
+    loss: Annotated[str, _opt("loss")] = field_default("loss"),
+    param: Annotated[
+        list[str], typer.Option(help="Loss hyper-parameter NAME=VALUE (= --set loss_params.NAME=VALUE).")
+    ] = [],  # noqa: B006
+    epochs: Annotated[int, _opt("epochs")] = field_default("epochs"),
+    batch_size: Annotated[int, _opt("batch_size")] = field_default("batch_size"),
+    optimizer: Annotated[str, _opt("optimizer")] = field_default("optimizer"),
+    lr: Annotated[float, _opt("lr")] = field_default("lr"),
+    weight_decay: Annotated[float, _opt("weight_decay")] = field_default("weight_decay"),
+    lr_update: Annotated[int, _opt("lr_update")] = field_default("lr_update"),
+    grad_clip: Annotated[float, _opt("grad_clip")] = field_default("grad_clip"),
+    warmup_epochs: Annotated[int, _opt("warmup_epochs")] = field_default("warmup_epochs"),
+    negatives: Annotated[str, _opt("negatives")] = field_default("negatives"),
+    word_dim: Annotated[int, _opt("word_dim")] = field_default("word_dim"),
+    embed_dim: Annotated[int, _opt("embed_dim")] = field_default("embed_dim"),
     no_imgnorm: Annotated[bool, typer.Option(help="Do not L2-normalise image embeddings (VSE0).")] = False,
-    finetune: Annotated[bool, typer.Option(help="Fine-tune a CNN on the stored raw images.")] = False,
-    cnn: Annotated[str, typer.Option(help="CNN to fine-tune: small|resnet18|...|vgg19.")] = ("resnet152"),
-    cnn_weights: Annotated[str, typer.Option(help="torchvision weights, or none.")] = "IMAGENET1K_V1",
-    num_workers: Annotated[int, typer.Option(help="Ray Train workers (DDP).")] = 1,
-    cpus_per_worker: Annotated[float, typer.Option(help="CPUs reserved per worker.")] = 1.0,
-    placement_strategy: Annotated[
-        str, typer.Option(help="Where workers go: PACK (fill a node) | SPREAD | STRICT_PACK | STRICT_SPREAD.")
-    ] = "PACK",
-    use_gpu: Annotated[bool, typer.Option(help="One GPU per worker (NCCL).")] = False,
-    seed: Annotated[int, typer.Option(help="Seed.")] = 0,
-    output_dir: Annotated[str, typer.Option(help="Folder of checkpoints and the default MLflow store.")] = (
-        "vse_ray_out"
-    ),
-    run_name: Annotated[str | None, typer.Option(help="Stable run name (dataset-loss-seed).")] = None,
-    tracking_uri: Annotated[str | None, typer.Option(help="MLflow URI (default: sqlite in out dir).")] = None,
-    experiment: Annotated[str | None, typer.Option(help="MLflow experiment (default: dataset name).")] = None,
-    max_failures: Annotated[int, typer.Option(help="Worker failures tolerated before giving up.")] = 1,
+    finetune: Annotated[bool, _opt("finetune")] = field_default("finetune"),
+    cnn: Annotated[str, _opt("cnn")] = field_default("cnn"),
+    cnn_weights: Annotated[str, _opt("cnn_weights")] = field_default("cnn_weights"),
+    num_workers: Annotated[int, _opt("num_workers")] = field_default("num_workers"),
+    cpus_per_worker: Annotated[float, _opt("cpus_per_worker")] = field_default("cpus_per_worker"),
+    placement_strategy: Annotated[str, _opt("placement_strategy")] = field_default("placement_strategy"),
+    use_gpu: Annotated[bool, _opt("use_gpu")] = field_default("use_gpu"),
+    seed: Annotated[int, _opt("seed")] = field_default("seed"),
+    output_dir: Annotated[str, _opt("output_dir")] = field_default("output_dir"),
+    run_name: Annotated[str | None, _opt("run_name")] = field_default("run_name"),
+    tracking_uri: Annotated[str | None, _opt("tracking_uri")] = field_default("tracking_uri"),
+    experiment: Annotated[str | None, _opt("experiment")] = field_default("experiment"),
+    max_failures: Annotated[int, _opt("max_failures")] = field_default("max_failures"),
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (default: local).")] = None,
 ) -> None:
     """Train one loss family; re-running the same command resumes from its last checkpoint.
 
-    With --recipe, the recipe sets every field; options given on the command line and --set override it.
+    Every TrainConfig field can be set with --set KEY=VALUE. With --recipe, the recipe sets the fields;
+    --set overrides it, and options given on the command line override both.
     """
-    cfg = TrainConfig(
-        data_dir=data,
-        model=model,
-        loss=loss,
-        loss_params=parse_loss_params(param),
-        epochs=epochs,
-        batch_size=batch_size,
-        lr=lr,
-        lr_update=lr_update,
-        grad_clip=grad_clip,
-        word_dim=word_dim,
-        embed_dim=embed_dim,
-        normalize_image=not no_imgnorm,
-        finetune=finetune,
-        cnn=cnn,
-        cnn_weights=None if cnn_weights.lower() == "none" else cnn_weights,
-        num_workers=num_workers,
-        cpus_per_worker=cpus_per_worker,
-        placement_strategy=placement_strategy,
-        use_gpu=use_gpu,
-        seed=seed,
-        output_dir=output_dir,
-        run_name=run_name,
-        tracking_uri=tracking_uri,
-        experiment=experiment,
-        max_failures=max_failures,
-    )
-    given = {
-        CLI_FIELDS.get(name, name): getattr(cfg, CLI_FIELDS.get(name, name))
-        for name in ctx.params
-        if name not in ("data", "recipe", "set_", "ray_address")
-        and ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE
-    }
     try:
+        items = [*(set_ or []), *cli_overrides(ctx)]
         if recipe:
-            cfg = load_recipe(recipe, data, set_ or [], **given).config
-        elif set_:
-            cfg = TrainConfig.from_dict(merge_overrides(cfg.to_dict(), set_))
+            cfg = load_recipe(recipe, data, items).config
+        else:
+            cfg = TrainConfig.from_dict(merge_overrides({"data_dir": data}, items))
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
     check_training(cfg)  # fields, loss, data folder, model input: before Ray and MLflow start

@@ -114,6 +114,22 @@ class SplitData:
         """Row of each caption's image in `images` (the ground truth of R@K)."""
         return self.images.rows(self.caption_image_ids, what="caption image_id")
 
+    def first_images(self, n: int) -> SplitData:
+        """The first `n` images in stored order with their captions and relevance (all when n is 0 or
+        at least the split's size): the reference code validates on the first 1,000 dev images."""
+        if n == 0 or n >= len(self.images.image_ids):
+            return self
+        ids = self.images.image_ids[:n]
+        keep = np.flatnonzero(np.isin(self.caption_image_ids, ids))
+        return SplitData(
+            images=ImageStore(ids, np.asarray(self.images.values[:n])),
+            tokens=[self.tokens[k] for k in keep],
+            caption_ids=self.caption_ids[keep],
+            caption_image_ids=self.caption_image_ids[keep],
+            texts=[self.texts[k] for k in keep],
+            relevance={name: m[:n][:, keep] for name, m in self.relevance.items()},
+        )
+
 
 def load_split(
     data_dir: str, split: str, raw: bool, sources: tuple[str, ...] = RELEVANCE_SOURCES

@@ -53,7 +53,6 @@ from vse_ray.tracking.artifacts import log_figures
 from vse_ray.tracking.checkpoint import CHECKPOINT_FILE, load_checkpoint
 from vse_ray.tracking.runs import CHECKPOINT_ARTIFACT_DIR, RUN_NAME_TAG
 from vse_ray.train.config import TrainConfig
-from vse_ray.train.engine import WARMUP_LOSS
 from vse_ray.tune.engine import TuneRun, best_checkpoint, fit_trials, trial_run_id
 from vse_ray.tune.mlflow_trials import PARENT_TAG
 from vse_ray.tune.progress import EpochProgress
@@ -183,14 +182,16 @@ def _stage_failed(results: Any, stage: str) -> None:
 
 
 def train_warmups(ctx: StudyContext) -> dict[tuple[int, int], str]:
-    """One shared sum-of-hinges warm-up per (train_images, seed); returns its last checkpoint folder."""
+    """One shared warm-up (`warmup_loss`) per (train_images, seed); returns its last checkpoint folder."""
     spec = ctx.spec
     baseline = spec.variants()[0]
     configs = {}
     for size in spec.train_sizes():
         for seed in range(spec.seeds):
             cfg = spec.run_config(ctx.data_dir, baseline, seed, size)
-            warm = dataclasses.replace(cfg, loss=WARMUP_LOSS, loss_params={}, epochs=spec.warmup_epochs)
+            warm = dataclasses.replace(
+                cfg, loss=cfg.warmup_loss, loss_params=dict(cfg.warmup_params), epochs=spec.warmup_epochs
+            )
             configs[run_name(Variant("warmup", {}), seed, size)] = _resolved(ctx, warm)
     run = ctx.tune_run("warmup", configs, spec.warmup_epochs, cpus=warmup_cpus(spec.resources, len(configs)))
     dicts = {name: cfg.to_dict() for name, cfg in configs.items()}

@@ -35,7 +35,7 @@ import yaml
 
 from vse_ray.losses import LOSS_NAMES, make_loss
 from vse_ray.train.batches import VECTOR_COLUMN
-from vse_ray.train.config import TrainConfig
+from vse_ray.train.config import TrainConfig, fields_where
 from vse_ray.tune.space_checks import tunable_fields
 
 # Each family's ablation: (variant name, hyper-parameters that switch the paper's extra term off).
@@ -49,18 +49,8 @@ CONTROLS = ("shuffled", "oracle", "ablations")
 ORACLE_SOURCE = "scene"
 EMBEDDED_KEYS = ("train_images", "val_images", "test_images", "seed")
 RESOURCE_KEYS = ("cpus_per_trial", "gpus_per_trial", "concurrent")
-# TrainConfig fields the study itself sets per run.
-EVALUATION_FIELDS = ("eval_ks", "cs_ks", "ncs_ks", "eval_batch_size")
-STUDY_FIELDS = (
-    "init_checkpoint",
-    "loss",
-    "loss_params",
-    "epochs",
-    "warmup_epochs",
-    "seed",
-    "train_images",
-    "shuffle_relevance",
-)
+EVALUATION_FIELDS = fields_where("evaluation")
+STUDY_FIELDS = fields_where(study=True)  # TrainConfig fields the study itself sets per run
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,11 @@ class BatchSource(Protocol):
 
 
 class TableBatches:
-    """In-process source: a seeded permutation per epoch, sharded `rank::world_size`, equal batch counts.
+    """A seeded permutation of the whole split per epoch, dealt `rank::world_size`, equal batch counts.
+
+    Worker r's k-th batch holds the rows of positions ≡ r (mod W) in the k-th block of W·B rows of the
+    permutation, so the global batches (the union over workers) are the same for any number of workers W
+    at the same global batch size W·B.
 
     Args:
         table: Caption rows (at least `train_columns(...)`).
@@ -75,22 +79,6 @@ class TableBatches:
             yield {name: col[idx] for name, col in self.columns.items()}
 
 
-class RayShardBatches:  # pragma: no cover, runs inside Ray Train workers (covered by the integration tests)
-    """Ray Data shard source: `iter_batches` with a seeded local shuffle buffer per epoch."""
-
-    def __init__(self, shard: Any, batch_size: int, seed: int, shuffle_buffer: int = 20_000):
-        self.shard, self.batch_size, self.seed, self.shuffle_buffer = shard, batch_size, seed, shuffle_buffer
-
-    def epoch_batches(self, epoch: int) -> Iterator[dict[str, Any]]:
-        yield from self.shard.iter_batches(
-            batch_size=self.batch_size,
-            batch_format="numpy",
-            drop_last=True,
-            local_shuffle_buffer_size=self.shuffle_buffer,
-            local_shuffle_seed=self.seed + epoch,
-        )
-
-
 @dataclass
 class TrainBatch:
     """Tensors of one step: images/features, padded tokens, lengths, image ids, (B, B) relevance or None.
@@ -100,7 +88,7 @@ class TrainBatch:
     images: torch.Tensor
     tokens: torch.Tensor
     lengths: torch.Tensor
-    image_ids: torch.Tensor
+    image_ids: torch.Tensor | None
     relevance: torch.Tensor | None
 
     def to(self, device: torch.device) -> TrainBatch:

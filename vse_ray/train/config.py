@@ -1,4 +1,11 @@
-"""TrainConfig: every knob of one training run, with defaults from VSE++ Sec. 3.2."""
+"""TrainConfig: every knob of one training run, each field declared once with its role and help.
+
+A field's metadata says what it is (`role`): a training setting ("hyper": tunable, recipes and sweeps set it),
+run plumbing ("run": where and how a run executes) or an evaluation setting ("evaluation"). Two flags say
+which fields a study sets per run (`study`) and which a shared warm-up checkpoint must agree on (`warmup`).
+Every list of fields elsewhere (tunable fields, the study's, the warm-up's, the CLI's help and defaults) is
+derived from this metadata, so a new field is one declaration here plus the code that reads it.
+"""
 
 from __future__ import annotations
 
@@ -8,69 +15,118 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-_TUPLE_FIELDS = ("eval_ks", "cs_ks", "ncs_ks")
+import yaml
+
+_TUPLE_FIELDS = ("eval_ks", "cs_ks", "ncs_ks", "lr_milestones")
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")  # Ray's ScalingConfig
+OPTIMIZERS = ("adam", "adamw")
+NEGATIVES = ("image", "diagonal")
+ROLES = ("hyper", "run", "evaluation")
+NESTED = ("loss_params", "model_params", "warmup_params", "lr_groups")  # dict fields that take dotted keys
+
+
+def _field(
+    default: Any,
+    help: str,
+    role: str = "hyper",
+    *,
+    study: bool = False,
+    warmup: bool = False,
+) -> Any:
+    """A dataclass field with its role metadata (dict and list defaults become factories)."""
+    meta = {"role": role, "help": help, "study": study, "warmup": warmup}
+    if isinstance(default, dict | list):
+        return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+    return field(default=default, metadata=meta)
 
 
 @dataclass
 class TrainConfig:
     """One training run. Defaults: Adam 2e-4, ×0.1 after 15 epochs, 30 epochs, batch 128, clip 2 (VSE++).
 
-    `warmup_epochs` > 0 trains the first epochs with the sum-of-hinges loss (VSE++ eq. 5, margin 0.2) whatever
-    `loss` is, then switches to `loss`: hardest-negative losses need a reasonable embedding first (VSE++
-    Sec. 4.1 observes that max-of-hinges from a random start can stay near collapse). 0 = the paper recipe.
-    `init_checkpoint` starts a fresh run from a checkpoint of an identical run stopped after its warm-up (same
-    seed, model, optimiser and schedule): several losses can share one warm-up, with the result they would
-    reach training it each.
+    `warmup_epochs` > 0 trains the first epochs with `warmup_loss` (default the sum of hinges, VSE++ eq. 5,
+    margin 0.2) whatever `loss` is, then switches to `loss`: hardest-negative losses need a reasonable
+    embedding first (VSE++ Sec. 4.1 observes that max-of-hinges from a random start can stay near collapse).
+    `init_checkpoint` starts a fresh run from a checkpoint of an identical run stopped after its warm-up, so
+    several losses can share one warm-up.
 
     `storage_path`, `run_name`, `tracking_uri` and `experiment` left empty are derived by `resolved()`:
     `<output_dir>/ray_results`, `<dataset>-<loss>-s<seed>`, `sqlite:///<output_dir>/mlflow.db`, the dataset
-    name.
-
-    `train_images` > 0 trains on the captions of the first N train images only (a data-size axis);
-    `shuffle_relevance` permutes the loss's relevance vectors across the train captions (a control: same
-    values, no meaning).
-
-    `placement_strategy` places the Ray Train workers (Ray's `ScalingConfig`): PACK (Ray's default) fills one
-    node first; SPREAD puts them on different nodes where it can and, after a node is lost, restarts the group
-    on the nodes that remain; STRICT_SPREAD requires one node per worker.
+    name. The help of every field is in its metadata (`field_help`).
     """
 
-    data_dir: str
-    model: str = "vsepp"
-    model_params: dict[str, Any] = field(default_factory=dict)
-    loss: str = "vsepp"
-    loss_params: dict[str, Any] = field(default_factory=dict)
-    epochs: int = 30
-    batch_size: int = 128
-    lr: float = 2e-4
-    lr_update: int = 15
-    grad_clip: float = 2.0
-    warmup_epochs: int = 0
-    init_checkpoint: str = ""
-    train_images: int = 0
-    shuffle_relevance: bool = False
-    word_dim: int = 300
-    embed_dim: int = 1024
-    normalize_image: bool = True
-    finetune: bool = False
-    cnn: str = "resnet152"
-    cnn_weights: str | None = "IMAGENET1K_V1"
-    num_workers: int = 1
-    cpus_per_worker: float = 1.0
-    placement_strategy: str = "PACK"
-    use_gpu: bool = False
-    seed: int = 0
-    output_dir: str = "vse_ray_out"
-    storage_path: str | None = None
-    run_name: str | None = None
-    tracking_uri: str | None = None
-    experiment: str | None = None
-    max_failures: int = 1
-    eval_ks: tuple[int, ...] = (1, 5, 10)
-    cs_ks: tuple[int, ...] = (5, 10, 100, 1000)
-    ncs_ks: tuple[int, ...] = (1, 5, 10, 25, 50)
-    eval_batch_size: int = 512
+    data_dir: str = _field("", "Precompute output folder.", "run", warmup=True)
+    model: str = _field(
+        "vsepp", "vsepp (pooled features or finetune) | vse_inf (regions) | scan | sgraf.", warmup=True
+    )
+    model_params: dict[str, Any] = _field({}, "Model options (e.g. region_drop, text_encoder).", warmup=True)
+    loss: str = _field("vsepp", "vse0|vsepp|ladder|ladder_auto|sam|bcls|lseh.", "run", study=True)
+    loss_params: dict[str, Any] = _field({}, "Loss hyper-parameters (e.g. margin).", study=True)
+    epochs: int = _field(30, "Epochs.", study=True)
+    batch_size: int = _field(128, "Pairs per batch per worker.", warmup=True)
+    optimizer: str = _field("adam", "adam | adamw (decoupled weight decay).", warmup=True)
+    lr: float = _field(2e-4, "Learning rate.", warmup=True)
+    weight_decay: float = _field(
+        0.0, "Weight decay (Adam: L2 in the gradient; AdamW: decoupled).", warmup=True
+    )
+    lr_groups: dict[str, float] = _field(
+        {},
+        "Parameter-name prefix -> learning-rate multiplier (first matching prefix wins).",
+        warmup=True,
+    )
+    lr_update: int = _field(
+        15, "Epochs between learning-rate decays (when lr_milestones is empty).", warmup=True
+    )
+    lr_milestones: tuple[int, ...] = _field((), "Epochs after which the learning rate decays.", warmup=True)
+    lr_factor: float = _field(0.1, "Learning-rate decay factor.", warmup=True)
+    grad_clip: float = _field(2.0, "Gradient norm clip.", warmup=True)
+    warmup_epochs: int = _field(0, "First epochs trained with warmup_loss.", study=True, warmup=True)
+    warmup_loss: str = _field("vse0", "Loss of the warm-up epochs (vse0: sum of hinges).", warmup=True)
+    warmup_params: dict[str, Any] = _field({}, "Hyper-parameters of warmup_loss (e.g. margin).", warmup=True)
+    negatives: str = _field(
+        "image",
+        "image: captions of the same image are not negatives | diagonal: only the pair itself is excluded.",
+        warmup=True,
+    )
+    caption_mask: float = _field(
+        0.0, "Per-token probability of replacing a training token by <mask>.", warmup=True
+    )
+    caption_replace: float = _field(0.0, "Per-token probability of a random vocabulary token.", warmup=True)
+    caption_delete: float = _field(0.0, "Per-token probability of deleting a training token.", warmup=True)
+    init_checkpoint: str = _field("", "Start from this warm-up checkpoint of an identical run.", study=True)
+    train_images: int = _field(
+        0, "Train on the captions of the first N images (0: all).", study=True, warmup=True
+    )
+    shuffle_relevance: bool = _field(False, "Permute the loss's relevance vectors (a control).", study=True)
+    word_dim: int = _field(300, "Word embedding size.", warmup=True)
+    embed_dim: int = _field(1024, "Joint embedding size.", warmup=True)
+    normalize_image: bool = _field(True, "L2-normalise image embeddings (False: VSE0).", warmup=True)
+    finetune: bool = _field(False, "Fine-tune a CNN on the stored raw images.", warmup=True)
+    cnn: str = _field("resnet152", "CNN to fine-tune: small|resnet18|...|vgg19.", warmup=True)
+    cnn_weights: str | None = _field("IMAGENET1K_V1", "torchvision weights, or none.", warmup=True)
+    num_workers: int = _field(1, "Ray Train workers (DDP).", "run", warmup=True)
+    cpus_per_worker: float = _field(1.0, "CPUs reserved per worker.", "run")
+    placement_strategy: str = _field(
+        "PACK", "Where workers go: PACK (fill a node) | SPREAD | STRICT_PACK | STRICT_SPREAD.", "run"
+    )
+    use_gpu: bool = _field(False, "One GPU per worker (NCCL).", "run")
+    seed: int = _field(0, "Seed.", study=True, warmup=True)
+    output_dir: str = _field("vse_ray_out", "Folder of checkpoints and the default MLflow store.", "run")
+    storage_path: str | None = _field(None, "Ray Train storage (default: <output_dir>/ray_results).", "run")
+    run_name: str | None = _field(None, "Stable run name (default: dataset-loss-seed).", "run")
+    tracking_uri: str | None = _field(None, "MLflow URI (default: sqlite in the output folder).", "run")
+    experiment: str | None = _field(None, "MLflow experiment (default: dataset name).", "run")
+    max_failures: int = _field(1, "Worker failures tolerated before giving up.", "run")
+    val_every: int = _field(0, "Validate every N steps too (0: after each epoch only).", "evaluation")
+    val_images: int = _field(0, "Validate on the first N images of the split (0: all).", "evaluation")
+    eval_ks: tuple[int, ...] = _field((1, 5, 10), "R@K cut-offs.", "evaluation")
+    cs_ks: tuple[int, ...] = _field((5, 10, 100, 1000), "CS@K cut-offs.", "evaluation")
+    ncs_ks: tuple[int, ...] = _field((1, 5, 10, 25, 50), "NCS@K cut-offs.", "evaluation")
+    eval_batch_size: int = _field(512, "Rows per encoding batch at evaluation.", "evaluation")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.cnn_weights, str) and self.cnn_weights.lower() == "none":
+            self.cnn_weights = None  # "--cnn-weights none", "cnn_weights: none": a random initialisation
 
     def validate(self) -> TrainConfig:
         """Raise ValueError naming the first invalid field; return self."""
@@ -115,11 +171,43 @@ class TrainConfig:
             raise ValueError(
                 f"placement_strategy: must be one of {PLACEMENT_STRATEGIES}, got {self.placement_strategy!r}"
             )
+        if self.optimizer not in OPTIMIZERS:
+            raise ValueError(f"optimizer: must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        if self.negatives not in NEGATIVES:
+            raise ValueError(f"negatives: must be one of {NEGATIVES}, got {self.negatives!r}")
+        if self.warmup_loss not in LOSS_NAMES:
+            raise ValueError(f"warmup_loss: must be one of {LOSS_NAMES}, got {self.warmup_loss!r}")
+        for name in ("warmup_params", "lr_groups"):
+            if not isinstance(getattr(self, name), dict):
+                raise ValueError(f"{name}: must be a mapping, got {type(getattr(self, name)).__name__}")
+        try:
+            make_loss(self.warmup_loss, **self.warmup_params)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"warmup_params of {self.warmup_loss!r}: {err}") from err
+        for prefix, factor in self.lr_groups.items():
+            if not isinstance(factor, int | float) or not math.isfinite(factor) or factor < 0:
+                raise ValueError(f"lr_groups.{prefix}: must be a finite multiplier >= 0, got {factor!r}")
+        for name in ("weight_decay", "caption_mask", "caption_replace", "caption_delete"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+                raise ValueError(f"{name}: must be a finite number >= 0, got {value!r}")
+        if self.caption_mask + self.caption_replace + self.caption_delete > 1:
+            raise ValueError("caption_mask + caption_replace + caption_delete: must be at most 1")
+        if not isinstance(self.lr_factor, int | float) or not 0 < self.lr_factor <= 1:
+            raise ValueError(f"lr_factor: must be in (0, 1], got {self.lr_factor!r}")
+        if list(self.lr_milestones) != sorted(set(self.lr_milestones)) or any(
+            not isinstance(m, int) or m < 1 for m in self.lr_milestones
+        ):
+            raise ValueError(f"lr_milestones: must be increasing positive epochs, got {self.lr_milestones!r}")
+        for name in ("val_every", "val_images"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 0:
+                raise ValueError(f"{name}: must be an integer >= 0 (0 = off), got {value!r}")
         if self.finetune and self.cnn not in CNN_NAMES:
             raise ValueError(f"cnn: must be one of {CNN_NAMES}, got {self.cnn!r}")
         if not isinstance(self.max_failures, int) or self.max_failures < -1:
             raise ValueError(f"max_failures: must be an integer >= -1, got {self.max_failures!r}")
-        for name in _TUPLE_FIELDS:
+        for name in ("eval_ks", "cs_ks", "ncs_ks"):
             ks = getattr(self, name)
             if not ks or any(not isinstance(k, int) or k < 1 for k in ks):
                 raise ValueError(f"{name}: must be a non-empty tuple of positive integers, got {ks!r}")
@@ -154,10 +242,8 @@ class TrainConfig:
         """MLflow-safe scalar params: loss_params flattened as `loss.<name>`, tuples as comma lists."""
         flat: dict[str, str | int | float | bool] = {}
         for key, value in self.to_dict().items():
-            if key == "loss_params":
-                flat.update({f"loss.{k}": _scalar(v) for k, v in sorted(value.items())})
-            elif key == "model_params":
-                flat.update({f"model.{k}": _scalar(v) for k, v in sorted(value.items())})
+            if key in _FLAT_PREFIX:
+                flat.update({f"{_FLAT_PREFIX[key]}.{k}": _scalar(v) for k, v in sorted(value.items())})
             else:
                 flat[key] = _scalar(value)
         return flat
@@ -174,6 +260,77 @@ class TrainConfig:
             if name in kwargs:
                 kwargs[name] = tuple(int(k) for k in kwargs[name])
         return cls(**kwargs)
+
+
+_FLAT_PREFIX = {
+    "loss_params": "loss",
+    "model_params": "model",
+    "warmup_params": "warmup",
+    "lr_groups": "lr_group",
+}
+
+
+def _field_meta(name: str) -> dict[str, Any]:
+    return {f.name: f.metadata for f in dataclasses.fields(TrainConfig)}[name]
+
+
+def fields_where(
+    role: str | None = None, *, study: bool | None = None, warmup: bool | None = None
+) -> tuple[str, ...]:
+    """Names of the TrainConfig fields whose metadata matches every given criterion, in declaration order."""
+    return tuple(
+        f.name
+        for f in dataclasses.fields(TrainConfig)
+        if (role is None or f.metadata["role"] == role)
+        and (study is None or f.metadata["study"] == study)
+        and (warmup is None or f.metadata["warmup"] == warmup)
+    )
+
+
+def field_help(name: str) -> str:
+    """The help text of TrainConfig field ``name`` (the CLI's option help)."""
+    return _field_meta(name)["help"]
+
+
+def field_default(name: str) -> Any:
+    """The default of TrainConfig field ``name`` (the CLI's option default)."""
+    f = {f.name: f for f in dataclasses.fields(TrainConfig)}[name]
+    return f.default_factory() if f.default is dataclasses.MISSING else f.default
+
+
+def parse_overrides(items: list[str], option: str = "--set") -> dict[str, Any]:
+    """``["epochs=2", "loss_params.margin=0.1"]`` → ``{"epochs": 2, "loss_params": {"margin": 0.1}}``.
+
+    Values are YAML (so JSON too); a dotted key sets one entry of a dict field (NESTED). The one parser of
+    ``KEY=VALUE`` overrides: ``train --set``, ``--param`` (as ``loss_params.KEY``), ``sweep --set``.
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"{option} {item!r}: expected KEY=VALUE")
+        head, _, sub = key.partition(".")
+        try:
+            value = yaml.safe_load(raw)
+        except yaml.YAMLError as err:
+            raise ValueError(f"{option} {item!r}: value is not YAML ({str(err).splitlines()[0]})") from err
+        if sub and head not in NESTED:
+            raise ValueError(f"{option} {item!r}: only {NESTED} take dotted keys")
+        if sub:
+            out.setdefault(head, {})[sub] = value
+        else:
+            out[head] = value
+    return out
+
+
+def merge_overrides(fields: dict[str, Any], items: list[str], option: str = "--set") -> dict[str, Any]:
+    """TrainConfig fields with ``KEY=VALUE`` overrides; dotted keys update one entry of a dict field."""
+    merged = dict(fields)
+    for key, value in parse_overrides(items, option).items():
+        nested = key in NESTED and isinstance(value, dict)
+        merged[key] = {**(merged.get(key) or {}), **value} if nested else value
+    return merged
 
 
 def _scalar(value: Any) -> str | int | float | bool:

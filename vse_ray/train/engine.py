@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from dataclasses import dataclass
 from functools import partial
@@ -17,34 +18,14 @@ from vse_ray.models import build_model
 from vse_ray.tracking.checkpoint import load_checkpoint, save_checkpoint
 from vse_ray.tracking.relevance_histogram import RelevanceHistogram
 from vse_ray.train.batches import BatchBuilder, BatchSource, TableBatches, TrainBatch
-from vse_ray.train.config import TrainConfig
+from vse_ray.train.config import TrainConfig, fields_where
 from vse_ray.train.gather import gather_rows, gather_with_local_grad, relevance_columns
+from vse_ray.train.optim import build_optimizer
 from vse_ray.train.reporter import Reporter
 from vse_ray.train.training_data import TrainingData
 
-WARMUP_LOSS = "vse0"  # sum of hinges (VSE++ eq. 5), the loss of the first `cfg.warmup_epochs` epochs
-
-
 # Fields a shared warm-up checkpoint must agree on with the run that starts from it (`init_checkpoint`).
-WARMUP_SHARED_FIELDS = (
-    "data_dir",
-    "batch_size",
-    "lr",
-    "lr_update",
-    "grad_clip",
-    "word_dim",
-    "embed_dim",
-    "normalize_image",
-    "finetune",
-    "model",
-    "model_params",
-    "cnn",
-    "cnn_weights",
-    "num_workers",
-    "seed",
-    "warmup_epochs",
-    "train_images",
-)
+WARMUP_SHARED_FIELDS = fields_where(warmup=True)
 
 
 class NonFiniteLossError(FloatingPointError):
@@ -53,18 +34,20 @@ class NonFiniteLossError(FloatingPointError):
 
 @dataclass
 class WorkerContext:
-    """Where this process sits: its training batches, device, rank and world size."""
+    """Where this process sits: its training batches, device, rank and world size.
 
-    batches: BatchSource
+    `batches` None: this worker's part of a seeded global permutation of the train captions per epoch
+    (`TableBatches`), so the global batches are the same for any number of workers."""
+
+    batches: BatchSource | None
     device: torch.device
     rank: int = 0
     world_size: int = 1
 
 
-def local_context(cfg: TrainConfig, data: TrainingData) -> WorkerContext:
-    """Single process: seeded in-memory batches on CPU or the first GPU."""
-    device = torch.device("cuda" if cfg.use_gpu and torch.cuda.is_available() else "cpu")
-    return WorkerContext(TableBatches(data.train_captions, cfg.batch_size, cfg.seed), device)
+def local_context(cfg: TrainConfig) -> WorkerContext:
+    """Single process on CPU or the first GPU."""
+    return WorkerContext(None, torch.device("cuda" if cfg.use_gpu and torch.cuda.is_available() else "cpu"))
 
 
 def train_step(
@@ -122,6 +105,8 @@ def train_one_epoch(
     for step, rows in enumerate(ctx.batches.epoch_batches(epoch), start=1):
         everyone = gather_rows(rows, builder_columns, world_size) if world_size > 1 else None
         batch = builder(rows, everyone).to(ctx.device)
+        if cfg.negatives == "diagonal":  # other captions of the same image stay negatives
+            batch.image_ids = None
         if histogram is not None and batch.relevance is not None:
             histogram.add(batch.relevance)
         loss = train_step(model, loss_fn, optimizer, batch, cfg.grad_clip, ctx.rank, world_size)
@@ -160,8 +145,8 @@ def run_training(
     start_state: dict[str, Any] | None = None,
     context: WorkerContext | None = None,
 ) -> None:
-    """Train `cfg.loss` for `cfg.epochs` (the first `cfg.warmup_epochs` with WARMUP_LOSS), validating and
-    checkpointing after every epoch.
+    """Train `cfg.loss` for `cfg.epochs` (the first `cfg.warmup_epochs` with `cfg.warmup_loss`), validating
+    and checkpointing after every epoch.
 
     Args:
         cfg: The run's configuration.
@@ -175,13 +160,15 @@ def run_training(
     torch.manual_seed(cfg.seed)
     loss_fn = make_loss(cfg.loss, **cfg.loss_params)
     source = loss_fn.relevance_source
-    data = TrainingData.load(cfg, source, with_captions=context is None)
-    ctx = context or local_context(cfg, data)
+    ctx = context or local_context(cfg)
+    data = TrainingData.load(cfg, source, with_captions=ctx.batches is None)
+    if ctx.batches is None:
+        batches = TableBatches(data.train_captions, cfg.batch_size, cfg.seed, ctx.rank, ctx.world_size)
+        ctx = dataclasses.replace(ctx, batches=batches)
     model = build_model(cfg.model, **data.model_args).to(ctx.device)
     loss_fn = loss_fn.to(ctx.device)
-    warmup_fn = make_loss(WARMUP_LOSS).to(ctx.device)
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=cfg.lr_update, gamma=0.1)
+    warmup_fn = make_loss(cfg.warmup_loss, **cfg.warmup_params).to(ctx.device)
+    optimizer, scheduler = build_optimizer(cfg, model)
     histogram = RelevanceHistogram(source) if source and ctx.rank == 0 else None
     history: list[dict[str, Any]] = []
     first_epoch = 1

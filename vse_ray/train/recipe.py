@@ -26,11 +26,10 @@ import yaml
 from vse_ray.data.config import PrecomputeConfig
 from vse_ray.losses import loss_hparams, make_loss
 from vse_ray.models import model_class
-from vse_ray.train.config import TrainConfig
+from vse_ray.train.config import TrainConfig, merge_overrides
 
 RECIPE_DIR = Path(__file__).resolve().parents[2] / "recipes"
 RECIPE_KEYS = ("paper", "reports", "precompute", "train")
-NESTED = ("loss_params", "model_params")
 
 
 @dataclass
@@ -58,34 +57,6 @@ def recipe_path(name: str) -> Path:
     if not path.is_file():
         raise ValueError(f"recipe {name!r}: no such recipe; recipes: {recipe_names()}")
     return path
-
-
-def parse_overrides(items: list[str]) -> dict[str, Any]:
-    """``["epochs=2", "loss_params.margin=0.1"]`` → ``{"epochs": 2, "loss_params": {"margin": 0.1}}``."""
-    out: dict[str, Any] = {}
-    for item in items:
-        key, sep, raw = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise ValueError(f"--set {item!r}: expected KEY=VALUE")
-        head, _, sub = key.partition(".")
-        value = yaml.safe_load(raw)
-        if sub and head not in NESTED:
-            raise ValueError(f"--set {item!r}: only {NESTED} take dotted keys")
-        if sub:
-            out.setdefault(head, {})[sub] = value
-        else:
-            out[head] = value
-    return out
-
-
-def merge_overrides(fields: dict[str, Any], items: list[str]) -> dict[str, Any]:
-    """TrainConfig fields with ``KEY=VALUE`` overrides; dotted keys update one entry of a params dict."""
-    merged = dict(fields)
-    for key, value in parse_overrides(items).items():
-        nested = key in NESTED and isinstance(value, dict)
-        merged[key] = {**merged.get(key, {}), **value} if nested else value
-    return merged
 
 
 def _check_params(where: str, kind: str, given: dict[str, Any], allowed: list[str]) -> None:

@@ -12,19 +12,14 @@ import ray.train
 from mlflow import MlflowClient
 from ray.train.torch import TorchTrainer
 
-from vse_ray.data.ray_parquet import read_parquet_dataset
-from vse_ray.data.store import load_captions
-from vse_ray.losses import make_loss
 from vse_ray.tracking import get_or_create_experiment, get_or_create_run, log_epoch_metrics, log_params_flat
 from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.code_version import code_version
-from vse_ray.train.batches import check_train_columns, train_columns
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.preflight import check_training
 from vse_ray.train.progress import EpochProgress
 from vse_ray.train.reporter import Reporter
 from vse_ray.train.run_artifacts import log_training_artifacts
-from vse_ray.train.train_captions import select_train_captions
 from vse_ray.train.worker import train_loop_per_worker
 
 
@@ -38,19 +33,6 @@ class TrainResult:
     best_metrics: dict[str, Any]
     best_checkpoint: Path
     history: list[dict[str, Any]]
-
-
-def train_dataset(cfg: TrainConfig, source: str | None) -> ray.data.Dataset:
-    """The train captions (only the columns a loss with relevance `source` needs), read through Ray Data
-    and materialised once; a subset or shuffled control (`select_train_captions`) is built in memory."""
-    check_train_columns(cfg.data_dir, source)
-    path = Path(cfg.data_dir) / "captions" / "split=train"
-    if not path.is_dir():
-        raise ValueError(f"{path}: no train captions; run precompute first")
-    if cfg.train_images or cfg.shuffle_relevance:
-        table = load_captions(cfg.data_dir, "train").select(train_columns(source))
-        return ray.data.from_arrow(select_train_captions(table, cfg, source)).materialize()
-    return read_parquet_dataset(str(path), train_columns(source))
 
 
 def build_trainer(
@@ -90,7 +72,6 @@ def build_trainer(
             ),
             callbacks=callbacks,
         ),
-        datasets={"train": train_dataset(cfg, make_loss(cfg.loss, **cfg.loss_params).relevance_source)},
     )
 
 

@@ -38,7 +38,7 @@ def model_args(cfg: TrainConfig, vocab_size: int, feature_dim: int) -> dict[str,
 
 @dataclass
 class TrainingData:
-    """In-memory inputs of one training process (captions of the train split stream separately under Ray)."""
+    """In-memory inputs of one training process."""
 
     model_args: dict[str, Any]
     train_images: ImageStore
@@ -50,8 +50,8 @@ class TrainingData:
     @classmethod
     def load(cls, cfg: TrainConfig, source: str | None, with_captions: bool = True) -> TrainingData:
         """Load from `cfg.data_dir` for a loss with relevance `source` (`loss.relevance_source`);
-        with_captions=False skips the train captions (streamed by Ray Data) unless the loss needs them for
-        its CIDEr references."""
+        with_captions=False skips the train captions (a caller that brings its own batches) unless the loss
+        needs them for its CIDEr references."""
         check_train_columns(cfg.data_dir, source)
         captions = None
         if with_captions or source == "cider":
@@ -64,7 +64,7 @@ class TrainingData:
             str(Path(cfg.data_dir) / "features" / "split=train"),
             images.values.shape[1:],
         )
-        val = load_split(cfg.data_dir, "val", raw=cfg.finetune)
+        val = load_split(cfg.data_dir, "val", raw=cfg.finetune).first_images(cfg.val_images)
         check_same_image_shape(images, val.images, cfg.data_dir, "val")
         vocab = load_vocab(cfg.data_dir)
         vocab_size = max(vocab.values()) + 1

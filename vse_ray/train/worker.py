@@ -7,7 +7,6 @@ from typing import Any
 
 from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.runs import log_epoch_metrics
-from vse_ray.train.batches import RayShardBatches
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.engine import WorkerContext, run_training
 from vse_ray.train.reporter import RayTrainReporter
@@ -34,7 +33,7 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:  # pragma: no cover, 
         else None
     )
     worker = WorkerContext(
-        batches=RayShardBatches(ray.train.get_dataset_shard("train"), cfg.batch_size, cfg.seed),
+        batches=None,  # this worker's part of each global batch of a seeded permutation of the split
         device=ray.train.torch.get_device(),
         rank=rank,
         world_size=context.get_world_size(),

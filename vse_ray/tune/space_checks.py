@@ -7,37 +7,16 @@ Names are checked against ``TrainConfig``'s fields and the loss constructor's si
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from vse_ray.losses import LOSS_NAMES, loss_hparams, make_loss
-from vse_ray.train.config import TrainConfig
+from vse_ray.train.config import TrainConfig, fields_where
 from vse_ray.tune.search_space import SearchSpace
-
-# Run plumbing chosen by the sweep driver, not hyper-parameters.
-NOT_TUNABLE = (
-    "data_dir",
-    "loss",
-    "output_dir",
-    "storage_path",
-    "run_name",
-    "tracking_uri",
-    "experiment",
-    "num_workers",
-    "cpus_per_worker",
-    "placement_strategy",
-    "use_gpu",
-    "max_failures",
-    "eval_ks",
-    "cs_ks",
-    "ncs_ks",
-    "eval_batch_size",
-)
 
 
 def tunable_fields() -> tuple[str, ...]:
-    """``TrainConfig`` fields a space may set (``loss_params`` included)."""
-    return tuple(f.name for f in dataclasses.fields(TrainConfig) if f.name not in NOT_TUNABLE)
+    """``TrainConfig`` fields a space may set: the training settings (role "hyper")."""
+    return fields_where("hyper")
 
 
 def check_search_space(space: SearchSpace, base: dict[str, Any] | None = None) -> None:

@@ -1,0 +1,67 @@
+"""The run's optimiser: parameter groups by name prefix, Adam vs AdamW weight decay, decay milestones."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from vse_ray.train.config import TrainConfig
+from vse_ray.train.optim import build_optimizer, milestones
+
+
+class _Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.text_encoder = nn.Sequential(nn.Linear(3, 2), nn.Linear(2, 2))
+        self.image_encoder = nn.Linear(4, 2)
+
+
+def _cfg(**kw) -> TrainConfig:
+    return TrainConfig(data_dir="d", **kw).validate()
+
+
+def test_groups_by_first_matching_prefix():
+    net = _Net()
+    opt, _ = build_optimizer(_cfg(lr=1e-3, lr_groups={"text_encoder.0.": 0.1, "text_encoder.": 0.5}), net)
+    lrs = {g["name"]: (g["lr"], len(g["params"])) for g in opt.param_groups}
+    assert lrs == {"text_encoder.0.": (1e-4, 2), "text_encoder.": (5e-4, 2), "": (1e-3, 2)}
+
+
+def test_unknown_prefix_is_an_error():
+    with pytest.raises(ValueError, match="bert"):
+        build_optimizer(_cfg(lr_groups={"bert.": 0.1}), _Net())
+
+
+@pytest.mark.parametrize("name", ["adam", "adamw"])
+def test_one_step_equals_the_torch_optimiser(name):
+    torch.manual_seed(0)
+    net, ref = _Net(), _Net()
+    ref.load_state_dict(net.state_dict())
+    cfg = _cfg(optimizer=name, lr=1e-2, weight_decay=0.1, lr_groups={"image_encoder.": 0.1})
+    opt, _ = build_optimizer(cfg, net)
+    cls = torch.optim.AdamW if name == "adamw" else torch.optim.Adam
+    ref_opt = cls(
+        [{"params": ref.image_encoder.parameters(), "lr": 1e-3}, {"params": ref.text_encoder.parameters()}],
+        lr=1e-2,
+        weight_decay=0.1,
+    )
+    x = torch.randn(5, 4)
+    for model, optimizer in ((net, opt), (ref, ref_opt)):
+        optimizer.zero_grad()
+        model.text_encoder(model.image_encoder(x)[:, :1].repeat(1, 3)).square().sum().backward()
+        optimizer.step()
+    for a, b in zip(net.parameters(), ref.parameters(), strict=True):
+        assert torch.equal(a, b)
+
+
+def test_schedule_decays_at_milestones_or_every_lr_update():
+    assert milestones(_cfg(epochs=30, lr_update=10)) == [10, 20, 30]
+    assert milestones(_cfg(epochs=30, lr_milestones=(15, 25))) == [15, 25]
+    opt, sched = build_optimizer(_cfg(epochs=4, lr=1.0, lr_update=2, lr_factor=0.5), _Net())
+    seen = []
+    for _ in range(4):
+        seen.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert seen == [1.0, 1.0, 0.5, 0.5]
