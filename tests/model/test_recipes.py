@@ -25,6 +25,8 @@ def test_the_papers_rows_are_there():
         "cvsepp_f30k_vgg19",
         "cvsepp_auto_f30k_vgg19",
         "vse_inf_lseh_f30k",
+        "vse_inf_bigru_f30k",
+        "vse_inf_bert_f30k",
         "scan_bcls_f30k",
         "sgraf_sgr_bcls_f30k",
         "sgraf_saf_bcls_f30k",
