@@ -3,7 +3,6 @@ equations, the weights' folder, and one epoch of training and evaluation through
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 
 import numpy as np
@@ -11,13 +10,14 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from tests.model.tiny_store import tiny_config
 from vse_ray.cli.main import app
 from vse_ray.data.split_data import pad_tokens
 from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.models import build_model
 from vse_ray.models.bert_text import bert_folder
+from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.train.engine import run_training
+from vse_ray.train.recipe import load_recipe
 from vse_ray.train.reporter import LocalReporter
 
 TEXTS = ["A red box.", "the Green boxes here", "one ball, purple", "zebra"]
@@ -133,14 +133,19 @@ def test_train_without_weights_stops_before_anything_starts(tiny_region_dir, tmp
     assert not out.exists()
 
 
-def test_bert_vse_inf_trains_one_epoch_and_evaluates(tiny_region_dir, tiny_bert_dir, tmp_path):
-    cfg = dataclasses.replace(
-        tiny_config(tiny_region_dir, tmp_path / "o", model="vse_inf"),
-        epochs=1,
-        model_params={"text_encoder": "bert", "bert_path": str(tiny_bert_dir)},
+def test_lseh_recipe_trains_bert_vse_inf_one_epoch_and_evaluates(tiny_region_dir, tiny_bert_dir, tmp_path):
+    """vse_inf_lseh_f30k (BERT, AdamW, BERT at 0.1x lr) for one epoch on tiny regions through the engine."""
+    tiny = ["batch_size=16", "embed_dim=32", "epochs=1", "cs_ks=[5, 10]", "ncs_ks=[1, 5]"]
+    recipe = load_recipe(
+        "vse_inf_lseh_f30k",
+        str(tiny_region_dir),
+        [*tiny, f"model_params.bert_path={tiny_bert_dir}"],
+        output_dir=str(tmp_path / "o"),
     )
     reporter = LocalReporter(tmp_path / "ckpt")
-    run_training(cfg, reporter)
+    run_training(recipe.config, reporter)
     assert reporter.history[0]["rsum"] > 0 and np.isfinite(reporter.history[0]["train_loss"])
+    groups = load_checkpoint(str(reporter.checkpoints[0]))["optimizer"]["param_groups"]
+    assert {g["name"]: g["lr"] for g in groups} == pytest.approx({"text_encoder.bert.": 8e-5, "": 8e-4})
     report = evaluate_run(str(reporter.checkpoints[0]), split="test", output_dir=str(tmp_path / "e"))
     assert report.metrics["rsum"] > 0
