@@ -4,6 +4,7 @@ equations, the weights' folder, and one epoch of training and evaluation through
 from __future__ import annotations
 
 import shutil
+from functools import partial
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.models import build_model
 from vse_ray.models.bert_text import bert_folder
 from vse_ray.tracking.checkpoint import load_checkpoint
+from vse_ray.train.caption_aug import CaptionAugment
 from vse_ray.train.engine import run_training
 from vse_ray.train.recipe import load_recipe
 from vse_ray.train.reporter import LocalReporter
@@ -72,6 +74,17 @@ def test_augmentation_changes_the_pieces_only(model):
     cls, sep = model.text_encoder.wordpieces.cls_id, model.text_encoder.wordpieces.sep_id
     assert [i.tolist() for i in ids] == [[cls, sep], [cls, sep]]
     assert len(seen[1]) == 5  # the, green, box, ##es, here
+
+
+def test_training_augmentation_draws_in_the_wordpiece_space(model):
+    """The run's augmentation moved into the model's ids: all words masked gives [CLS] [MASK]... [SEP]."""
+    pieces = model.text_encoder.wordpieces
+    augment = CaptionAugment(1.0, 0.0, 0.0, 99, 100).in_space(model.caption_space)
+    ids = model.caption_ids([], TEXTS[:2], partial(augment, rng=np.random.default_rng(0)))
+    assert [i.tolist() for i in ids] == [
+        [pieces.cls_id, *[pieces.mask_id] * 4, pieces.sep_id],  # a red box .
+        [pieces.cls_id, *[pieces.mask_id] * 5, pieces.sep_id],  # the green box ##es here
+    ]
 
 
 @torch.no_grad()

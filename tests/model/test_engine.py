@@ -136,3 +136,29 @@ def test_ladder_trains_on_scene_relevance_with_a_quantile_threshold(tiny_cfg, tm
     assert math.isfinite(metrics["train_loss"])
     for key in ("CS_at_5_i2t_scene", "CS_at_10_t2i_scene", "tau_i2t_scene", "NCS_at_5_t2i_scene"):
         assert -1.0 <= metrics[key] <= 1.0, key
+
+
+def test_validation_inside_epochs_selects_the_best_point(tiny_cfg, tmp_path):
+    from vse_ray.models.registry import rebuild_model
+
+    rep = _run(dataclasses.replace(tiny_cfg, epochs=2, val_every=1, val_images=10), tmp_path, "steps")
+    assert all("val_step" in m for m in rep.history)
+    for path, metrics in zip(rep.checkpoints, rep.history, strict=True):
+        state = load_checkpoint(path)
+        assert (state["selected_model"] is None) == (metrics["val_step"] == 0)
+        rebuild_model(state)  # the selected weights load into the model
+
+
+def test_step_validation_keeps_the_best_point():
+    from vse_ray.train.step_validation import StepValidation
+
+    scores = iter([10.0, 30.0, 20.0])
+    net = torch.nn.Linear(2, 2)
+    points = StepValidation(2, lambda: {"rsum": next(scores)})
+    for step in range(1, 7):
+        with torch.no_grad():
+            net.weight.fill_(step)
+        points.after_step(step, net)
+    metrics, weights = points.select({"rsum": 25.0})
+    assert metrics == {"rsum": 30.0, "val_step": 4} and float(weights["weight"][0, 0]) == 4
+    assert points.select({"rsum": 5.0}) == ({"rsum": 5.0, "val_step": 0}, None)

@@ -122,27 +122,47 @@ def test_cli_refuses_a_bad_recipe_key_before_starting(tiny_data_dir, tmp_path):
     args = ["train", "--recipe", "vsepp_f30k_resnet152", "--data", str(tiny_data_dir), "--set", "epohcs=1"]
     assert "unknown TrainConfig field(s): ['epohcs']" in _cli_error([*args, "--output-dir", str(tmp_path)])
     assert not (tmp_path / "mlflow.db").exists()
-    args = [
-        "train",
-        "--recipe",
-        "vse_inf_lseh_f30k",
-        "--data",
-        str(tiny_data_dir),
-        "--output-dir",
-        str(tmp_path),
-    ]
+    args = ["train", "--model", "vse_inf", "--data", str(tiny_data_dir), "--output-dir", str(tmp_path)]
     assert "model 'vse_inf' needs region features" in _cli_error(args)
 
 
 def test_cli_refuses_a_similarity_model_on_pooled_features(tiny_data_dir, tmp_path):
+    args = ["train", "--model", "sgraf", "--data", str(tiny_data_dir), "--output-dir", str(tmp_path)]
+    assert "model 'sgraf' needs region features (R, D), but" in _cli_error(args)
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_cli_refuses_data_precomputed_otherwise_than_the_recipe(tiny_region_dir, tmp_path):
     args = [
         "train",
         "--recipe",
-        "sgraf_sgr_bcls_f30k",
+        "sgr_sam_f30k",
         "--data",
-        str(tiny_data_dir),
+        str(tiny_region_dir),
         "--output-dir",
         str(tmp_path),
     ]
-    assert "model 'sgraf' needs region features (R, D), but" in _cli_error(args)
-    assert not (tmp_path / "mlflow.db").exists()
+    message = _cli_error(args)
+    assert "sgr_sam_f30k.yaml: precompute.dataset is 'precomp' but" in message
+    assert "precompute --recipe sgr_sam_f30k" in message and not (tmp_path / "mlflow.db").exists()
+
+
+def test_recipes_list_their_deviations_and_runs_carry_them():
+    recipe = load_recipe("sgr_sam_f30k", "<data>")
+    assert recipe.deviations and recipe.config.deviations == recipe.deviations
+    assert recipe.config.to_flat_dict()["deviations"] == len(recipe.deviations)
+
+
+def test_precompute_takes_the_recipe_block_under_the_given_options():
+    from vse_ray.cli.precompute import with_recipe
+    from vse_ray.data.config import PrecomputeConfig
+
+    class _Ctx:
+        params = {"svd_dim": 128, "dataset": "precomp"}
+
+        def get_parameter_source(self, name):
+            return type("S", (), {"name": "COMMANDLINE" if name == "svd_dim" else "DEFAULT"})()
+
+    config = with_recipe(PrecomputeConfig(dataset="precomp", svd_dim=128), "sgraf_saf_lseh_f30k", _Ctx())
+    assert config.svd_dim == 128 and config.feature_dtype == "float16"
+    assert config.relevance_sources == ("sbert", "cider", "svd")

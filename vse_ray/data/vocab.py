@@ -9,6 +9,7 @@ import numpy as np
 
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<start>", "<end>")
 PAD, UNK, START, END = range(len(SPECIAL_TOKENS))
+MASK = "<mask>"  # the caption augmentation's token (VSE∞); added after the words when a run needs it
 
 
 def build_vocab(tokenised: Iterable[str], min_count: int = 4) -> dict[str, int]:

@@ -19,8 +19,9 @@ Evaluation encodes each side once and calls ``score`` on query × gallery chunks
 
 ``caption_ids(tokens, texts)`` is the one place that decides which ids ``encode_captions`` reads: the stored
 vocabulary ids by default, or ids the model derives from the caption texts (VSE∞'s BERT wordpieces).
-Training batches and evaluation both go through it. ``caption_space`` describes those ids for caption
-augmentation (vocabulary size, mask token, which tokens continue a word).
+Training batches and evaluation both go through it; training passes caption augmentation to it.
+``caption_space`` describes ids a model derives itself (vocabulary size, mask token, which tokens continue a
+word), over which the augmentation then draws.
 """
 
 from __future__ import annotations
@@ -38,13 +39,15 @@ FEATURE_LAYOUTS = ("pooled", "regions", "pixels")
 
 @dataclass(frozen=True)
 class CaptionSpace:
-    """The token ids a model reads for captions: `vocab_size` ids, the mask token's id (None: no mask
-    token), and `continues` (bool per id: the token continues the previous token's word; None: every token
-    is a word)."""
+    """Caption ids a model derives itself (not the stored vocabulary's): `vocab_size` ids, the mask token's
+    id (None: no mask token), `continues` (bool per id: the token continues the previous token's word;
+    None: every token is a word), and `wrapped`: the model adds tokens around every caption (BERT's
+    [CLS] ... [SEP]), so caption augmentation may delete all of a caption's own ids."""
 
     vocab_size: int
     mask_id: int | None
     continues: np.ndarray | None = None
+    wrapped: bool = False
 
 
 CaptionAugment = Callable[[list[np.ndarray]], list[np.ndarray]]
@@ -99,9 +102,10 @@ class RetrievalModel(nn.Module):
         return augment(ids) if augment is not None else ids
 
     @property
-    def caption_space(self) -> CaptionSpace:
-        """The ids `caption_ids` gives (what caption augmentation draws from)."""
-        raise NotImplementedError(f"{type(self).__name__}: no caption space")
+    def caption_space(self) -> CaptionSpace | None:
+        """The ids `caption_ids` gives when the model derives its own (what caption augmentation draws
+        from); None: the stored vocabulary ids, augmented over the data's vocabulary."""
+        return None
 
     def score(self, img_repr: Tensor, txt_repr: Tensor, txt_lengths: Tensor | None = None) -> Tensor:
         """(N_img, N_txt) similarity of every encoded image with every encoded caption.

@@ -33,11 +33,12 @@ def build_model(name: str, **kwargs: Any) -> RetrievalModel:
 
 
 def rebuild_model(state: dict[str, Any]) -> RetrievalModel:
-    """The model of a training checkpoint (`model_name`, `model_args`, `model` state dict) with its weights;
-    CNN weights come from the checkpoint, not a download."""
+    """The model of a training checkpoint (`model_name`, `model_args`, `model` state dict) with its weights
+    (`selected_model` where validation inside the epoch chose other weights than the epoch's end); CNN
+    weights come from the checkpoint, not a download."""
     args = dict(state["model_args"])
     if "cnn_weights" in args:
         args["cnn_weights"] = None
     model = build_model(state["model_name"], **args)
-    model.load_state_dict(state["model"])
+    model.load_state_dict(state.get("selected_model") or state["model"])  # a step inside the epoch won
     return model

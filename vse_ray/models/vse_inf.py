@@ -147,11 +147,12 @@ class VSEInfModel(RetrievalModel):
         return super().caption_ids(tokens, texts, augment)
 
     @property
-    def caption_space(self) -> CaptionSpace:
+    def caption_space(self) -> CaptionSpace | None:
+        """BERT: the wordpieces (augmented word by word, inside [CLS] ... [SEP]); BiGRU: None (stored ids)."""
         if isinstance(self.text_encoder, BertTextEncoder):
             pieces = self.text_encoder.wordpieces
-            return CaptionSpace(pieces.vocab_size, pieces.mask_id, pieces.continues)
-        return CaptionSpace(self.text_encoder.embed.num_embeddings, None)
+            return CaptionSpace(pieces.vocab_size, pieces.mask_id, pieces.continues, wrapped=True)
+        return None
 
     def encode_images(self, images: Tensor) -> Tensor:
         """(B, R, D) region features → (B, E) unit vectors."""

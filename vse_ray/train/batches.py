@@ -112,8 +112,8 @@ class BatchBuilder:
         relevance_source: `loss.relevance_source` ("sbert", "svd", "cider", "scene" or None).
         references: image_id → reference texts (needed for "cider").
         doc_freq: Training-split CIDEr document frequencies (for "cider").
-        caption_ids: ``(tokens, texts) → ids`` the model reads (``RetrievalModel.caption_ids``, with any
-            caption augmentation bound); None: the stored vocabulary tokens.
+        caption_ids: ``(tokens, texts, augment) → ids`` the model reads (``RetrievalModel.caption_ids``);
+            None: the stored vocabulary tokens.
     """
 
     def __init__(
@@ -122,7 +122,7 @@ class BatchBuilder:
         relevance_source: str | None,
         references: dict[int, list[str]] | None = None,
         doc_freq: CiderDocFreq | None = None,
-        caption_ids: Callable[[list[np.ndarray], list[str]], list[np.ndarray]] | None = None,
+        caption_ids: Callable[..., list[np.ndarray]] | None = None,
     ):
         if relevance_source == "cider" and references is None:
             raise ValueError("references: required for relevance_source 'cider'")
@@ -134,15 +134,23 @@ class BatchBuilder:
         )
         self.caption_ids = caption_ids
 
-    def __call__(self, batch: dict[str, Any], global_batch: dict[str, Any] | None = None) -> TrainBatch:
+    def __call__(
+        self,
+        batch: dict[str, Any],
+        global_batch: dict[str, Any] | None = None,
+        augment: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None,
+    ) -> TrainBatch:
         """`global_batch`: every worker's rows in rank order (`gather_rows`); image ids and relevance then
-        span it, while images and tokens stay this worker's."""
+        span it, while images and tokens stay this worker's. `augment`: caption augmentation of the ids
+        the model reads (training)."""
         image_ids = np.array(batch["image_id"], dtype=np.int64)
         scope = batch if global_batch is None else global_batch
         scope_ids = np.array(scope["image_id"], dtype=np.int64)
-        ids = list(batch["tokens"])
+        ids = [np.asarray(t, dtype=np.int64) for t in batch["tokens"]]
         if self.caption_ids is not None:
-            ids = self.caption_ids(ids, [str(t) for t in batch["text"]])
+            ids = self.caption_ids(ids, [str(t) for t in batch["text"]], augment)
+        elif augment is not None:
+            ids = augment(ids)
         tokens, lengths = pad_tokens(ids)
         return TrainBatch(
             images=self.images.tensor(image_ids),

@@ -117,6 +117,9 @@ class TrainConfig:
     tracking_uri: str | None = _field(None, "MLflow URI (default: sqlite in the output folder).", "run")
     experiment: str | None = _field(None, "MLflow experiment (default: dataset name).", "run")
     max_failures: int = _field(1, "Worker failures tolerated before giving up.", "run")
+    deviations: list[str] = _field(
+        [], "Where this run differs from the official code (set by a recipe).", "run"
+    )
     val_every: int = _field(0, "Validate every N steps too (0: after each epoch only).", "evaluation")
     val_images: int = _field(0, "Validate on the first N images of the split (0: all).", "evaluation")
     eval_ks: tuple[int, ...] = _field((1, 5, 10), "R@K cut-offs.", "evaluation")
@@ -205,6 +208,8 @@ class TrainConfig:
                 raise ValueError(f"{name}: must be an integer >= 0 (0 = off), got {value!r}")
         if self.finetune and self.cnn not in CNN_NAMES:
             raise ValueError(f"cnn: must be one of {CNN_NAMES}, got {self.cnn!r}")
+        if not isinstance(self.deviations, list) or not all(isinstance(d, str) for d in self.deviations):
+            raise ValueError(f"deviations: must be a list of strings, got {self.deviations!r}")
         if not isinstance(self.max_failures, int) or self.max_failures < -1:
             raise ValueError(f"max_failures: must be an integer >= -1, got {self.max_failures!r}")
         for name in ("eval_ks", "cs_ks", "ncs_ks"):
@@ -242,7 +247,9 @@ class TrainConfig:
         """MLflow-safe scalar params: loss_params flattened as `loss.<name>`, tuples as comma lists."""
         flat: dict[str, str | int | float | bool] = {}
         for key, value in self.to_dict().items():
-            if key in _FLAT_PREFIX:
+            if key == "deviations":
+                flat[key] = len(value)  # the text goes to deviations.md (an MLflow param holds 6,000 chars)
+            elif key in _FLAT_PREFIX:
                 flat.update({f"{_FLAT_PREFIX[key]}.{k}": _scalar(v) for k, v in sorted(value.items())})
             else:
                 flat[key] = _scalar(value)

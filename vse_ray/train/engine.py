@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -18,10 +20,12 @@ from vse_ray.models import build_model
 from vse_ray.tracking.checkpoint import load_checkpoint, save_checkpoint
 from vse_ray.tracking.relevance_histogram import RelevanceHistogram
 from vse_ray.train.batches import BatchBuilder, BatchSource, TableBatches, TrainBatch
+from vse_ray.train.caption_aug import CaptionAugment
 from vse_ray.train.config import TrainConfig, fields_where
 from vse_ray.train.gather import gather_rows, gather_with_local_grad, relevance_columns
 from vse_ray.train.optim import build_optimizer
 from vse_ray.train.reporter import Reporter
+from vse_ray.train.step_validation import StepValidation
 from vse_ray.train.training_data import TrainingData
 
 # Fields a shared warm-up checkpoint must agree on with the run that starts from it (`init_checkpoint`).
@@ -96,15 +100,19 @@ def train_one_epoch(
     builder: BatchBuilder,
     ctx: WorkerContext,
     histogram: RelevanceHistogram | None,
+    augment: CaptionAugment | None = None,
+    after_step: Callable[[int, nn.Module], None] | None = None,
 ) -> float:
     """Run one epoch; return the mean loss over all workers. Raises NonFiniteLossError on NaN/inf."""
     model.train()
     builder_columns = relevance_columns(builder.source)
     world_size = ctx.world_size if gathers(model) else 1  # 1: each worker's local B x B loss, DDP averages
     total, steps = torch.zeros((), dtype=torch.float64), 0
+    rng = np.random.default_rng([cfg.seed, ctx.rank, epoch])  # caption augmentation draws
+    draw = partial(augment, rng=rng) if augment is not None else None
     for step, rows in enumerate(ctx.batches.epoch_batches(epoch), start=1):
         everyone = gather_rows(rows, builder_columns, world_size) if world_size > 1 else None
-        batch = builder(rows, everyone).to(ctx.device)
+        batch = builder(rows, everyone, draw).to(ctx.device)
         if cfg.negatives == "diagonal":  # other captions of the same image stay negatives
             batch.image_ids = None
         if histogram is not None and batch.relevance is not None:
@@ -116,6 +124,10 @@ def train_one_epoch(
             )
         total += loss.double().cpu()
         steps += 1
+        if after_step is not None:
+            after_step(
+                step, model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
+            )
     summed = torch.stack([total, torch.tensor(float(steps), dtype=torch.float64)])
     if ctx.world_size > 1:
         dist.all_reduce(summed)
@@ -181,21 +193,43 @@ def run_training(
         if histogram is not None and start_state.get("relevance_hist"):
             histogram = RelevanceHistogram.from_dict(start_state["relevance_hist"])
     builder = BatchBuilder(data.train_images, source, data.references, data.doc_freq, model.caption_ids)
+    augment = data.caption_augment
+    if augment is not None and model.caption_space is not None:  # the model's own ids (BERT wordpieces)
+        augment = augment.in_space(model.caption_space)
     net = nn.parallel.DistributedDataParallel(model) if ctx.world_size > 1 else model
+
+    def validate() -> dict[str, Any]:
+        return evaluate_split(model, data.val, cfg.eval_batch_size, ctx.device, _metric_kwargs(cfg))
+
+    points = StepValidation(cfg.val_every if ctx.rank == 0 else 0, validate)
     for epoch in range(first_epoch, cfg.epochs + 1):
         epoch_loss = warmup_fn if epoch <= cfg.warmup_epochs else loss_fn
-        train_loss = train_one_epoch(cfg, epoch, net, epoch_loss, optimizer, builder, ctx, histogram)
-        lr = optimizer.param_groups[0]["lr"]
+        train_loss = train_one_epoch(
+            cfg,
+            epoch,
+            net,
+            epoch_loss,
+            optimizer,
+            builder,
+            ctx,
+            histogram,
+            augment,
+            points.after_step,
+        )
+        group = optimizer.param_groups[-1]
+        lr = cfg.lr * group["lr"] / group["initial_lr"]  # the base rate, whatever the groups' multipliers
         scheduler.step()
         metrics: dict[str, Any] = {"epoch": epoch, "train_loss": train_loss, "lr": lr}
         if ctx.rank != 0:
             reporter.report(metrics, None)
             continue
-        metrics.update(evaluate_split(model, data.val, cfg.eval_batch_size, ctx.device, _metric_kwargs(cfg)))
+        selected, selected_weights = points.select(validate())
+        metrics.update(selected)
         history.append(metrics)
         state = {
             "epoch": epoch,
             "model": model.state_dict(),
+            "selected_model": selected_weights,
             "optimizer": optimizer.state_dict(),
             "scheduler": scheduler.state_dict(),
             "config": cfg.to_dict(),

@@ -11,9 +11,11 @@ import pyarrow as pa
 
 from vse_ray.data.split_data import ImageStore, SplitData, load_image_store, load_split
 from vse_ray.data.store import load_captions, load_vocab
+from vse_ray.data.vocab import MASK
 from vse_ray.models import model_class
 from vse_ray.relevance import CiderDocFreq
 from vse_ray.train.batches import check_train_columns, reference_texts, train_columns
+from vse_ray.train.caption_aug import CaptionAugment
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.model_input import check_model_input, check_same_image_shape
 from vse_ray.train.train_captions import select_train_captions
@@ -46,6 +48,7 @@ class TrainingData:
     val: SplitData
     references: dict[int, list[str]] | None
     doc_freq: CiderDocFreq | None
+    caption_augment: CaptionAugment | None = None
 
     @classmethod
     def load(cls, cfg: TrainConfig, source: str | None, with_captions: bool = True) -> TrainingData:
@@ -68,6 +71,12 @@ class TrainingData:
         check_same_image_shape(images, val.images, cfg.data_dir, "val")
         vocab = load_vocab(cfg.data_dir)
         vocab_size = max(vocab.values()) + 1
+        mask_id = vocab.get(MASK, vocab_size)
+        if cfg.caption_mask > 0 and MASK not in vocab:
+            vocab_size += 1  # the mask token gets the next id: one more embedding row
+        augment = CaptionAugment(
+            cfg.caption_mask, cfg.caption_replace, cfg.caption_delete, mask_id, vocab_size
+        )
         doc_freq = None
         if source == "cider":
             df_path = Path(cfg.data_dir) / "cider_df.json"
@@ -81,4 +90,5 @@ class TrainingData:
             val=val,
             references=reference_texts(captions) if source == "cider" else None,
             doc_freq=doc_freq,
+            caption_augment=augment if augment.active else None,
         )
