@@ -107,7 +107,8 @@ def test_overrides_and_unknown_recipe():
     cfg = load_recipe(
         "vse_inf_lseh_f30k", "<data>", ["loss_params.lam=0.05", "model_params.region_drop=0"]
     ).config
-    assert cfg.loss_params == {"margin": 0.185, "lam": 0.05} and cfg.model_params == {"region_drop": 0}
+    assert cfg.loss_params == {"margin": 0.185, "lam": 0.05}
+    assert cfg.model_params == {"text_encoder": "bert", "region_drop": 0}
     with pytest.raises(ValueError, match=r"recipe 'vse_inf_lseh': no such recipe; recipes: \["):
         load_recipe("vse_inf_lseh", "<data>")
 

@@ -50,7 +50,8 @@ class CaptionSpace:
     wrapped: bool = False
 
 
-CaptionAugment = Callable[[list[np.ndarray]], list[np.ndarray]]
+# Caption augmentation bound to its random generator: token-id lists → augmented token-id lists.
+AugmentIds = Callable[[list[np.ndarray]], list[np.ndarray]]
 
 
 class RetrievalModel(nn.Module):
@@ -93,7 +94,7 @@ class RetrievalModel(nn.Module):
         self,
         tokens: Sequence[np.ndarray],
         texts: Sequence[str],
-        augment: CaptionAugment | None = None,
+        augment: AugmentIds | None = None,
     ) -> list[np.ndarray]:
         """The ids `encode_captions` reads for captions stored as vocabulary `tokens` with their `texts`;
         `augment` (training only) changes them where the model's captions allow it. Default: the stored

@@ -9,13 +9,14 @@ gradient and no update.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 from torch import Tensor, nn
 
+from vse_ray.models.base import AugmentIds
 from vse_ray.models.gpo import GPO
 from vse_ray.models.normalize import l2_normalize
 
@@ -92,7 +93,7 @@ class Wordpieces:
     def encode(
         self,
         texts: Sequence[str],
-        augment: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None,
+        augment: AugmentIds | None = None,
     ) -> list[np.ndarray]:
         """``[CLS] pieces [SEP]`` of each text; `augment` (training) changes the pieces before the specials
         are added, as the reference does."""

@@ -24,7 +24,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from vse_ray.models.base import CaptionAugment, CaptionSpace, RetrievalModel
+from vse_ray.models.base import AugmentIds, CaptionSpace, RetrievalModel
 from vse_ray.models.bert_text import BertTextEncoder, bert_folder
 from vse_ray.models.gpo import GPO
 from vse_ray.models.normalize import l2_normalize
@@ -138,7 +138,7 @@ class VSEInfModel(RetrievalModel):
         self,
         tokens: Sequence[np.ndarray],
         texts: Sequence[str],
-        augment: CaptionAugment | None = None,
+        augment: AugmentIds | None = None,
     ) -> list[np.ndarray]:
         """BiGRU: the stored vocabulary ids; BERT: ``[CLS] wordpieces [SEP]`` of the texts, `augment`
         changing the wordpieces only."""

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import torch
 
 from vse_ray.data.split_data import ImageStore, pad_tokens
+from vse_ray.models.base import AugmentIds
 from vse_ray.relevance import CiderDocFreq, batch_relevance, tokenize
 
 VECTOR_COLUMN = {"sbert": "sbert", "svd": "svd", "scene": "scene"}
@@ -138,7 +139,7 @@ class BatchBuilder:
         self,
         batch: dict[str, Any],
         global_batch: dict[str, Any] | None = None,
-        augment: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None,
+        augment: AugmentIds | None = None,
     ) -> TrainBatch:
         """`global_batch`: every worker's rows in rank order (`gather_rows`); image ids and relevance then
         span it, while images and tokens stay this worker's. `augment`: caption augmentation of the ids
