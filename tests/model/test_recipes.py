@@ -46,6 +46,8 @@ def test_every_recipe_builds_and_trains_one_step(
     regions = model_class(paper.config.model).feature_layout == "regions"
     folder = tiny_region_dir if regions else tiny_data_dir
     tiny = TINY + TINY_MODEL.get(paper.config.model, [])
+    if paper.config.finetune:  # a tiny CNN in the loop instead of the paper's ImageNet one
+        tiny += ["cnn=tiny", "cnn_weights=none", "model_params.crop=24"]
     if paper.config.model_params.get("text_encoder") == "bert":
         tiny.append(f"model_params.bert_path={tiny_bert_dir}")
     cfg = load_recipe(name, str(folder), tiny, output_dir=str(tmp_path)).config
@@ -109,7 +111,7 @@ def test_overrides_and_unknown_recipe():
     ).config
     assert cfg.loss_params == {"margin": 0.185, "lam": 0.05}
     assert cfg.model_params == {"text_encoder": "bert", "region_drop": 0}
-    with pytest.raises(ValueError, match=r"recipe 'vse_inf_lseh': no such recipe; recipes: \["):
+    with pytest.raises(ValueError, match=r"'vse_inf_lseh': no such file or shipped recipe; shipped: \["):
         load_recipe("vse_inf_lseh", "<data>")
 
 

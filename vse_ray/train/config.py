@@ -62,7 +62,8 @@ class TrainConfig:
     model_params: dict[str, Any] = _field({}, "Model options (e.g. region_drop, text_encoder).", warmup=True)
     loss: str = _field("vsepp", "vse0|vsepp|ladder|ladder_auto|sam|bcls|lseh.", "run", study=True)
     loss_params: dict[str, Any] = _field({}, "Loss hyper-parameters (e.g. margin).", study=True)
-    epochs: int = _field(30, "Epochs.", study=True)
+    epochs: int = _field(30, "Epochs (the cap when patience is set).", study=True)
+    patience: int = _field(0, "Stop after N epochs without a better val rsum (0: train every epoch).")
     batch_size: int = _field(128, "Pairs per batch per worker.", warmup=True)
     optimizer: str = _field("adam", "adam | adamw (decoupled weight decay).", warmup=True)
     lr: float = _field(2e-4, "Learning rate.", warmup=True)
@@ -202,7 +203,7 @@ class TrainConfig:
             not isinstance(m, int) or m < 1 for m in self.lr_milestones
         ):
             raise ValueError(f"lr_milestones: must be increasing positive epochs, got {self.lr_milestones!r}")
-        for name in ("val_every", "val_images"):
+        for name in ("val_every", "val_images", "patience"):
             value = getattr(self, name)
             if type(value) is not int or value < 0:
                 raise ValueError(f"{name}: must be an integer >= 0 (0 = off), got {value!r}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from vse_ray.data.verify import VerifiedData, verify_data_dir
+from vse_ray.features import check_weights
 from vse_ray.models import model_class
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.model_input import check_data_for_model
@@ -22,6 +23,8 @@ def check_training(cfg: TrainConfig) -> VerifiedData:
         FileNotFoundError: Pretrained weights missing, saying how to provide them.
     """
     cfg.validate()
+    if cfg.finetune:
+        check_weights(cfg.cnn, cfg.cnn_weights)  # before Ray: no download at run time
     model_class(cfg.model).check_pretrained(**cfg.model_params)
     verified = verify_data_dir(cfg.data_dir, splits=("train", "val"))
     check_data_for_model(cfg.data_dir, cfg.model, cfg.finetune)

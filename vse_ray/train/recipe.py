@@ -1,5 +1,7 @@
 """Recipes: a paper's table row as a named YAML file of training settings (``recipes/<name>.yaml``).
 
+The recipes ship in the package (``vse_ray.resources``): a name resolves there, a path as a path.
+
 A recipe has four top-level keys::
 
     paper:      where the row comes from (file, table, row)
@@ -27,9 +29,9 @@ import yaml
 from vse_ray.data.config import PrecomputeConfig
 from vse_ray.losses import loss_hparams, make_loss
 from vse_ray.models import model_class
+from vse_ray.resources import resource_names, resource_path
 from vse_ray.train.config import TrainConfig, merge_overrides
 
-RECIPE_DIR = Path(__file__).resolve().parents[2] / "recipes"
 RECIPE_KEYS = ("paper", "reports", "precompute", "train", "deviations")
 
 
@@ -50,19 +52,8 @@ class Recipe:
 
 
 def recipe_names() -> list[str]:
-    """Names of the recipes shipped in ``recipes/``."""
-    return sorted(p.stem for p in RECIPE_DIR.glob("*.yaml"))
-
-
-def recipe_path(name: str) -> Path:
-    """A recipe file by name (``recipes/<name>.yaml``) or by path; ValueError listing the names."""
-    path = Path(name).expanduser()
-    if path.suffix in (".yaml", ".yml") and path.is_file():
-        return path
-    path = RECIPE_DIR / f"{name}.yaml"
-    if not path.is_file():
-        raise ValueError(f"recipe {name!r}: no such recipe; recipes: {recipe_names()}")
-    return path
+    """Names of the recipes shipped in the package (``vse_ray/resources/recipes``)."""
+    return resource_names("recipe")
 
 
 def _check_params(where: str, kind: str, given: dict[str, Any], allowed: list[str]) -> None:
@@ -78,7 +69,7 @@ def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **
         ValueError: naming the recipe file and the key: an unknown top-level, precompute, train, loss or
             model key, or a value the config or the loss rejects.
     """
-    path = recipe_path(name)
+    path = resource_path("recipe", name)
     raw = yaml.safe_load(path.read_text()) or {}
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: expected a mapping with keys {RECIPE_KEYS}")

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from vse_ray.cli.main import app
+from vse_ray.resources import resource_dir
 from vse_ray.tune.sweep_config import SweepConfig
 
-SPACE = str(Path(__file__).resolve().parents[3] / "tune_spaces" / "vsepp.yaml")
+SPACE = str(resource_dir("space") / "vsepp.yaml")
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"space": "missing.yaml"}, "space: file not found"),
+        ({"space": "missing.yaml"}, "space 'missing.yaml': no such file or shipped space"),
         ({"data_dir": ""}, "data_dir: required"),
         ({"num_samples": 0}, "num_samples"),
         ({"reduction_factor": 1}, "reduction_factor: must be >= 2"),
