@@ -25,6 +25,8 @@ def test_the_papers_rows_are_there():
         "cvsepp_f30k_vgg19",
         "cvsepp_auto_f30k_vgg19",
         "vse_inf_lseh_f30k",
+        "vse_inf_bigru_f30k",
+        "vse_inf_bert_f30k",
         "scan_bcls_f30k",
         "sgraf_sgr_bcls_f30k",
         "sgraf_saf_bcls_f30k",
@@ -35,7 +37,9 @@ def test_the_papers_rows_are_there():
 
 
 @pytest.mark.parametrize("name", recipe_names())
-def test_every_recipe_builds_and_trains_one_step(name, tiny_data_dir, tiny_region_dir, tmp_path):
+def test_every_recipe_builds_and_trains_one_step(
+    name, tiny_data_dir, tiny_region_dir, tiny_bert_dir, tmp_path
+):
     paper = load_recipe(name, "<data>")
     assert paper.reports or paper.paper["no_reported_row"]  # a row the paper does not print says why
     assert paper.paper["file"].endswith(".md") and paper.config.batch_size == 128
@@ -44,6 +48,8 @@ def test_every_recipe_builds_and_trains_one_step(name, tiny_data_dir, tiny_regio
     tiny = TINY + TINY_MODEL.get(paper.config.model, [])
     if paper.config.finetune:  # a tiny CNN in the loop instead of the paper's ImageNet one
         tiny += ["cnn=tiny", "cnn_weights=none", "model_params.crop=24"]
+    if paper.config.model_params.get("text_encoder") == "bert":
+        tiny.append(f"model_params.bert_path={tiny_bert_dir}")
     cfg = load_recipe(name, str(folder), tiny, output_dir=str(tmp_path)).config
     assert (cfg.model, cfg.loss, cfg.loss_params) == (
         paper.config.model,
@@ -54,7 +60,9 @@ def test_every_recipe_builds_and_trains_one_step(name, tiny_data_dir, tiny_regio
     data = TrainingData.load(cfg, loss.relevance_source)
     torch.manual_seed(0)
     model = build_model(cfg.model, **data.model_args)
-    builder = BatchBuilder(data.train_images, loss.relevance_source, data.references, data.doc_freq)
+    builder = BatchBuilder(
+        data.train_images, loss.relevance_source, data.references, data.doc_freq, model.caption_ids
+    )
     rows = next(iter(TableBatches(load_captions(str(folder), "train"), 16, 0).epoch_batches(1)))
     value = train_step(
         model, loss, torch.optim.Adam(model.parameters(), lr=cfg.lr), builder(rows), cfg.grad_clip
@@ -102,7 +110,7 @@ def test_overrides_and_unknown_recipe():
         "vse_inf_lseh_f30k", "<data>", ["loss_params.lam=0.05", "model_params.region_drop=0"]
     ).config
     assert cfg.loss_params == {"margin": 0.185, "lam": 0.05, "factor": "row_max", "same_image": "zero_margin"}
-    assert cfg.model_params == {"region_drop": 0}
+    assert cfg.model_params == {"text_encoder": "bert", "region_drop": 0}
     with pytest.raises(ValueError, match=r"'vse_inf_lseh': no such file or shipped recipe; shipped: \["):
         load_recipe("vse_inf_lseh", "<data>")
 

@@ -117,11 +117,10 @@ def train_one_epoch(
     world_size = _gathered(model, ctx)  # 1: each worker's local B x B loss, DDP averages
     total, steps = torch.zeros((), dtype=torch.float64), 0
     rng = np.random.default_rng([cfg.seed, ctx.rank, epoch])  # caption augmentation draws
+    draw = partial(augment, rng=rng) if augment is not None else None
     for step, rows in enumerate(ctx.batches.epoch_batches(epoch), start=1):
-        if augment is not None:
-            rows = {**rows, "tokens": augment(list(rows["tokens"]), rng)}
         everyone = gather_rows(rows, builder_columns, world_size) if world_size > 1 else None
-        batch = builder(rows, everyone).to(ctx.device)
+        batch = builder(rows, everyone, draw).to(ctx.device)
         if cfg.negatives == "diagonal":  # other captions of the same image stay negatives
             batch.image_ids = None
         if histogram is not None and batch.relevance is not None:
@@ -201,7 +200,10 @@ def run_training(
         first_epoch = int(start_state["epoch"]) + 1
         if histogram is not None and start_state.get("relevance_hist"):
             histogram = RelevanceHistogram.from_dict(start_state["relevance_hist"])
-    builder = BatchBuilder(data.train_images, source, data.references, data.doc_freq)
+    builder = BatchBuilder(data.train_images, source, data.references, data.doc_freq, model.caption_ids)
+    augment = data.caption_augment
+    if augment is not None and model.caption_space is not None:  # the model's own ids (BERT wordpieces)
+        augment = augment.in_space(model.caption_space)
     net = nn.parallel.DistributedDataParallel(model) if ctx.world_size > 1 else model
 
     def validate() -> dict[str, Any]:
@@ -219,7 +221,7 @@ def run_training(
             builder,
             ctx,
             histogram,
-            data.caption_augment,
+            augment,
             points.after_step,
         )
         group = optimizer.param_groups[-1]
