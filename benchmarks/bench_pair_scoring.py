@@ -37,6 +37,7 @@ def parse_args() -> argparse.Namespace:
         "--repeats", type=int, default=3, help="timed runs of the batched and per-caption forms"
     )
     parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
+    parser.add_argument("--device", default="cpu", help="device of the models and inputs (cpu, cuda)")
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args()
 
@@ -46,6 +47,8 @@ def median_s(fn: Callable[[], object], repeats: int) -> float:
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()  # CUDA runs asynchronously: wait for the queued work
         times.append(time.perf_counter() - start)
     return statistics.median(times)
 
@@ -62,7 +65,7 @@ def pair_scorer(model: nn.Module, regions: Tensor) -> Callable[[slice, Tensor, T
 def per_pair_loop(model: nn.Module, regions: Tensor, words: Tensor, lengths: Tensor) -> Tensor:
     """S(I_i, T_j) one pair at a time, each caption cut to its own length."""
     score = pair_scorer(model, regions)
-    out = torch.empty(regions.shape[0], words.shape[0], dtype=regions.dtype)
+    out = torch.empty(regions.shape[0], words.shape[0], dtype=regions.dtype, device=regions.device)
     for j in range(words.shape[0]):
         caption, length = words[j : j + 1, : int(lengths[j])], lengths[j : j + 1]
         for i in range(regions.shape[0]):
@@ -85,9 +88,10 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     gen = torch.Generator().manual_seed(args.seed)
     b = args.batch
-    features = torch.randn(b, args.regions, args.feature_dim, generator=gen).relu()
-    lengths = torch.randint(8, 17, (b,), generator=gen)
-    tokens = torch.randint(1, 1000, (b, int(lengths.max())), generator=gen)
+    device = torch.device(args.device)
+    features = torch.randn(b, args.regions, args.feature_dim, generator=gen).relu().to(device)
+    lengths = torch.randint(8, 17, (b,), generator=gen).to(device)
+    tokens = torch.randint(1, 1000, (b, int(lengths.max())), generator=gen).to(device)
     dims = {"vocab_size": 1000, "feature_dim": args.feature_dim, "word_dim": 300, "embed_dim": args.embed_dim}
     models = {
         "scan t2i lse": SCANModel(**dims),
@@ -97,7 +101,7 @@ def main() -> None:
     }
     print(
         f"B = {b}, R = {args.regions}, D = {args.feature_dim}, E = {args.embed_dim}, S = {args.sim_dim}, "
-        f"8-16 words, {torch.get_num_threads()} thread(s); eval mode, no grad"
+        f"8-16 words, {torch.get_num_threads()} thread(s), {device}; eval mode, no grad"
     )
     print(
         f"{'model':14s} {'batched s':>10s} {'per-caption s':>14s} {'per-pair s':>11s} {'x caption':>10s} "
@@ -106,7 +110,7 @@ def main() -> None:
     failed = []
     with torch.no_grad():
         for name, model in models.items():
-            model.eval()
+            model.to(device).eval()
             regions, words = model.encode_images(features), model.encode_captions(tokens, lengths)
             batched = model.score(regions, words, lengths)
             t_batched = median_s(lambda m=model, r=regions, w=words: m.score(r, w, lengths), args.repeats)
@@ -115,6 +119,8 @@ def main() -> None:
             )
             start = time.perf_counter()
             looped = per_pair_loop(model, regions, words, lengths)
+            if device.type == "cuda":
+                torch.cuda.synchronize()
             t_pair = time.perf_counter() - start
             diff = float((batched - looped).abs().max())
             speedup = t_pair / t_batched

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from bench_losses import round_robin_median_ms
+from bench_losses import round_robin_median_ms, synchronised
 
 from vse_ray.data.split_data import ImageStore
 from vse_ray.losses import LOSS_NAMES, make_loss
@@ -62,6 +62,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=10, help="timed steps per loss")
     parser.add_argument("--models-only", action="store_true", help="time only the VSE∞ / VSE++ comparison")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--device", default="cpu", help="device of the model and batch (cpu, cuda)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ddp-workers", type=int, default=0, help="time a W-worker Ray Train DDP step")
     parser.add_argument(
@@ -130,9 +131,12 @@ def make_step(
         word_dim=args.word_dim,
         embed_dim=args.dim,
     )
+    device = torch.device(getattr(args, "device", "cpu"))
+    model, loss = model.to(device), loss.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=2e-4)
     if world_size == 1:
-        return lambda: train_step(model, loss, optimizer, builder(rows), 2.0)
+        step = lambda: train_step(model, loss, optimizer, builder(rows).to(device), 2.0)  # noqa: E731
+        return synchronised(step, device)
     net, columns = torch.nn.parallel.DistributedDataParallel(model), relevance_columns(loss.relevance_source)
     return lambda: train_step(
         net, loss, optimizer, builder(rows, gather_rows(rows, columns, world_size)), 2.0, rank, world_size
@@ -230,7 +234,10 @@ def main() -> None:
     groups = caption_groups(path, args.batch, rng)
     rows = batch_rows(groups, args, rng)
     threads = torch.get_num_threads()
-    print(f"B={args.batch} D={args.dim} word={args.word_dim} features={args.feature_dim} threads={threads}")
+    print(
+        f"B={args.batch} D={args.dim} word={args.word_dim} features={args.feature_dim} threads={threads} "
+        f"device={args.device}"
+    )
     print(f"captions: {path if path.is_file() else 'random words (file not found)'}")
     if not args.models_only:
         steps = {name: make_step(name, rows, groups, args) for name in LOSS_NAMES}

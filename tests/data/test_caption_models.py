@@ -18,3 +18,16 @@ def test_small_data_reduces_svd_dim_and_says_so(tmp_path, caplog):
     assert "svd_dim: reduced from 400 to 5" in caplog.text  # a warning: on the console, or in the log file
     stored = TfidfSvd.load(tmp_path / SVD_FILE)
     np.testing.assert_array_equal(stored.transform(TEXTS), TfidfSvd.from_arrays(arrays).transform(TEXTS))
+
+
+def test_svd_options_reach_the_stored_model_and_the_config_hash(tmp_path):
+    train = {"image_id": np.repeat([0, 1], 3), "text": np.array(TEXTS, dtype=object)}
+    config = PrecomputeConfig(svd_dim=3, vocab_min_count=1, svd_seed=122, svd_n_iter=100, svd_unit=False)
+    fit_train_models(train, config, tmp_path)
+    stored = TfidfSvd.load(tmp_path / SVD_FILE)
+    assert (stored.seed, stored.n_iter, stored.stem, stored.unit) == (122, 100, False, False)
+    assert PrecomputeConfig(seed=4).resolved().svd_seed == 4  # None: the dataset seed, as before
+    assert PrecomputeConfig(svd_seed=0).hash() == PrecomputeConfig().hash()
+    for option in ({"svd_seed": 122}, {"svd_n_iter": 100}, {"svd_stem": True}, {"svd_unit": False}):
+        assert PrecomputeConfig(**option).hash() != PrecomputeConfig().hash()
+        assert PrecomputeConfig(**option).resolved().to_dict().items() >= option.items()  # in the manifest

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import errno
+
 import pytest
 from typer.testing import CliRunner
 
 from vse_ray.cli.main import app
+from vse_ray.disk_full import is_disk_full
 
 
 @pytest.mark.parametrize(
@@ -22,3 +25,47 @@ def test_bad_options_fail_before_ray(tmp_path, args, message):
     assert result.exit_code != 0
     assert message in str(result.exception) + result.output
     assert not (tmp_path / "o").exists()
+
+
+def test_overwrite_refuses_a_folder_named_like_vse_ray_and_keeps_it(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "app.js").write_text("console.log(1)")
+    (tmp_path / "manifest.json").write_text('{"name": "my web app"}')
+    args = ["precompute", "--out", str(tmp_path), "--overwrite", "--n-train", "8", "--n-val", "4"]
+    result = CliRunner().invoke(app, [*args, "--n-test", "4", "--cnn", "small", "--weights", "none"])
+    assert result.exit_code == 2
+    assert "holds no vse_ray precompute" in result.output
+    assert (tmp_path / "src" / "app.js").is_file() and (tmp_path / "manifest.json").is_file()
+
+
+class _WorkerError(Exception):
+    """Stands for a Ray task error: the worker's exception travels as ``cause``."""
+
+    def __init__(self, cause: BaseException):
+        super().__init__("task failed")
+        self.cause = cause
+
+
+def test_a_full_disk_is_one_line_naming_the_folder(tmp_path, monkeypatch):
+    def full(*args, **kwargs):
+        enospc = OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "o" / "features"))
+        raise RuntimeError("Ray Data stage failed") from _WorkerError(enospc)
+
+    monkeypatch.setattr("vse_ray.data.precompute.ensure_ray", lambda address: None)
+    monkeypatch.setattr("vse_ray.data.precompute.run_image_stage", full)
+    args = ["precompute", "--out", str(tmp_path / "o"), "--n-train", "8", "--n-val", "4", "--n-test", "4"]
+    result = CliRunner().invoke(app, [*args, "--cnn", "small", "--weights", "none"])
+    assert result.exit_code == 2, result.output
+    lines = result.output.splitlines()
+    folder = tmp_path / "o"
+    assert (
+        lines[0]
+        == f"error: no space left on device writing {folder}: free space and rerun: finished shards are kept"
+    )
+    assert len(lines) == 2
+
+
+def test_other_errors_are_not_taken_for_a_full_disk():
+    assert is_disk_full(RuntimeError("wrapped")) is False
+    assert is_disk_full(_WorkerError(OSError(errno.ENOSPC, "full"))) is True
+    assert is_disk_full(_WorkerError(OSError(errno.EACCES, "denied"))) is False

@@ -70,7 +70,12 @@ def test_rejected_rows_get_zero_vectors(pixels):
     np.testing.assert_allclose(batch["feature"][[0, 2]], extractor.features(pixels[[0, 2]]), rtol=1e-5)
 
 
-def test_check_weights_names_bad_values():
+def test_check_weights_names_bad_values_and_never_downloads(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path))
+    with pytest.raises(ValueError, match=r"resnet18 weights IMAGENET1K_V1 are not in the torch cache \("):
+        check_weights("resnet18", "IMAGENET1K_V1")
+    (tmp_path / "hub" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "hub" / "checkpoints" / "resnet18-f37072fd.pth").write_bytes(b"")
     check_weights("resnet18", "IMAGENET1K_V1")
     with pytest.raises(ValueError, match="weights 'IMAGENET9'"):
         check_weights("resnet152", "IMAGENET9")

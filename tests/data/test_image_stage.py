@@ -63,7 +63,7 @@ def test_karpathy_images_with_corrupt_missing_and_non_image_files(ray_session, t
     assert "image" not in table.column_names  # karpathy keeps no images by default
 
     with pytest.raises(
-        RuntimeError, match=r"3 of 6 train images were rejected, more than max_reject_fraction=0.4"
+        ValueError, match=r"3 of 6 train images were rejected, more than max_reject_fraction=0.4"
     ):
         check_rejects(rejects, source, 0.4)
     check_rejects(rejects, source, 0.5)

@@ -22,6 +22,7 @@ from vse_ray.data.scene import scene_descriptor
 from vse_ray.data.shards import sha256_file
 from vse_ray.data.store import iter_relevance
 from vse_ray.data.synthetic import generate_synthetic, synthetic_image
+from vse_ray.data.verify import verify_data_dir
 from vse_ray.data.vocab import END, START
 from vse_ray.features import CNNFeatureExtractor
 from vse_ray.relevance import TfidfSvd, scene_similarity, tokenize
@@ -173,6 +174,10 @@ def test_manifest_records_counts_checksums_and_config(tiny):
         f"{s}/{r}" for s in ("test", "val") for r in ("cider", "sbert", "scene", "svd")
     ]
     assert json.loads((tiny / "cider_df.json").read_text())["log_num_docs"] == pytest.approx(np.log(40))
+    assert manifest["format"] == "vse_ray.precompute"
+    names = ("vocab.json", "cider_df.json", "tfidf_svd.npz")
+    assert manifest["files"] == {name: {"sha256": sha256_file(tiny / name)} for name in names}
+    verify_data_dir(tiny, ("train", "val", "test"))  # every image has its 5 captions
 
 
 def test_loaders_name_a_missing_split(tiny):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from vse_ray.data.config import PrecomputeConfig
-from vse_ray.data.manifest import claim_output
+from vse_ray.data.manifest import FORMAT, STATE_CONFIG, claim_output
 from vse_ray.data.vocab import END, START, UNK, build_vocab, encode
 
 
@@ -76,3 +78,62 @@ def test_foreign_folder_is_refused_and_never_deleted(tmp_path, overwrite):
     with pytest.raises(ValueError, match="holds no vse_ray precompute .*deletes only vse_ray folders"):
         claim_output(tmp_path, PrecomputeConfig(), overwrite=overwrite)
     assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+def _web_app(folder):
+    (folder / "src").mkdir(parents=True)
+    (folder / "src" / "app.js").write_text("console.log(1)")
+    (folder / "notes.txt").write_text("mine")
+    return sorted(p.relative_to(folder) for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("manifest.json", '{"name": "my web app"}'),
+        ("manifest.json", '{"schema_version": 2}'),
+        ("manifest.json", "[1, 2]"),
+        ("_state/config.json", '{"name": "my web app"}'),
+        ("_state/config.json", '{"config_hash": "abc"}'),
+        ("_state/config.json", "not json"),
+    ],
+)
+def test_overwrite_keeps_a_folder_whose_records_vse_ray_did_not_write(tmp_path, name, text):
+    kept = _web_app(tmp_path)
+    (tmp_path / name).parent.mkdir(exist_ok=True)
+    (tmp_path / name).write_text(text)
+    with pytest.raises(ValueError, match="holds no vse_ray precompute .*its files are kept"):
+        claim_output(tmp_path, PrecomputeConfig(), overwrite=True)
+    assert set(kept) <= {p.relative_to(tmp_path) for p in tmp_path.rglob("*")}
+
+
+def test_overwrite_keeps_foreign_files_inside_a_vse_ray_folder(tmp_path):
+    out = tmp_path / "out"
+    claim_output(out, PrecomputeConfig(n_train=10), overwrite=False)
+    (out / "notes.txt").write_text("mine")
+    claim_output(out, PrecomputeConfig(n_train=10), overwrite=False)  # same config: resumes, files stay
+    with pytest.raises(ValueError, match="also holds notes.txt, which vse_ray did not write"):
+        claim_output(out, PrecomputeConfig(n_train=11), overwrite=True)
+    assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_overwrite_deletes_a_folder_of_an_earlier_manifest_without_format(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    config = PrecomputeConfig(n_train=10)
+    earlier = {"schema_version": 2, "config_hash": config.hash(), "config": {}, "shards": {}}
+    (out / "manifest.json").write_text(json.dumps(earlier))
+    (out / ".manifest.json.123.tmp").write_text("{}")
+    claim_output(out, PrecomputeConfig(n_train=11), overwrite=True)
+    assert not (out / "manifest.json").exists()
+    record = json.loads((out / STATE_CONFIG).read_text())
+    assert record["format"] == FORMAT
+
+
+def test_input_uris_are_stored_without_credentials():
+    def config(root):
+        return PrecomputeConfig(dataset="karpathy", karpathy_json="d.json", image_root=root)
+
+    stored = config("s3://AKIA:s3cr3t@bucket/coco").resolved().to_dict()
+    assert stored["image_root"] == "s3://bucket/coco" and "s3cr3t" not in json.dumps(stored)
+    assert config("s3://AKIA:s3cr3t@bucket/coco").hash() == config("s3://other:key@bucket/coco").hash()

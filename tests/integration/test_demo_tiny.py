@@ -37,7 +37,21 @@ def test_tiny_demo_end_to_end(ray_session, tmp_path, capsys, empty_cwd):
         if run.info.run_name != "warmup-s0":  # the shared warm-up is epoch 1; each loss logs its epoch 2
             assert [m.step for m in client.get_metric_history(run.info.run_id, "rsum")] == [2]
             assert 0 <= run.data.metrics["test_R_at_10_t2i"] <= 100
+            checkpoint = client.list_artifacts(run.info.run_id, "checkpoint")  # for `evaluate --run`
+            assert [a.path for a in checkpoint] == ["checkpoint/model.pt"]
     out = capsys.readouterr().out
+    table = out[out.index("\nrun ") + 1 : out.index("\nOne seed; ")].splitlines()
+    assert table[0].split()[:2] == ["run", "rsum"] and [line.split()[0] for line in table[2:]] == [
+        "vsepp",
+        "bcls",
+        "Δ",
+        "bcls-shuffled",
+        "Δ",
+    ]
+    assert (
+        max(map(len, table)) <= 120
+        and f"Full table (every metric, 95 % intervals): {result.files['markdown']}" in out
+    )
     assert "Chance level" in out and "mlflow ui --backend-store-uri sqlite:///" in out
     assert f"#/experiments/{result.experiment_id}/runs" in out and "bcls-shuffled" in out
     written = {p.name for p in (tmp_path / "demo").iterdir()}

@@ -8,6 +8,7 @@ from mlflow import MlflowClient
 
 from tests.conftest import stray_files
 from tests.model.tiny_store import write_tiny_store
+from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.study import parse_study, run_study, study_summary
 from vse_ray.tune.mlflow_trials import PARENT_TAG
 
@@ -77,6 +78,12 @@ def test_tiny_study_end_to_end(ray_session, tmp_path, capsys, empty_cwd):
         if not run.info.run_name.startswith("warmup"):
             assert len(client.get_metric_history(run.info.run_id, "test_rsum")) == 1
     assert stray_files(empty_cwd) == []  # everything under the output folder
+
+    tested = next(run for run in children if run.info.run_name == "ladder-s1")
+    report = evaluate_run(tested.info.run_id, tracking_uri=result.tracking_uri, output_dir=tmp_path / "out")
+    assert report.run_id == tested.info.run_id and report.metrics["rsum"] == pytest.approx(
+        tested.data.metrics["test_rsum"], rel=1e-5
+    )
 
 
 def test_warmups_share_the_cpus_they_would_leave_idle(ray_session):

@@ -87,6 +87,14 @@ def test_sweep_interrupt_resume_and_mlflow(ray_session, tmp_path, mlflow_uri, ca
     report = json.loads(Path(second.report).read_text())
     assert report["best_metrics"]["rsum"] == pytest.approx(best_rsum) and report["best_config"]["epochs"] == 2
 
+    for run in trials:  # every ended trial keeps its best checkpoint, so `evaluate --run` works on it
+        uploaded = [a.path for a in client.list_artifacts(run.info.run_id, "checkpoint")]
+        assert uploaded == ["checkpoint/model.pt"]
+    evaluate = ["evaluate", "--run", second.best_run_id, "--tracking-uri", mlflow_uri]
+    evaluated = CliRunner().invoke(app, [*evaluate, "--output-dir", str(tmp_path)])
+    assert evaluated.exit_code == 0, evaluated.output
+    assert "rsum" in evaluated.output and f"{second.best_run_id}_test_full.json" in evaluated.output
+
     compare = CliRunner().invoke(app, ["compare", "--experiment", "sweep-test", "--tracking-uri", mlflow_uri])
     lines = compare.output.splitlines()
     assert compare.exit_code == 0 and max(len(line) for line in lines) <= 120

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from tests.model.tiny_bert import write_tiny_bert
 from tests.model.tiny_store import tiny_config, write_tiny_store
 from vse_ray.train.config import TrainConfig
 
@@ -20,6 +21,12 @@ def tiny_data_dir(tmp_path_factory) -> Path:
 def tiny_region_dir(tmp_path_factory) -> Path:
     """The tiny folder with 5 float16 regions per image (Arrow IPC shards)."""
     return write_tiny_store(tmp_path_factory.mktemp("tiny_regions") / "tiny", regions=5, dtype="float16")
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_dir(tmp_path_factory) -> Path:
+    """A one-layer random BERT with the tiny store's words as its wordpiece vocabulary."""
+    return write_tiny_bert(tmp_path_factory.mktemp("tiny_bert") / "bert")
 
 
 @pytest.fixture()

@@ -162,3 +162,11 @@ def test_step_validation_keeps_the_best_point():
     metrics, weights = points.select({"rsum": 25.0})
     assert metrics == {"rsum": 30.0, "val_step": 4} and float(weights["weight"][0, 0]) == 4
     assert points.select({"rsum": 5.0}) == ({"rsum": 5.0, "val_step": 0}, None)
+
+
+def test_patience_stops_when_val_rsum_stops_improving(tiny_cfg, tmp_path):
+    from vse_ray.train.engine import epochs_without_gain
+
+    assert epochs_without_gain([{"rsum": 1}, {"rsum": 3}, {"rsum": 2}, {"rsum": 3}]) == 2
+    frozen = dataclasses.replace(tiny_cfg, epochs=5, patience=1, lr=1e-12)  # val rsum never improves
+    assert [m["epoch"] for m in _run(frozen, tmp_path, "stop").history] == [1, 2]

@@ -65,3 +65,10 @@ def test_schedule_decays_at_milestones_or_every_lr_update():
         opt.step()
         sched.step()
     assert seen == [1.0, 1.0, 0.5, 0.5]
+
+
+def test_a_zero_multiplier_freezes_the_parameters():
+    net = _Net()
+    opt, _ = build_optimizer(_cfg(lr_groups={"image_encoder.": 0.0}), net)
+    assert [g["name"] for g in opt.param_groups] == [""]
+    assert not any(p.requires_grad for p in net.image_encoder.parameters())

@@ -25,6 +25,8 @@ def test_the_papers_rows_are_there():
         "cvsepp_f30k_vgg19",
         "cvsepp_auto_f30k_vgg19",
         "vse_inf_lseh_f30k",
+        "vse_inf_bigru_f30k",
+        "vse_inf_bert_f30k",
         "scan_bcls_f30k",
         "sgraf_sgr_bcls_f30k",
         "sgraf_saf_bcls_f30k",
@@ -35,13 +37,19 @@ def test_the_papers_rows_are_there():
 
 
 @pytest.mark.parametrize("name", recipe_names())
-def test_every_recipe_builds_and_trains_one_step(name, tiny_data_dir, tiny_region_dir, tmp_path):
+def test_every_recipe_builds_and_trains_one_step(
+    name, tiny_data_dir, tiny_region_dir, tiny_bert_dir, tmp_path
+):
     paper = load_recipe(name, "<data>")
     assert paper.reports or paper.paper["no_reported_row"]  # a row the paper does not print says why
     assert paper.paper["file"].endswith(".md") and paper.config.batch_size == 128
     regions = model_class(paper.config.model).feature_layout == "regions"
     folder = tiny_region_dir if regions else tiny_data_dir
     tiny = TINY + TINY_MODEL.get(paper.config.model, [])
+    if paper.config.finetune:  # a tiny CNN in the loop instead of the paper's ImageNet one
+        tiny += ["cnn=tiny", "cnn_weights=none", "model_params.crop=24"]
+    if paper.config.model_params.get("text_encoder") == "bert":
+        tiny.append(f"model_params.bert_path={tiny_bert_dir}")
     cfg = load_recipe(name, str(folder), tiny, output_dir=str(tmp_path)).config
     assert (cfg.model, cfg.loss, cfg.loss_params) == (
         paper.config.model,
@@ -52,7 +60,9 @@ def test_every_recipe_builds_and_trains_one_step(name, tiny_data_dir, tiny_regio
     data = TrainingData.load(cfg, loss.relevance_source)
     torch.manual_seed(0)
     model = build_model(cfg.model, **data.model_args)
-    builder = BatchBuilder(data.train_images, loss.relevance_source, data.references, data.doc_freq)
+    builder = BatchBuilder(
+        data.train_images, loss.relevance_source, data.references, data.doc_freq, model.caption_ids
+    )
     rows = next(iter(TableBatches(load_captions(str(folder), "train"), 16, 0).epoch_batches(1)))
     value = train_step(
         model, loss, torch.optim.Adam(model.parameters(), lr=cfg.lr), builder(rows), cfg.grad_clip
@@ -99,8 +109,9 @@ def test_overrides_and_unknown_recipe():
     cfg = load_recipe(
         "vse_inf_lseh_f30k", "<data>", ["loss_params.lam=0.05", "model_params.region_drop=0"]
     ).config
-    assert cfg.loss_params == {"margin": 0.185, "lam": 0.05} and cfg.model_params == {"region_drop": 0}
-    with pytest.raises(ValueError, match=r"recipe 'vse_inf_lseh': no such recipe; recipes: \["):
+    assert cfg.loss_params == {"margin": 0.185, "lam": 0.05, "factor": "row_max", "same_image": "zero_margin"}
+    assert cfg.model_params == {"text_encoder": "bert", "region_drop": 0}
+    with pytest.raises(ValueError, match=r"'vse_inf_lseh': no such file or shipped recipe; shipped: \["):
         load_recipe("vse_inf_lseh", "<data>")
 
 
@@ -114,27 +125,47 @@ def test_cli_refuses_a_bad_recipe_key_before_starting(tiny_data_dir, tmp_path):
     args = ["train", "--recipe", "vsepp_f30k_resnet152", "--data", str(tiny_data_dir), "--set", "epohcs=1"]
     assert "unknown TrainConfig field(s): ['epohcs']" in _cli_error([*args, "--output-dir", str(tmp_path)])
     assert not (tmp_path / "mlflow.db").exists()
-    args = [
-        "train",
-        "--recipe",
-        "vse_inf_lseh_f30k",
-        "--data",
-        str(tiny_data_dir),
-        "--output-dir",
-        str(tmp_path),
-    ]
+    args = ["train", "--model", "vse_inf", "--data", str(tiny_data_dir), "--output-dir", str(tmp_path)]
     assert "model 'vse_inf' needs region features" in _cli_error(args)
 
 
 def test_cli_refuses_a_similarity_model_on_pooled_features(tiny_data_dir, tmp_path):
+    args = ["train", "--model", "sgraf", "--data", str(tiny_data_dir), "--output-dir", str(tmp_path)]
+    assert "model 'sgraf' needs region features (R, D), but" in _cli_error(args)
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_cli_refuses_data_precomputed_otherwise_than_the_recipe(tiny_region_dir, tmp_path):
     args = [
         "train",
         "--recipe",
-        "sgraf_sgr_bcls_f30k",
+        "sgr_sam_f30k",
         "--data",
-        str(tiny_data_dir),
+        str(tiny_region_dir),
         "--output-dir",
         str(tmp_path),
     ]
-    assert "model 'sgraf' needs region features (R, D), but" in _cli_error(args)
-    assert not (tmp_path / "mlflow.db").exists()
+    message = _cli_error(args)
+    assert "sgr_sam_f30k.yaml: precompute.dataset is 'precomp' but" in message
+    assert "precompute --recipe sgr_sam_f30k" in message and not (tmp_path / "mlflow.db").exists()
+
+
+def test_recipes_list_their_deviations_and_runs_carry_them():
+    recipe = load_recipe("sgr_sam_f30k", "<data>")
+    assert recipe.deviations and recipe.config.deviations == recipe.deviations
+    assert recipe.config.to_flat_dict()["deviations"] == len(recipe.deviations)
+
+
+def test_precompute_takes_the_recipe_block_under_the_given_options():
+    from vse_ray.cli.precompute import with_recipe
+    from vse_ray.data.config import PrecomputeConfig
+
+    class _Ctx:
+        params = {"svd_dim": 128, "dataset": "precomp"}
+
+        def get_parameter_source(self, name):
+            return type("S", (), {"name": "COMMANDLINE" if name == "svd_dim" else "DEFAULT"})()
+
+    config = with_recipe(PrecomputeConfig(dataset="precomp", svd_dim=128), "sgraf_saf_lseh_f30k", _Ctx())
+    assert config.svd_dim == 128 and config.feature_dtype == "float16"
+    assert config.relevance_sources == ("sbert", "cider", "svd")

@@ -3,7 +3,8 @@
 An expected error is bad input the user can fix: a ``ValueError`` from our checks (``json.JSONDecodeError``
 and ``UnicodeDecodeError`` are ValueErrors too) or a missing/unreadable file. It prints ``error: <message>``
 (naming the file, key, row or parameter) and a hint, and exits with code 2. ``--debug`` shows the full
-traceback instead; any other exception keeps its traceback.
+traceback instead; any other exception keeps its traceback, except a full disk (ENOSPC), shown as one line
+naming the file. Ctrl-C prints one line saying how to resume and exits with code 130.
 """
 
 from __future__ import annotations
@@ -15,8 +16,19 @@ from typing import Annotated, Any
 
 import typer
 
+from vse_ray.disk_full import disk_full_value_error
+from vse_ray.tracking.lock import release_all
+
 EXPECTED = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
 EXIT_CODE = 2
+INTERRUPTED_CODE = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
+DISK_FULL_ADVICE = "free space and run the same command again to resume"
+RESUME_HINTS = {
+    "precompute": "run the same command again to resume: finished shards are kept",
+    "train": "run the same command again to resume from the last checkpoint (the MLflow run is KILLED)",
+    "sweep": "run the same command with --resume to continue the sweep",
+    "study": "run the same command again to resume: finished runs are kept",
+}
 
 
 def expected_error(err: BaseException) -> BaseException | None:
@@ -41,13 +53,21 @@ def readable_errors(command: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, debug: bool = False, **kwargs: Any) -> Any:
         try:
             return command(*args, **kwargs)
+        except KeyboardInterrupt:
+            if debug:
+                raise
+            hint = RESUME_HINTS.get(command.__name__, "run the same command again")
+            typer.echo(f"stopped by Ctrl-C: {hint}", err=True)
+            raise typer.Exit(code=INTERRUPTED_CODE) from None
         except Exception as err:
-            shown = expected_error(err)
+            shown = expected_error(err) or disk_full_value_error(err, DISK_FULL_ADVICE)
             if debug or shown is None:
                 raise
             typer.echo(f"error: {shown}", err=True)
             typer.echo("(run again with --debug for the full traceback)", err=True)
             raise typer.Exit(code=EXIT_CODE) from None
+        finally:
+            release_all()  # the output folders this command locked
 
     signature = inspect.signature(command, eval_str=True)
     debug = inspect.Parameter(

@@ -9,6 +9,7 @@ from vse_ray.cli.demo import demo
 from vse_ray.cli.errors import readable_errors
 from vse_ray.cli.evaluate import evaluate
 from vse_ray.cli.precompute import precompute
+from vse_ray.cli.recipes import recipes
 from vse_ray.cli.study import study
 from vse_ray.cli.sweep import sweep
 from vse_ray.cli.train import train
@@ -24,6 +25,7 @@ COMMANDS = {
     "compare": compare,
     "precompute": precompute,
     "train": train,
+    "recipes": recipes,
     "evaluate": evaluate,
     "demo": demo,
     "study": study,

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated
 
 import typer
 
 from vse_ray.data.config import AUTO, ExecutionOptions, PrecomputeConfig
+from vse_ray.train.recipe import load_recipe
 
 
 def _auto_int(name: str, value: str, allow_none: bool = False) -> int | str | None:
@@ -23,7 +25,27 @@ def _auto_int(name: str, value: str, allow_none: bool = False) -> int | str | No
         ) from err
 
 
+# PrecomputeConfig fields whose command-line option has another name.
+_OPTION_OF = {"relevance_sources": "relevance"}
+
+
+def with_recipe(config: PrecomputeConfig, recipe: str, ctx: typer.Context) -> PrecomputeConfig:
+    """``config`` with the recipe's ``precompute:`` values for every field not given on the command line."""
+    try:
+        block = load_recipe(recipe, "<out>").precompute
+    except ValueError as err:
+        raise typer.BadParameter(str(err)) from err
+    given = {n for n in ctx.params if getattr(ctx.get_parameter_source(n), "name", "") == "COMMANDLINE"}
+    values = {
+        key: tuple(value) if isinstance(value, list) else value
+        for key, value in block.items()
+        if _OPTION_OF.get(key, key) not in given
+    }
+    return dataclasses.replace(config, **values)
+
+
 def precompute(
+    ctx: typer.Context,
     out: Annotated[str, typer.Option(help="Output folder (one per dataset).")],
     dataset: Annotated[str, typer.Option(help="synthetic | karpathy | precomp.")] = "synthetic",
     splits: Annotated[str, typer.Option(help="Comma-separated splits (needs train).")] = "train,val,test",
@@ -61,6 +83,12 @@ def precompute(
     sbert_actors: Annotated[int | None, typer.Option(help="Sentence-BERT actors (default: as CNN).")] = None,
     max_reject_fraction: Annotated[float, typer.Option(help="Fail above this share of bad images.")] = 0.01,
     overwrite: Annotated[bool, typer.Option(help="Replace a folder written with another config.")] = False,
+    recipe: Annotated[
+        str | None,
+        typer.Option(
+            help="Compute what this recipe trains on: its precompute: block, options given here over it."
+        ),
+    ] = None,
     ray_address: Annotated[
         str | None, typer.Option(help="Ray cluster address; default: the running one, else a local Ray.")
     ] = None,
@@ -97,6 +125,8 @@ def precompute(
         else tuple(s.strip() for s in relevance.split(",") if s.strip()),
         shard_size=shard_size,
     )
+    if recipe:
+        config = with_recipe(config, recipe, ctx)
     options = ExecutionOptions(
         cnn_actors=cnn_actors,
         sbert_actors=sbert_actors,
@@ -105,5 +135,7 @@ def precompute(
     )
     config.resolved()  # bad values fail before Ray starts
     from vse_ray.data.precompute import precompute as run_precompute
+    from vse_ray.disk_full import disk_full_is_an_error
 
-    run_precompute(config, out, options, ray_address=ray_address)  # reads the input before Ray starts
+    with disk_full_is_an_error(out, "free space and rerun: finished shards are kept"):
+        run_precompute(config, out, options, ray_address=ray_address)  # reads the input before Ray starts

@@ -11,7 +11,9 @@ from vse_ray.study.spec import load_study
 
 
 def study(
-    study_file: Annotated[str, typer.Argument(help="Study YAML, e.g. studies/ladder_bcls_cs.yaml.")],
+    study_file: Annotated[
+        str, typer.Argument(help="Shipped study name (ladder_bcls_cs) or a study YAML path.")
+    ],
     output_dir: Annotated[
         str, typer.Option(help="Output folder: data, Tune trials, MLflow store (rerun to resume).")
     ] = "vse_ray_out/studies",

@@ -10,7 +10,7 @@ from vse_ray.train.config import merge_overrides
 
 
 def sweep(
-    space: Annotated[str, typer.Option(help="Search-space YAML, e.g. tune_spaces/ladder_auto.yaml.")],
+    space: Annotated[str, typer.Option(help="Shipped space name (ladder_auto) or a search-space YAML path.")],
     data_dir: Annotated[str, typer.Option(help="Precompute output folder every trial trains on.")],
     num_samples: Annotated[int, typer.Option(help="Trials drawn (grid leaves multiply it).")] = 8,
     scheduler: Annotated[str, typer.Option(help="'asha' (early-stop weak trials) or 'fifo'.")] = "asha",

@@ -11,7 +11,7 @@ import typer
 from vse_ray.tracking import runs_table_url, ui_command
 from vse_ray.train.config import NESTED, TrainConfig, field_default, field_help, merge_overrides
 from vse_ray.train.preflight import check_training
-from vse_ray.train.recipe import load_recipe
+from vse_ray.train.recipe import check_recipe_data, load_recipe
 
 
 def _opt(name: str, **kwargs: Any) -> Any:
@@ -83,6 +83,9 @@ def train(
     experiment: Annotated[str | None, _opt("experiment")] = field_default("experiment"),
     max_failures: Annotated[int, _opt("max_failures")] = field_default("max_failures"),
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (default: local).")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue the run when safe keys (epochs) changed.")] = False,
+    new_run: Annotated[bool, typer.Option(help="Start a fresh run beside one with another config.")] = False,
+    wait: Annotated[bool, typer.Option(help="Wait for another command training this run.")] = False,
 ) -> None:
     """Train one loss family; re-running the same command resumes from its last checkpoint.
 
@@ -92,15 +95,25 @@ def train(
     try:
         items = [*(set_ or []), *cli_overrides(ctx)]
         if recipe:
-            cfg = load_recipe(recipe, data, items).config
+            loaded = load_recipe(recipe, data, items)
+            check_recipe_data(loaded, data)
+            cfg = loaded.config
         else:
             cfg = TrainConfig.from_dict(merge_overrides({"data_dir": data}, items))
     except ValueError as err:
         raise typer.BadParameter(str(err)) from err
     check_training(cfg)  # fields, loss, data folder, model input: before Ray and MLflow start
+    if cfg.deviations:
+        typer.echo(f"Deviations from the official code ({len(cfg.deviations)}):")
+        for line in cfg.deviations:
+            typer.echo(f"  - {line}")
     from vse_ray.ray_session import ensure_ray, quiet_console
+    from vse_ray.train.rerun import claim_run
     from vse_ray.train.trainer import fit
 
+    cfg = claim_run(
+        cfg, resume, new_run, wait, notify=typer.echo
+    )  # the run's lock lasts as long as the command
     ensure_ray(ray_address)
     quiet_console()
     result = fit(cfg)

@@ -56,7 +56,13 @@ def fit_train_models(
         for image_id, text in zip(train["image_id"].tolist(), tokenised, strict=True):
             refs.setdefault(image_id, []).append(text)
         write_json_atomic(cider_doc_freq(list(refs.values())).to_dict(), df_path)
-        model = TfidfSvd(k=config.svd_dim, seed=config.seed).fit(texts)
+        model = TfidfSvd(
+            k=config.svd_dim,
+            seed=config.seed if config.svd_seed is None else config.svd_seed,
+            n_iter=config.svd_n_iter,
+            stem=config.svd_stem,
+            unit=config.svd_unit,
+        ).fit(texts)
         if model.dim < config.svd_dim:
             logging.getLogger(__name__).warning(
                 "svd_dim: reduced from %d to %d: the truncated SVD needs fewer components than the %d train "

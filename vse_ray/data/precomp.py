@@ -43,12 +43,32 @@ def _check_shapes(arrays: dict[str, tuple[Path, tuple[int, ...]]]) -> None:
             )
 
 
+def load_npy(path: Path) -> np.ndarray:
+    """The array of a ``.npy`` file, memory-mapped; ValueError naming the file when it is not one."""
+    try:
+        return np.load(path, mmap_mode="r")
+    except (ValueError, OSError, EOFError) as err:
+        if isinstance(err, FileNotFoundError):
+            raise
+        raise ValueError(f"{path}: not a readable .npy array ({err})") from err
+
+
+def read_lines(path: Path) -> list[str]:
+    """The lines of a UTF-8 text file; ValueError naming the file and line of a byte that is not UTF-8."""
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8").splitlines()
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise ValueError(f"{path}: line {line} is not UTF-8 ({err.reason}); save the file as UTF-8") from None
+
+
 def _read_split(
     folder: Path, prefix: str, per_image: int, first_id: int, float16: bool
 ) -> tuple[SplitSource, PrecompFeatures]:
     ims, caps = folder / f"{prefix}_ims.npy", folder / f"{prefix}_caps.txt"
-    features = np.load(ims, mmap_mode="r")
-    lines = caps.read_text().splitlines()
+    features = load_npy(ims)
+    lines = read_lines(caps)
     if len(lines) % per_image:
         raise ValueError(f"{caps}: {len(lines)} lines is not a multiple of {per_image} captions per image")
     n = len(lines) // per_image
@@ -96,7 +116,7 @@ def read_precomp(
     chosen = select_splits(dict.fromkeys(available), splits, f"precomp folder {folder}")
     in_order = [s for s in FILE_SPLITS if s in chosen]
     paths = {s: root / f"{FILE_SPLITS[s]}_ims.npy" for s in in_order}
-    _check_shapes({s: (p, np.load(p, mmap_mode="r").shape[1:]) for s, p in paths.items()})
+    _check_shapes({s: (p, load_npy(p).shape[1:]) for s, p in paths.items()})
     sources, features, next_id = {}, {}, 0
     for split in in_order:
         sources[split], features[split] = _read_split(

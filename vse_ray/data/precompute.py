@@ -15,7 +15,7 @@ from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
 from vse_ray.data.image_io import FileImages, SyntheticImages
 from vse_ray.data.image_stage import run_image_stage
 from vse_ray.data.karpathy import read_karpathy
-from vse_ray.data.manifest import claim_output, table_counts, write_manifest
+from vse_ray.data.manifest import check_output, claim_output, table_counts, write_manifest
 from vse_ray.data.precomp import read_precomp
 from vse_ray.data.relevance_stage import run_relevance_stage
 from vse_ray.data.scene import scene_descriptor
@@ -63,14 +63,15 @@ def load_source(config: PrecomputeConfig) -> Source:
 
 
 def check_rejects(rejects: list[dict], source: Source, max_fraction: float) -> None:
-    """RuntimeError when a split rejected more than ``max_fraction`` of its images, listing a few of them."""
+    """ValueError when a split rejected more than ``max_fraction`` of its images, listing a few of them."""
     for split, data in source.splits.items():
         bad = [r for r in rejects if r["split"] == split]
         if len(bad) > max_fraction * len(data.image_ids):
             examples = "; ".join(f"{r['path']}: {r['reason']}" for r in bad[:3])
-            raise RuntimeError(
+            raise ValueError(
                 f"{len(bad)} of {len(data.image_ids)} {split} images were rejected, more than "
-                f"max_reject_fraction={max_fraction}; e.g. {examples}"
+                f"max_reject_fraction={max_fraction}; e.g. {examples}; fix or remove those images, or raise "
+                "--max-reject-fraction, and rerun: finished shards are kept"
             )
 
 
@@ -134,10 +135,11 @@ def precompute(
     """
     options = options or ExecutionOptions()
     config = config.resolved()
-    if config.dataset != "precomp":
-        check_weights(config.cnn, config.weights)
     folder = Path(out)
+    check_output(folder, config, options.overwrite)  # before the input is read: a refusal comes at once
     source = load_source(config)
+    if config.dataset != "precomp":
+        check_weights(config.cnn, config.weights)  # the CNN weights are local (no download), else one line
     claim_output(folder, config, options.overwrite)
     ensure_ray(ray_address)
     started = time.perf_counter()

@@ -2,8 +2,9 @@
 
 Layout of a precompute folder (``SCHEMA_VERSION`` 2)::
 
-    manifest.json        written last: schema version, config and its hash, row counts, rows and sha256 of
-                         every Parquet file (``shards``), relevance shapes, rejects
+    manifest.json        written last: ``format`` ("vse_ray.precompute"), schema version, config and its
+                         hash, row counts, rows and sha256 of every Parquet file (``shards``), sha256 of
+                         vocab.json, cider_df.json and tfidf_svd.npz (``files``), relevance shapes, rejects
     vocab.json           {"word": id}; 0=<pad>, 1=<unk>, 2=<start>, 3=<end>; built from train captions only
     cider_df.json        CIDEr document frequencies of the train reference sets (CiderDocFreq.to_dict())
     tfidf_svd.npz        the TF-IDF + truncated SVD model fitted on train captions, arrays only: vocabulary,

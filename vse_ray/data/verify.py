@@ -15,7 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from vse_ray.data.schema import SCHEMA_VERSION
@@ -23,6 +25,8 @@ from vse_ray.data.shards import sha256_file
 
 MANIFEST = "manifest.json"
 TABLES = ("features", "captions", "relevance")
+# Files besides the tables that training and evaluation read; the manifest lists their sha256 (``files``).
+MODEL_FILES = ("vocab.json", "cider_df.json", "tfidf_svd.npz")
 
 
 @dataclass(frozen=True)
@@ -66,7 +70,9 @@ def read_manifest(data_dir: str | Path) -> tuple[dict, str]:
             f"{path}: schema_version {manifest.get('schema_version')!r}, this vse_ray reads "
             f"{SCHEMA_VERSION}; re-run the precompute into a new folder (or with --overwrite)"
         )
-    for key in ("rows", "shards"):
+    for key in ("rows", "shards", "files"):
+        if key == "files" and key not in manifest:  # written before the manifest listed them
+            continue
         if not isinstance(manifest.get(key), dict):
             raise ValueError(f"{path}: key {key!r} is missing or not an object")
     return manifest, hashlib.sha256(raw).hexdigest()
@@ -76,12 +82,19 @@ SHARD_SUFFIXES = (".parquet", ".arrow")  # Parquet tables; Arrow IPC region feat
 
 
 def shard_rows(path: Path) -> int:
-    """Row count of a Parquet or Arrow IPC shard, from its metadata (nothing else is read)."""
-    if path.suffix == ".arrow":
-        with pa.memory_map(str(path)) as source:
-            reader = pa.ipc.open_file(source)
-            return sum(reader.get_record_batch(i).num_rows for i in range(reader.num_record_batches))
-    return pq.ParquetFile(path).metadata.num_rows
+    """Row count of a Parquet or Arrow IPC shard, from its metadata (nothing else is read); ValueError
+    naming the file when it is truncated or not such a file."""
+    try:
+        if path.suffix == ".arrow":
+            with pa.memory_map(str(path)) as source:
+                reader = pa.ipc.open_file(source)
+                return sum(reader.get_record_batch(i).num_rows for i in range(reader.num_record_batches))
+        return pq.ParquetFile(path).metadata.num_rows
+    except (pa.ArrowException, OSError) as err:
+        if isinstance(err, FileNotFoundError):
+            raise
+        kind = "Arrow IPC" if path.suffix == ".arrow" else "Parquet"
+        raise ValueError(f"{path}: not a readable {kind} file, truncated or corrupt ({err})") from err
 
 
 def shard_paths(folder: Path, tables: Sequence[str] = TABLES) -> list[Path]:
@@ -93,6 +106,64 @@ def shard_paths(folder: Path, tables: Sequence[str] = TABLES) -> list[Path]:
         if p.suffix in SHARD_SUFFIXES
         and not any(part.startswith(".") for part in p.relative_to(folder).parts)
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _sha256(path: Path, size: int, mtime_ns: int) -> str:
+    """sha256 of a file, computed once per process for an unchanged file."""
+    return sha256_file(path)
+
+
+def model_files(folder: Path) -> dict[str, dict]:
+    """``{name: {sha256}}`` of the :data:`MODEL_FILES` present in ``folder`` (manifest ``files``)."""
+    return {name: {"sha256": sha256_file(folder / name)} for name in MODEL_FILES if (folder / name).is_file()}
+
+
+def check_model_files(folder: Path, listed: dict, checksums: bool) -> None:
+    """ValueError naming the file when one the manifest lists is missing or has another sha256."""
+    for name, expected in sorted(listed.items()):
+        path = folder / name
+        if not path.is_file():
+            raise ValueError(f"{path} is missing; {MANIFEST} lists it")
+        stat = path.stat()
+        if checksums and _sha256(path, stat.st_size, stat.st_mtime_ns) != expected.get("sha256"):
+            raise ValueError(
+                f"{path}: sha256 differs from {MANIFEST}'s (changed or corrupt since the precompute); "
+                f"run the precompute again into a new folder"
+            )
+
+
+@functools.lru_cache(maxsize=4096)
+def _first_non_finite(path: Path, size: int, mtime_ns: int) -> tuple[int, int] | None:
+    """``(row, image_id)`` of the first row of a features shard holding NaN or inf, or None (cached)."""
+    if path.suffix == ".arrow":
+        with pa.memory_map(str(path)) as source:
+            table = pa.ipc.open_file(source).read_all()
+    else:
+        table = pq.read_table(path)
+    if "feature" not in table.column_names or table.num_rows == 0:
+        return None
+    values = table["feature"].combine_chunks()
+    while pa.types.is_fixed_size_list(values.type):
+        values = values.flatten()
+    finite = np.isfinite(values.to_numpy(zero_copy_only=False).reshape(table.num_rows, -1)).all(axis=1)
+    if finite.all():
+        return None
+    row = int(np.argmin(finite))
+    return row, int(table["image_id"][row].as_py())
+
+
+def check_finite_features(folder: Path, names: Sequence[str]) -> None:
+    """ValueError naming the shard, row and image id of the first NaN or infinite feature value."""
+    for name in names:
+        path = folder / name
+        stat = path.stat()
+        bad = _first_non_finite(path, stat.st_size, stat.st_mtime_ns)
+        if bad is not None:
+            raise ValueError(
+                f"{path}: row {bad[0]} (image_id {bad[1]}) has NaN or infinite features; check the image or "
+                "the features it came from and run the precompute again into a new folder"
+            )
 
 
 @functools.lru_cache(maxsize=4096)
@@ -113,7 +184,8 @@ def verify_data_dir(
 
     Raises:
         ValueError: Naming the folder or file: no manifest (unfinished precompute), a split missing, a file
-            missing, extra, or with other rows or another checksum than the manifest lists.
+            missing, extra, or with other rows or another checksum than the manifest lists (the tables and
+            the :data:`MODEL_FILES`); with ``checksums``, the row of a NaN or infinite feature.
     """
     folder = Path(data_dir).expanduser().resolve()
     manifest, digest = read_manifest(folder)
@@ -138,6 +210,9 @@ def verify_data_dir(
         if table in counted:
             split = rest.split("/")[0].removeprefix("split=")
             counted[table][split] = counted[table].get(split, 0) + rows
+    check_model_files(folder, manifest.get("files", {}), checksums)
+    if checksums:  # the same pass over the bytes: features training would meet as NaN losses much later
+        check_finite_features(folder, [name for name in sorted(listed) if name.startswith("features/")])
     rows = {"features": manifest["rows"].get("images", {}), "captions": manifest["rows"].get("captions", {})}
     for table, per_split in counted.items():
         for split in sorted(set(per_split) | set(rows[table])):
@@ -150,7 +225,33 @@ def verify_data_dir(
         if not rows["features"].get(split) or not rows["captions"].get(split):
             have = sorted(s for s, n in rows["captions"].items() if n)
             raise ValueError(f"{folder}: split {split!r} is empty or missing; it has {have}")
+        per_image = manifest.get("config", {}).get("captions_per_image")
+        check_captions_match_images(folder, split, per_image if isinstance(per_image, int) else None)
     return VerifiedData(folder, digest, dict(rows["features"]), dict(rows["captions"]))
+
+
+def _ids(folder: Path, file_format: str) -> np.ndarray:
+    return pads.dataset(folder, format=file_format).to_table(columns=["image_id"])["image_id"].to_numpy()
+
+
+def check_captions_match_images(folder: Path, split: str, per_image: int | None) -> None:
+    """ValueError naming the image ids of ``split`` whose caption count differs from the others' (or from
+    ``per_image``), that have no caption, or that captions point to but the features table lacks."""
+    features = folder / "features" / f"split={split}"
+    images = _ids(features, "arrow" if any(features.glob("part-*.arrow")) else "parquet")
+    ids, counts = np.unique(_ids(folder / "captions" / f"split={split}", "parquet"), return_counts=True)
+    expected = per_image or int(np.bincount(counts).argmax())
+    problems = [
+        ("have no caption", np.setdiff1d(images, ids)),
+        ("have captions but no features row", np.setdiff1d(ids, images)),
+        (f"have another number of captions than {expected}", ids[counts != expected]),
+    ]
+    for what, bad in problems:
+        if len(bad):
+            raise ValueError(
+                f"{folder / 'captions'}/split={split}: {len(bad)} image(s) {what}, e.g. image_id "
+                f"{', '.join(str(i) for i in bad[:5])}; run the precompute again into a new folder"
+            )
 
 
 def parquet_files(folder: Path, tables: Sequence[str] = TABLES) -> dict[str, dict]:
@@ -172,4 +273,4 @@ def describe_folder(folder: Path) -> dict:
             split = rest.split("/")[0].removeprefix("split=")
             key = "images" if table == "features" else "captions"
             rows[key][split] = rows[key].get(split, 0) + info["rows"]
-    return {"schema_version": SCHEMA_VERSION, "rows": rows, "shards": shards}
+    return {"schema_version": SCHEMA_VERSION, "rows": rows, "shards": shards, "files": model_files(folder)}

@@ -1,5 +1,14 @@
-"""vse_ray.evaluation: score trained runs on a split, JSON reports, plots and retrieval examples."""
+"""vse_ray.evaluation: score trained runs on a split, JSON reports, plots and retrieval examples.
 
-from vse_ray.evaluation.evaluate import PROTOCOLS, EvaluationReport, evaluate_run
+The exports load on first use, so the Ray-free training loop (which scores validation through
+`vse_ray.evaluation.embed`) imports neither MLflow nor Ray."""
 
-__all__ = ["PROTOCOLS", "EvaluationReport", "evaluate_run"]
+from vse_ray.lazy_exports import lazy_exports
+
+_EXPORTS = {
+    "PROTOCOLS": "vse_ray.evaluation.evaluate",
+    "EvaluationReport": "vse_ray.evaluation.evaluate",
+    "evaluate_run": "vse_ray.evaluation.evaluate",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = sorted(_EXPORTS)

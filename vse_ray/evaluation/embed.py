@@ -38,15 +38,17 @@ def split_similarities(
 ) -> np.ndarray:
     """`model.score` of every image × caption of the split: (n_images, n_captions) float32.
 
-    Each side is encoded once (``batch_size`` rows at a time). Embedding models score (batch_size × all
-    captions) blocks; similarity models, whose score is a learned function of each pair, go through
-    ``score_matrix`` in memory-bounded ``block`` = (images, captions) blocks (None: sized automatically),
-    a block that cannot fit being refused before anything is encoded.
+    Each side is encoded once (``batch_size`` rows at a time), the captions as ``model.caption_ids`` gives
+    them. Embedding models score (batch_size × all captions) blocks; similarity models, whose score is a
+    learned function of each pair, go through ``score_matrix`` in memory-bounded ``block`` = (images,
+    captions) blocks (None: sized automatically), a block that cannot fit being refused before anything is
+    encoded.
     """
     n_img, n_cap = len(split.images.image_ids), len(split.tokens)
+    caption_ids = model.caption_ids(split.tokens, split.texts)
     if model.kind == "similarity" and block is not None:
         fitted = (min(block[0], n_img), min(block[1], n_cap))
-        longest = max(len(t) for t in split.tokens)
+        longest = max(len(t) for t in caption_ids)
         check_block_fits(model, fitted, split.images.values.shape[1], longest, 4, free_memory_bytes(device))
     was_training = model.training
     model.eval()
@@ -58,7 +60,7 @@ def split_similarities(
     )
     txt, lengths = [], []
     for s in range(0, n_cap, batch_size):
-        tokens, length = pad_tokens(split.tokens[s : s + batch_size])
+        tokens, length = pad_tokens(caption_ids[s : s + batch_size])
         txt.append(model.encode_captions(tokens.to(device), length.to(device)))
         lengths.append(length.to(device))
     txt_all, len_all = _pad_words(txt), torch.cat(lengths)

@@ -20,3 +20,10 @@ class VSEPPLoss(MarginVSELoss):
 
     def query_loss(self, sims: Tensor, relevance: Tensor | None, candidates: Tensor) -> Tensor:
         return max_of_hinges(sims, positive_sims(sims), candidates, self.margin)
+
+    def collapse_value(self, batch_size: int) -> float | None:
+        """The loss of a collapsed embedding (every similarity equal): each of the 2·B queries pays the
+        margin against its hardest negative. Training that sits here has not left collapse (VSE++ Sec. 4.1);
+        a warm-up with the sum of hinges is the cure."""
+        per_pair = 2 * self.margin
+        return {"sum": per_pair * batch_size, "mean": per_pair}.get(self.reduction)

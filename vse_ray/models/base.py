@@ -16,17 +16,42 @@ lists every layout it can be built for in ``input_layouts``.
 ``forward(images, tokens, lengths)`` is the training step's call: the (B, B) similarity matrix of a batch,
 row b's positive in column b, which every loss takes through ``loss.from_similarity(sims, relevance, ids)``.
 Evaluation encodes each side once and calls ``score`` on query × gallery chunks.
+
+``caption_ids(tokens, texts)`` is the one place that decides which ids ``encode_captions`` reads: the stored
+vocabulary ids by default, or ids the model derives from the caption texts (VSE∞'s BERT wordpieces).
+Training batches and evaluation both go through it; training passes caption augmentation to it.
+``caption_space`` describes ids a model derives itself (vocabulary size, mask token, which tokens continue a
+word), over which the augmentation then draws.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
+import numpy as np
 from torch import Tensor, nn
 
 MODEL_KINDS = ("embedding", "similarity")
 FEATURE_LAYOUTS = ("pooled", "regions", "pixels")
+
+
+@dataclass(frozen=True)
+class CaptionSpace:
+    """Caption ids a model derives itself (not the stored vocabulary's): `vocab_size` ids, the mask token's
+    id (None: no mask token), `continues` (bool per id: the token continues the previous token's word;
+    None: every token is a word), and `wrapped`: the model adds tokens around every caption (BERT's
+    [CLS] ... [SEP]), so caption augmentation may delete all of a caption's own ids."""
+
+    vocab_size: int
+    mask_id: int | None
+    continues: np.ndarray | None = None
+    wrapped: bool = False
+
+
+# Caption augmentation bound to its random generator: token-id lists → augmented token-id lists.
+AugmentIds = Callable[[list[np.ndarray]], list[np.ndarray]]
 
 
 class RetrievalModel(nn.Module):
@@ -52,6 +77,11 @@ class RetrievalModel(nn.Module):
         if not cls.input_layouts:
             cls.input_layouts = (cls.feature_layout,)
 
+    @staticmethod
+    def check_pretrained(**model_params: object) -> None:
+        """Raise FileNotFoundError (one line saying how to provide them) when pretrained weights these
+        `model_params` need are not on this machine; checked before training starts. Default: none needed."""
+
     def encode_images(self, images: Tensor) -> Tensor:
         """Image input in ``feature_layout`` → (B, E) embeddings or (B, R, E) region features."""
         raise NotImplementedError
@@ -59,6 +89,24 @@ class RetrievalModel(nn.Module):
     def encode_captions(self, tokens: Tensor, lengths: Tensor) -> Tensor:
         """(B, L) token ids (0 = padding) and (B,) lengths → (B, E) embeddings or (B, L, E) word features."""
         raise NotImplementedError
+
+    def caption_ids(
+        self,
+        tokens: Sequence[np.ndarray],
+        texts: Sequence[str],
+        augment: AugmentIds | None = None,
+    ) -> list[np.ndarray]:
+        """The ids `encode_captions` reads for captions stored as vocabulary `tokens` with their `texts`;
+        `augment` (training only) changes them where the model's captions allow it. Default: the stored
+        tokens, augmented whole."""
+        ids = [np.asarray(t, dtype=np.int64) for t in tokens]
+        return augment(ids) if augment is not None else ids
+
+    @property
+    def caption_space(self) -> CaptionSpace | None:
+        """The ids `caption_ids` gives when the model derives its own (what caption augmentation draws
+        from); None: the stored vocabulary ids, augmented over the data's vocabulary."""
+        return None
 
     def score(self, img_repr: Tensor, txt_repr: Tensor, txt_lengths: Tensor | None = None) -> Tensor:
         """(N_img, N_txt) similarity of every encoded image with every encoded caption.

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from vse_ray.features.random_crops import centre_crops, random_resized_crops
 from vse_ray.models.cnn import build_cnn
 from vse_ray.models.normalize import l2_normalize
 
@@ -16,8 +17,9 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 class ImageProjection(nn.Module):
     """Linear projection W_f of precomputed features φ(i), Xavier-uniform initialised as in VSE++."""
 
-    def __init__(self, feature_dim: int, embed_dim: int, normalize: bool = True):
+    def __init__(self, feature_dim: int, embed_dim: int, normalize: bool = True, feature_norm: bool = False):
         super().__init__()
+        self.feature_norm = feature_norm  # L2-normalise φ(i) first
         self.fc = nn.Linear(feature_dim, embed_dim)
         bound = float(np.sqrt(6.0) / np.sqrt(feature_dim + embed_dim))
         nn.init.uniform_(self.fc.weight, -bound, bound)
@@ -25,17 +27,33 @@ class ImageProjection(nn.Module):
         self.normalize = normalize
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        emb = self.fc(features)
+        emb = self.fc(l2_normalize(features) if self.feature_norm else features)
         return l2_normalize(emb) if self.normalize else emb
 
 
 class CNNImageEncoder(nn.Module):
-    """φ = CNN on raw uint8 images (B, H, W, 3), then the projection W_f: fine-tuned end to end."""
+    """φ = CNN on raw uint8 images (B, H, W, 3), then the projection W_f: trained end to end.
 
-    def __init__(self, cnn: str, embed_dim: int, normalize: bool = True, weights: str | None = None):
+    Args:
+        cnn, embed_dim, normalize, weights: backbone, joint size, output L2 norm, torchvision weights.
+        feature_norm: L2-normalise φ before the projection (VSE++'s full-image encoder does).
+        crop: Side of the CNN input: a random resized crop with a random flip per image in training (VSE++
+            "RC"), the centre crop at evaluation; 0 feeds the stored images whole.
+    """
+
+    def __init__(
+        self,
+        cnn: str,
+        embed_dim: int,
+        normalize: bool = True,
+        weights: str | None = None,
+        feature_norm: bool = False,
+        crop: int = 0,
+    ):
         super().__init__()
         self.cnn, feature_dim = build_cnn(cnn, weights)
         self.proj = ImageProjection(feature_dim, embed_dim, normalize)
+        self.feature_norm, self.crop = feature_norm, crop
         self.register_buffer("mean", torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1), persistent=False)
         self.register_buffer("std", torch.tensor(IMAGENET_STD).view(1, 3, 1, 1), persistent=False)
 
@@ -43,4 +61,7 @@ class CNNImageEncoder(nn.Module):
         if images.dim() != 4 or images.shape[-1] != 3:
             raise ValueError(f"images must be (B, H, W, 3) uint8, got shape {tuple(images.shape)}")
         x = images.permute(0, 3, 1, 2).float().div_(255.0)
-        return self.proj(self.cnn((x - self.mean) / self.std))
+        if self.crop:
+            x = random_resized_crops(x, self.crop) if self.training else centre_crops(x, self.crop)
+        features = self.cnn((x - self.mean) / self.std)
+        return self.proj(l2_normalize(features) if self.feature_norm else features)

@@ -23,6 +23,10 @@ class VSEModel(RetrievalModel):
         normalize_image: L2-normalise image embeddings (False: the VSE0 variant of VSE++ Sec. 3).
         cnn: Backbone name to fine-tune from raw images, or None to project precomputed features.
         cnn_weights: torchvision weights for `cnn` (None: random init).
+        feature_norm: L2-normalise the CNN feature before the projection (VSE++'s full-image encoder).
+        crop: With `cnn`: train on a random resized crop of this side per image and step (VSE++ "RC"), the
+            centre crop at evaluation; 0 uses the stored images whole. A frozen CNN in the loop (RC without
+            fine-tuning) is `lr_groups: {image_encoder.cnn.: 0}`.
     """
 
     kind = "embedding"
@@ -39,13 +43,21 @@ class VSEModel(RetrievalModel):
         normalize_image: bool = True,
         cnn: str | None = None,
         cnn_weights: str | None = None,
+        feature_norm: bool = False,
+        crop: int = 0,
     ):
         super().__init__()
+        if crop and cnn is None:
+            raise ValueError("crop: needs the CNN in the loop (finetune), the stored features are fixed")
         self.feature_layout = "pooled" if cnn is None else "pixels"
         if cnn is None:
-            self.image_encoder: nn.Module = ImageProjection(feature_dim, embed_dim, normalize_image)
+            self.image_encoder: nn.Module = ImageProjection(
+                feature_dim, embed_dim, normalize_image, feature_norm
+            )
         else:
-            self.image_encoder = CNNImageEncoder(cnn, embed_dim, normalize_image, cnn_weights)
+            self.image_encoder = CNNImageEncoder(
+                cnn, embed_dim, normalize_image, cnn_weights, feature_norm, crop
+            )
         self.text_encoder = GRUTextEncoder(vocab_size, word_dim, embed_dim)
 
     def encode_images(self, images: torch.Tensor) -> torch.Tensor:

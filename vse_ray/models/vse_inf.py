@@ -4,8 +4,10 @@ CVPR 2021): an embedding model whose two sides pool sets of features with GPO (:
 - Image side (Sec. 4, region features): each of the R regions φ_r (D wide) is mapped by a linear layer
   plus a two-layer MLP residual, v_r = W φ_r + b + MLP(φ_r), with MLP = Linear(D, E/2) → BatchNorm → ReLU →
   Linear(E/2, E); the set {v_r} is pooled by GPO and L2-normalised.
-- Text side: word embeddings → bidirectional GRU of hidden size E whose two directions are averaged per
-  word → GPO over the words → L2 normalisation.
+- Text side (``text_encoder="bigru"``): word embeddings → bidirectional GRU of hidden size E whose two
+  directions are averaged per word → GPO over the words → L2 normalisation. ``text_encoder="bert"``: the
+  caption's wordpieces through BERT-base, Linear(768, E), GPO, L2 normalisation
+  (:mod:`vse_ray.models.bert_text`); the model then reads the caption texts, not the stored vocabulary ids.
 - s(i, c) = f(i) · g(c).
 
 Training drops each region with probability `region_drop` (0.2 in the reference implementation's region
@@ -17,12 +19,15 @@ over the kept regions and those zero rows, never over the dropped regions.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from vse_ray.models.base import RetrievalModel
+from vse_ray.models.base import AugmentIds, CaptionSpace, RetrievalModel
+from vse_ray.models.bert_text import BertTextEncoder, bert_folder
 from vse_ray.models.gpo import GPO
 from vse_ray.models.normalize import l2_normalize
 
@@ -88,6 +93,9 @@ class BiGRUTextEncoder(nn.Module):
         return l2_normalize(self.gpo((words[..., :half] + words[..., half:]) / 2, lengths.to(words.device)))
 
 
+TEXT_ENCODERS = ("bigru", "bert")
+
+
 class VSEInfModel(RetrievalModel):
     """VSE∞ on region features (model name "vse_inf"; see the module docstring for the equations).
 
@@ -98,6 +106,10 @@ class VSEInfModel(RetrievalModel):
         embed_dim: Joint embedding size E (1024).
         num_layers: GRU layers (1).
         region_drop: Probability of dropping each region of a training image (0.2; 0 disables).
+        text_encoder: "bigru" or "bert" (then `vocab_size`, `word_dim` and `num_layers` are unused).
+        bert_path: Folder of the pretrained BERT ("" = bert-base-uncased from the Hugging Face cache).
+
+    The BERT parameters are those named ``text_encoder.bert.*`` (the prefix of a learning-rate group).
     """
 
     kind = "embedding"
@@ -111,13 +123,52 @@ class VSEInfModel(RetrievalModel):
         embed_dim: int = 1024,
         num_layers: int = 1,
         region_drop: float = 0.2,
+        text_encoder: str = "bigru",
+        bert_path: str = "",
     ):
         super().__init__()
-        if not 0.0 <= region_drop < 1.0:
-            raise ValueError(f"region_drop must be in [0, 1), got {region_drop}")
+        self.check_options(region_drop=region_drop, text_encoder=text_encoder)
         self.region_drop = region_drop
         self.image_encoder = RegionEncoder(feature_dim, embed_dim)
-        self.text_encoder = BiGRUTextEncoder(vocab_size, word_dim, embed_dim, num_layers)
+        self.text_encoder: BiGRUTextEncoder | BertTextEncoder = (
+            BertTextEncoder(embed_dim, bert_path)
+            if text_encoder == "bert"
+            else BiGRUTextEncoder(vocab_size, word_dim, embed_dim, num_layers)
+        )
+
+    @staticmethod
+    def check_options(region_drop: float = 0.2, text_encoder: str = "bigru", **_: object) -> None:
+        """ValueError naming the first invalid option."""
+        if not 0.0 <= region_drop < 1.0:
+            raise ValueError(f"region_drop must be in [0, 1), got {region_drop}")
+        if text_encoder not in TEXT_ENCODERS:
+            raise ValueError(f"text_encoder must be one of {TEXT_ENCODERS}, got {text_encoder!r}")
+
+    @staticmethod
+    def check_pretrained(text_encoder: str = "bigru", bert_path: str = "", **_: object) -> None:
+        """FileNotFoundError (one line saying how to provide them) when the BERT weights are not here."""
+        if text_encoder == "bert":
+            bert_folder(bert_path)
+
+    def caption_ids(
+        self,
+        tokens: Sequence[np.ndarray],
+        texts: Sequence[str],
+        augment: AugmentIds | None = None,
+    ) -> list[np.ndarray]:
+        """BiGRU: the stored vocabulary ids; BERT: ``[CLS] wordpieces [SEP]`` of the texts, `augment`
+        changing the wordpieces only."""
+        if isinstance(self.text_encoder, BertTextEncoder):
+            return self.text_encoder.wordpieces.encode(texts, augment)
+        return super().caption_ids(tokens, texts, augment)
+
+    @property
+    def caption_space(self) -> CaptionSpace | None:
+        """BERT: the wordpieces (augmented word by word, inside [CLS] ... [SEP]); BiGRU: None (stored ids)."""
+        if isinstance(self.text_encoder, BertTextEncoder):
+            pieces = self.text_encoder.wordpieces
+            return CaptionSpace(pieces.vocab_size, pieces.mask_id, pieces.continues, wrapped=True)
+        return None
 
     def encode_images(self, images: Tensor, keep: Tensor | None = None) -> Tensor:
         """(B, R, D) region features → (B, E) unit vectors.
@@ -133,5 +184,5 @@ class VSEInfModel(RetrievalModel):
         return self.image_encoder(images, keep)
 
     def encode_captions(self, tokens: Tensor, lengths: Tensor) -> Tensor:
-        """(B, L) token ids + (B,) lengths → (B, E) unit vectors."""
+        """(B, L) ids from `caption_ids` + (B,) lengths → (B, E) unit vectors."""
         return self.text_encoder(tokens, lengths)

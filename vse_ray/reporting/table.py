@@ -30,13 +30,15 @@ class Column:
 
     ``number`` is a format spec for real numbers (``".4g"``, ``".1f"``) or a function of the number;
     integers are written in full unless ``number`` is a function. An ``optional`` column is the first
-    to be left out of a text table that cannot fit its width.
+    to be left out of a text table that cannot fit its width. ``numeric`` (default: all values are
+    numbers) right-aligns a column and never cuts its cells: set it for numbers written as text.
     """
 
     key: str
     title: str = ""
     number: str | Callable[[float], str] = ".4g"
     optional: bool = False
+    numeric: bool | None = None
 
     @property
     def header(self) -> str:
@@ -76,7 +78,9 @@ def render_table(
         writer.writerows([[_csv_value(r.get(c.key)) for c in cols] for r in rows])
         return out.getvalue().rstrip("\n")
     cells = [[format_cell(r.get(c.key), c.number) for c in cols] for r in rows]
-    numeric = [_is_numeric_column([r.get(c.key) for r in rows]) for c in cols]
+    numeric = [
+        _is_numeric_column([r.get(c.key) for r in rows]) if c.numeric is None else c.numeric for c in cols
+    ]
     if fmt == "markdown":
         return _markdown([c.header for c in cols], cells, numeric)
     return _text([c.header for c in cols], cells, numeric, [c.optional for c in cols], width)

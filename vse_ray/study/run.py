@@ -34,10 +34,12 @@ from vse_ray.study.summary import (
     ROW_TAG,
     SEED_TAG,
     SIZE_TAG,
+    STRENGTH_TAG,
     TEST_PREFIX,
     SummaryCell,
     collect_runs,
     parent_metrics,
+    strength_note,
     summarize,
     summary_csv,
     summary_markdown,
@@ -50,10 +52,11 @@ from vse_ray.tracking import (
     resolve_tracking_uri,
 )
 from vse_ray.tracking.artifacts import log_figures
-from vse_ray.tracking.checkpoint import CHECKPOINT_FILE, load_checkpoint
-from vse_ray.tracking.runs import CHECKPOINT_ARTIFACT_DIR, RUN_NAME_TAG
+from vse_ray.tracking.checkpoint import load_checkpoint
+from vse_ray.tracking.filters import tag_equals
+from vse_ray.tracking.runs import RUN_NAME_TAG
 from vse_ray.train.config import TrainConfig
-from vse_ray.tune.engine import TuneRun, best_checkpoint, fit_trials, trial_run_id
+from vse_ray.tune.engine import TuneRun, fit_trials, record_trial
 from vse_ray.tune.mlflow_trials import PARENT_TAG
 from vse_ray.tune.progress import EpochProgress
 from vse_ray.tune.trial import NAMED_TRIAL_KEY, named_grid, run_named_trial
@@ -250,27 +253,13 @@ def train_variants(ctx: StudyContext, warmups: dict[tuple[int, int], str]) -> di
     dicts = {name: cfg.to_dict() for name, cfg in configs.items()}
     results = fit_trials(run, _trainable(dicts), named_grid(configs), tune_config=ctx.tune_config())
     _stage_failed(results, "training")
-    client = MlflowClient(ctx.tracking_uri)
     trained = {}
     for result in results:
         name = result.config[NAMED_TRIAL_KEY]
         cfg = configs[name]
-        run_id = trial_run_id(run, result)
-        checkpoint, best = best_checkpoint(result)
+        tags = {ROW_TAG: rows[name], SEED_TAG: str(cfg.seed), SIZE_TAG: str(cfg.train_images)}
+        run_id, checkpoint = record_trial(run, result, tags)
         trained[name] = {"run_id": run_id, "checkpoint": checkpoint}
-        if "best_rsum" in client.get_run(run_id).data.metrics:
-            continue  # recorded by an earlier run of this study (resumed): not logged or uploaded again
-        for tag, value in ((ROW_TAG, rows[name]), (SEED_TAG, cfg.seed), (SIZE_TAG, cfg.train_images)):
-            client.set_tag(run_id, tag, str(value))
-        with checkpoint.as_directory() as folder:
-            client.log_artifact(run_id, str(Path(folder) / CHECKPOINT_FILE), CHECKPOINT_ARTIFACT_DIR)
-        client.log_batch(  # last: a run with best_rsum has its tags and checkpoint artifact
-            run_id,
-            metrics=[
-                Metric("best_rsum", float(best["rsum"]), 0, 0),
-                Metric("best_epoch", float(best["epoch"]), 0, 0),
-            ],
-        )
     return trained
 
 
@@ -301,7 +290,7 @@ def test_runs(ctx: StudyContext, trained: dict[str, dict[str, Any]]) -> None:
 def epoch_histories(ctx: StudyContext) -> dict[str, list[list[dict[str, float]]]]:
     """row -> per run (seed) -> per epoch validation metrics, from the child runs' MLflow histories."""
     client = MlflowClient(ctx.tracking_uri)
-    query = f"tags.`{PARENT_TAG}` = '{ctx.parent_run_id}'"
+    query = tag_equals(PARENT_TAG, ctx.parent_run_id)
     out: dict[str, list[list[dict[str, float]]]] = {}
     for run in client.search_runs([ctx.experiment_id], query, max_results=10000):
         row = run.data.tags.get(ROW_TAG)
@@ -331,8 +320,13 @@ def write_summary(ctx: StudyContext) -> StudyResult:
     files = {"csv": folder / "summary.csv", "markdown": folder / "summary.md"}
     files["csv"].write_text(summary_csv(cells))
     claim = f"Claim: {spec.claim}\n\n" if spec.claim else ""
-    files["markdown"].write_text(f"# Study {spec.name}\n\n{claim}{summary_markdown(cells, spec.baseline)}\n")
+    weak = strength_note(cells, spec.baseline, spec.min_baseline_rsum)
+    warning = f"**{weak}**\n\n" if weak else ""
+    files["markdown"].write_text(
+        f"# Study {spec.name}\n\n{warning}{claim}{summary_markdown(cells, spec.baseline)}\n"
+    )
     client = MlflowClient(ctx.tracking_uri)
+    client.set_tag(ctx.parent_run_id, STRENGTH_TAG, "weak" if weak else "ok")
     for path in files.values():
         client.log_artifact(ctx.parent_run_id, str(path), "summary")
     metrics = [Metric(k, v, 0, 0) for k, v in parent_metrics(cells).items()]
@@ -341,7 +335,7 @@ def write_summary(ctx: StudyContext) -> StudyResult:
     log_figures(client, ctx.parent_run_id, {"tradeoff": tradeoff_figure(epoch_histories(ctx))}, "plots")
     client.log_dict(ctx.parent_run_id, ctx.seconds, "seconds.json")
     client.set_terminated(ctx.parent_run_id, status="FINISHED")
-    table = summary_text(cells, spec.baseline)
+    table = (weak + "\n" if weak else "") + summary_text(cells, spec.baseline)
     return StudyResult(
         cells,
         ctx.tracking_uri,
@@ -385,20 +379,27 @@ def run_study(
     stage("data", started)
     ctx = open_study(spec, out, data_dir)
     ctx.seconds = ctx_seconds
-    warmups: dict[tuple[int, int], str] = {}
-    if spec.warmup_epochs:
+    try:
+        warmups: dict[tuple[int, int], str] = {}
+        if spec.warmup_epochs:
+            started = time.perf_counter()
+            warmups = train_warmups(ctx)
+            stage("warm-up", started)
         started = time.perf_counter()
-        warmups = train_warmups(ctx)
-        stage("warm-up", started)
-    started = time.perf_counter()
-    trained = train_variants(ctx, warmups)
-    stage("train", started)
-    started = time.perf_counter()
-    test_runs(ctx, trained)
-    stage("test", started)
+        trained = train_variants(ctx, warmups)
+        stage("train", started)
+        started = time.perf_counter()
+        test_runs(ctx, trained)
+        stage("test", started)
+    except KeyboardInterrupt:
+        MlflowClient(ctx.tracking_uri).set_terminated(ctx.parent_run_id, status="KILLED")
+        raise
     ctx_seconds["total"] = time.perf_counter() - clock
     result = write_summary(ctx)
     print(result.table)
+    print(f"Full table (every metric, 95 % intervals): {result.files['markdown']}")
+    print(f"  as CSV: {result.files['csv']}")
+    print(f"  in MLflow: the artifacts summary/ of run {result.parent_run_id}")
     print(json.dumps({k: round(v, 1) for k, v in ctx_seconds.items()}))
     return result
 
@@ -412,7 +413,7 @@ def study_summary(spec: StudySpec, output_dir: str | Path) -> str:
     client = MlflowClient(uri)
     experiment = client.get_experiment_by_name(experiment_name(spec))
     runs = (
-        client.search_runs([experiment.experiment_id], f"tags.`{RUN_NAME_TAG}` = '{spec.name}'")
+        client.search_runs([experiment.experiment_id], tag_equals(RUN_NAME_TAG, spec.name))
         if experiment
         else []
     )

@@ -33,7 +33,9 @@ from typing import Any
 
 import yaml
 
+from vse_ray.folder_names import check_plain_name
 from vse_ray.losses import LOSS_NAMES, make_loss
+from vse_ray.resources import resource_path
 from vse_ray.train.batches import VECTOR_COLUMN
 from vse_ray.train.config import TrainConfig, fields_where
 from vse_ray.tune.space_checks import tunable_fields
@@ -82,6 +84,7 @@ class StudySpec:
     controls: dict[str, list[str]] = field(default_factory=dict)
     train_images: list[int] = field(default_factory=list)
     resources: dict[str, float] = field(default_factory=dict)
+    min_baseline_rsum: float = 0.0
     source: str = "<study>"
 
     @property
@@ -126,12 +129,14 @@ class StudySpec:
     def validate(self) -> StudySpec:
         """Raise ValueError '<file>: <key>: <what was expected>' for the first problem; return self."""
         where = self.source
-        if not isinstance(self.name, str) or not self.name.replace("-", "").replace("_", "").isalnum():
-            raise ValueError(f"{where}: name: expected letters, digits, '-' or '_', got {self.name!r}")
+        check_plain_name(self.name, f"{where}: name")
         self._check_data(where)
         for key in ("seeds", "epochs"):
             _positive_int(where, key, getattr(self, key))
         _positive_int(where, "warmup_epochs", self.warmup_epochs, minimum=0)
+        bound = self.min_baseline_rsum
+        if isinstance(bound, bool) or not isinstance(bound, int | float) or not 0 <= bound <= 600:
+            raise ValueError(f"{where}: min_baseline_rsum: expected a number in [0, 600], got {bound!r}")
         if not isinstance(self.losses, dict) or not self.losses:
             raise ValueError(f"{where}: losses: expected a mapping of loss family -> hyper-parameters")
         if self.baseline not in self.losses:
@@ -247,8 +252,6 @@ def parse_study(text: str, source: str = "<study>") -> StudySpec:
 
 
 def load_study(path: str | Path) -> StudySpec:
-    """Read, parse and validate `studies/<name>.yaml`."""
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"{path}: no such study file")
+    """Read, parse and validate a study file, by path or shipped name (`studies/<name>.yaml`)."""
+    path = resource_path("study", path)
     return parse_study(path.read_text(encoding="utf-8"), str(path))

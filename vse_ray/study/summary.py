@@ -15,8 +15,9 @@ from dataclasses import dataclass
 
 from mlflow import MlflowClient
 
-from vse_ray.reporting import Column, metric_number, render_table
+from vse_ray.reporting import DEFAULT_WIDTH, Column, metric_number, render_table
 from vse_ray.study.stats import Interval, paired_interval, t_interval
+from vse_ray.tracking.filters import tag_equals
 from vse_ray.tune.mlflow_trials import PARENT_TAG
 
 ROW_TAG, SEED_TAG, SIZE_TAG, BASELINE_TAG = (
@@ -25,8 +26,9 @@ ROW_TAG, SEED_TAG, SIZE_TAG, BASELINE_TAG = (
     "vse_ray.study.train_images",
     "vse_ray.study.baseline",
 )
+STRENGTH_TAG = "vse_ray.study.strength"  # "weak" when the baseline is below min_baseline_rsum, else "ok"
 TEST_PREFIX = "test_"
-# Columns of the console / Markdown table (all metrics go to the CSV); absent ones are left out.
+# Columns of the Markdown table (all metrics go to the CSV); absent ones are left out.
 TABLE_METRICS = (
     ("rsum", "rsum"),
     ("R@1 i2t", "R_at_1_i2t"),
@@ -36,6 +38,16 @@ TABLE_METRICS = (
     ("CS@1000 i2t", "CS_at_1000_i2t"),
     ("CS@100 i2t scene", "CS_at_100_i2t_scene"),
     ("CS@1000 i2t scene", "CS_at_1000_i2t_scene"),
+)
+# Columns of the console table: recall, and CS@K (image to text) against S-BERT and against the scene.
+HEADLINE_METRICS = (
+    ("rsum", "rsum"),
+    ("R@1 i2t", "R_at_1_i2t"),
+    ("R@1 t2i", "R_at_1_t2i"),
+    ("CS@100", "CS_at_100_i2t"),
+    ("CS@1000", "CS_at_1000_i2t"),
+    ("CS@100 scene", "CS_at_100_i2t_scene"),
+    ("CS@1000 scene", "CS_at_1000_i2t_scene"),
 )
 
 
@@ -64,7 +76,7 @@ class SummaryCell:
 def collect_runs(tracking_uri: str, experiment_id: str, parent_run_id: str) -> list[RunRecord]:
     """The study's child runs that have test metrics."""
     client = MlflowClient(tracking_uri)
-    runs = client.search_runs([experiment_id], f"tags.`{PARENT_TAG}` = '{parent_run_id}'", max_results=10000)
+    runs = client.search_runs([experiment_id], tag_equals(PARENT_TAG, parent_run_id), max_results=10000)
     records = []
     for run in runs:
         tags, metrics = run.data.tags, run.data.metrics
@@ -124,7 +136,31 @@ def _signed(value: float, key: str) -> str:
     return metric_number(value, key) if value < 0 else "+" + metric_number(value, key)
 
 
-def _table_rows(cells: list[SummaryCell], long: bool) -> tuple[list[str], list[list[str]]]:
+def _value_text(value: Interval, key: str, long: bool) -> str:
+    text = metric_number(value.mean, key)
+    text += "" if math.isnan(value.std) else f" ± {metric_number(value.std, key)}"
+    if long and not math.isnan(value.low):
+        text += f" [{metric_number(value.low, key)}, {metric_number(value.high, key)}]"
+    return text
+
+
+def _diff_text(diff: Interval, key: str, long: bool) -> str:
+    text = _signed(diff.mean, key)
+    if long and not math.isnan(diff.low):
+        text += f" [{_signed(diff.low, key)}, {_signed(diff.high, key)}]"
+    return text + ("*" if diff.excludes_zero else "")
+
+
+def _row_keys(cells: list[SummaryCell]) -> list[tuple[int, str]]:
+    return list(dict.fromkeys((c.train_images, c.row) for c in cells))
+
+
+def _seeds(index: dict, size: int, row: str, keys: list[str]) -> int:
+    return max(index[(size, row, key)].value.n for key in keys if (size, row, key) in index)
+
+
+def _full_rows(cells: list[SummaryCell]) -> tuple[list[str], list[list[str]]]:
+    """Every TABLE_METRICS column, its Δ beside it, with 95 % intervals (the Markdown table)."""
     present = {c.metric for c in cells}
     columns = [(title, key) for title, key in TABLE_METRICS if key in present]
     sizes = sorted({c.train_images for c in cells})
@@ -133,53 +169,90 @@ def _table_rows(cells: list[SummaryCell], long: bool) -> tuple[list[str], list[l
         header += [title, f"Δ {title}"]
     index = {(c.train_images, c.row, c.metric): c for c in cells}
     rows = []
-    for size, row in dict.fromkeys((c.train_images, c.row) for c in cells):
-        line = ([str(size)] if sizes != [0] else []) + [row]
-        seeds = max(index[(size, row, key)].value.n for _, key in columns if (size, row, key) in index)
-        line.append(str(seeds))
+    for size, row in _row_keys(cells):
+        line = [str(size)] if sizes != [0] else []
+        line += [row, str(_seeds(index, size, row, [key for _, key in columns]))]
         for _, key in columns:
             cell = index.get((size, row, key))
             if cell is None:
                 line += ["-", "-"]
                 continue
-            v = cell.value
-            value = metric_number(v.mean, key)
-            value += "" if math.isnan(v.std) else f" ± {metric_number(v.std, key)}"
-            if long and not math.isnan(v.low):
-                value += f" [{metric_number(v.low, key)}, {metric_number(v.high, key)}]"
-            d = cell.diff
-            if d is None:
-                line += [value, ""]
-                continue
-            diff = _signed(d.mean, key)
-            if long and not math.isnan(d.low):
-                diff += f" [{_signed(d.low, key)}, {_signed(d.high, key)}]"
-            line += [value, diff + ("*" if d.excludes_zero else "")]
+            diff = "" if cell.diff is None else _diff_text(cell.diff, key, True)
+            line += [_value_text(cell.value, key, True), diff]
         rows.append(line)
     return header, rows
 
 
-def _render(cells: list[SummaryCell], long: bool, fmt: str) -> str:
-    header, rows = _table_rows(cells, long)
+def _console_rows(cells: list[SummaryCell]) -> tuple[list[str], list[list[str]], set[int]]:
+    """HEADLINE_METRICS columns, mean ± std; each row's Δ on the line below its values.
+
+    Returns the header, the lines and the seed counts seen (a seeds column only when they differ).
+    """
+    present = {c.metric for c in cells}
+    columns = [(title, key) for title, key in HEADLINE_METRICS if key in present]
+    keys = [key for _, key in columns]
+    sizes = sorted({c.train_images for c in cells})
+    index = {(c.train_images, c.row, c.metric): c for c in cells}
+    seeds = {_seeds(index, size, row, keys) for size, row in _row_keys(cells)}
+    header = (["train images"] if sizes != [0] else []) + ["run"] + (["seeds"] if len(seeds) > 1 else [])
+    header += [title for title, _ in columns]
+    rows = []
+    for size, row in _row_keys(cells):
+        lead = [str(size)] if sizes != [0] else []
+        count = [str(_seeds(index, size, row, keys))] if len(seeds) > 1 else []
+        found = [index.get((size, row, key)) for key in keys]
+        rows.append(
+            lead
+            + [row]
+            + count
+            + ["-" if c is None else _value_text(c.value, k, False) for c, k in zip(found, keys, strict=True)]
+        )
+        if any(c is not None and c.diff is not None for c in found):
+            diffs = [
+                "" if c is None or c.diff is None else _diff_text(c.diff, k, False)
+                for c, k in zip(found, keys, strict=True)
+            ]
+            rows.append([""] * len(lead) + ["  Δ"] + [""] * len(count) + diffs)
+    return header, rows, seeds
+
+
+def _render(header: list[str], rows: list[list[str]], fmt: str, first_numeric: int) -> str:
     records = [dict(zip(header, row, strict=True)) for row in rows]
-    return render_table(records, [Column(title) for title in header], fmt, width=None)
+    columns = [Column(title, numeric=i >= first_numeric or None) for i, title in enumerate(header)]
+    return render_table(records, columns, fmt, width=DEFAULT_WIDTH if fmt == "text" else None)
 
 
 def summary_text(cells: list[SummaryCell], baseline: str) -> str:
-    """Console table: mean ± std over seeds; Δ = paired difference from the baseline (* outside the noise)."""
-    return _render(cells, long=False, fmt="text") + "\n" + _legend(baseline, intervals=False)
+    """Console table (fits 120 columns): the headline metrics, mean ± std over seeds, Δ under each value."""
+    header, rows, seeds = _console_rows(cells)
+    table = _render(header, rows, "text", header.index("run") + 1)
+    if seeds == {1}:
+        noise = [
+            f"One seed; Δ (line below): difference from {baseline} (same warm-up).",
+            "2+ seeds add ± std and mark with * a Δ outside the seed noise.",
+        ]
+    else:
+        over = f"{seeds.pop()} seeds" if len(seeds) == 1 else "seeds"
+        noise = [
+            f"mean ± std over {over}; Δ (line below): paired difference from {baseline} (same seed, same "
+            "warm-up);",
+            "* = its 95 % t-interval excludes 0 (outside the seed noise).",
+        ]
+    cs = "CS@K: image-to-text coherent score against S-BERT relevance; scene: against the scene."
+    return "\n".join([table, *noise, cs])
 
 
 def summary_markdown(cells: list[SummaryCell], baseline: str) -> str:
-    """Markdown table with the 95 % intervals of the means and of the paired differences."""
-    return _render(cells, long=True, fmt="markdown") + "\n\n" + _legend(baseline)
+    """Markdown table of every TABLE_METRICS column, with 95 % intervals of means and paired differences."""
+    header, rows = _full_rows(cells)
+    return _render(header, rows, "markdown", header.index("seeds") + 1) + "\n\n" + _legend(baseline)
 
 
-def _legend(baseline: str, intervals: bool = True) -> str:
-    shown = " [95 % t-interval]" if intervals else ""
+def _legend(baseline: str) -> str:
     return (
-        f"mean ± std over seeds{shown}; Δ: paired difference from {baseline} (same seed, same "
-        f"warm-up){shown}; * = its 95 % t-interval excludes 0 (outside the seed noise; needs 2+ seeds)"
+        f"mean ± std over seeds [95 % t-interval]; Δ: paired difference from {baseline} (same seed, same "
+        "warm-up) [95 % t-interval]; * = its 95 % t-interval excludes 0 (outside the seed noise; "
+        "needs 2+ seeds)"
     )
 
 
@@ -197,3 +270,22 @@ def parent_metrics(cells: list[SummaryCell]) -> dict[str, float]:
         if c.diff is not None:
             out[f"{row}/{c.metric}_diff"] = c.diff.mean
     return {k: v for k, v in out.items() if math.isfinite(v)}
+
+
+def strength_note(cells: list[SummaryCell], baseline: str, minimum: float) -> str | None:
+    """One line when the baseline's mean test rsum is below `minimum` at some train size (a weak baseline:
+    the study's differences then say nothing about the claim), else None."""
+    weak = [
+        c
+        for c in cells
+        if c.row == baseline and c.metric == "rsum" and (math.isnan(c.value.mean) or c.value.mean < minimum)
+    ]
+    if not weak:
+        return None
+    where = ", ".join(
+        f"{c.value.mean:.1f}" + (f" at {c.train_images} train images" if c.train_images else "") for c in weak
+    )
+    return (
+        f"WEAK BASELINE: {baseline} test rsum {where} < min_baseline_rsum {minimum:g}; the differences below "
+        "are not evidence for or against the claim (train longer or warm up more)"
+    )

@@ -12,6 +12,8 @@ import mlflow
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, Run
 
+from vse_ray.tracking.filters import tag_equals
+
 RUN_NAME_TAG = "vse_ray.run_name"
 CHECKPOINT_ARTIFACT_DIR = "checkpoint"
 ARTIFACT_DIR = "mlartifacts"
@@ -45,7 +47,7 @@ def get_or_create_experiment(name: str, tracking_uri: str | None, output_dir: st
 def get_or_create_run(experiment_id: str, run_name: str, tracking_uri: str | None = None) -> str:
     """The run tagged with this stable `run_name` (an interrupted training continues it), else a new one."""
     client = _client(tracking_uri)
-    query = f"tags.`{RUN_NAME_TAG}` = '{run_name}'"
+    query = tag_equals(RUN_NAME_TAG, run_name, "run_name")
     runs = client.search_runs(
         [experiment_id], filter_string=query, max_results=1, order_by=["start_time DESC"]
     )

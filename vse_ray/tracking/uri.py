@@ -1,18 +1,43 @@
-"""Tracking URIs: the default sqlite store in the output folder, and how to open the MLflow UI on it."""
+"""Tracking URIs: the default store, credentials kept out of every URI, and how to open the MLflow UI."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 DEFAULT_UI = "http://127.0.0.1:5000"
+TRACKING_URI_ENV = "MLFLOW_TRACKING_URI"
+# MLflow reads a tracking server's basic-auth credentials from these variables.
+CREDENTIAL_ENV = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")
+
+
+def split_userinfo(uri: str) -> tuple[str, str | None, str | None]:
+    """``(uri without user:password@, user, password)``; a URI without userinfo comes back unchanged."""
+    if "://" not in uri:
+        return uri, None, None
+    parts = urlsplit(uri)
+    if "@" not in parts.netloc:
+        return uri, None, None
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=host)), parts.username, parts.password
+
+
+def redact_uri(uri: str) -> str:
+    """``uri`` without its ``user:password@`` part: the only form that is logged, printed or stored."""
+    return split_userinfo(uri)[0]
 
 
 def resolve_tracking_uri(uri_or_none: str | None, output_dir: str | Path) -> str:
-    """Absolute tracking URI: `sqlite:///<output_dir>/mlflow.db` by default.
+    """Absolute tracking URI: ``$MLFLOW_TRACKING_URI``, else ``sqlite:///<output_dir>/mlflow.db``.
 
-    A relative `sqlite:///x.db` or a bare `*.db` path becomes absolute (Ray workers run in other working
-    directories); any other URI (http://, databricks, ...) is returned unchanged.
+    A relative ``sqlite:///x.db`` or a bare ``*.db`` path becomes absolute (Ray workers run in other working
+    directories). A server URI (http://, databricks, ...) loses its ``user:password@`` part, which moves to
+    MLflow's credential variables of this process (local Ray workers inherit them; on a cluster set
+    ``MLFLOW_TRACKING_USERNAME`` / ``MLFLOW_TRACKING_PASSWORD`` on the nodes): the URI that is returned is
+    the one logged, printed and saved in checkpoints.
     """
+    uri_or_none = uri_or_none or os.environ.get(TRACKING_URI_ENV) or None
     if not uri_or_none:
         out = Path(output_dir).expanduser().resolve()
         out.mkdir(parents=True, exist_ok=True)
@@ -24,7 +49,11 @@ def resolve_tracking_uri(uri_or_none: str | None, output_dir: str | Path) -> str
         return f"sqlite:///{path}"
     if "://" not in uri_or_none and uri_or_none.endswith(".db"):
         return resolve_tracking_uri(f"sqlite:///{uri_or_none}", output_dir)
-    return uri_or_none
+    uri, *credentials = split_userinfo(uri_or_none)
+    for name, value in zip(CREDENTIAL_ENV, credentials, strict=True):
+        if value is not None:
+            os.environ[name] = value
+    return uri
 
 
 def ui_command(uri: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import torch
 
 from vse_ray.data.split_data import ImageStore, pad_tokens
+from vse_ray.models.base import AugmentIds
 from vse_ray.relevance import CiderDocFreq, batch_relevance, tokenize
 
 VECTOR_COLUMN = {"sbert": "sbert", "svd": "svd", "scene": "scene"}
@@ -112,6 +113,8 @@ class BatchBuilder:
         relevance_source: `loss.relevance_source` ("sbert", "svd", "cider", "scene" or None).
         references: image_id → reference texts (needed for "cider").
         doc_freq: Training-split CIDEr document frequencies (for "cider").
+        caption_ids: ``(tokens, texts, augment) → ids`` the model reads (``RetrievalModel.caption_ids``);
+            None: the stored vocabulary tokens.
     """
 
     def __init__(
@@ -120,6 +123,7 @@ class BatchBuilder:
         relevance_source: str | None,
         references: dict[int, list[str]] | None = None,
         doc_freq: CiderDocFreq | None = None,
+        caption_ids: Callable[..., list[np.ndarray]] | None = None,
     ):
         if relevance_source == "cider" and references is None:
             raise ValueError("references: required for relevance_source 'cider'")
@@ -129,14 +133,26 @@ class BatchBuilder:
             references,
             doc_freq,
         )
+        self.caption_ids = caption_ids
 
-    def __call__(self, batch: dict[str, Any], global_batch: dict[str, Any] | None = None) -> TrainBatch:
+    def __call__(
+        self,
+        batch: dict[str, Any],
+        global_batch: dict[str, Any] | None = None,
+        augment: AugmentIds | None = None,
+    ) -> TrainBatch:
         """`global_batch`: every worker's rows in rank order (`gather_rows`); image ids and relevance then
-        span it, while images and tokens stay this worker's."""
+        span it, while images and tokens stay this worker's. `augment`: caption augmentation of the ids
+        the model reads (training)."""
         image_ids = np.array(batch["image_id"], dtype=np.int64)
         scope = batch if global_batch is None else global_batch
         scope_ids = np.array(scope["image_id"], dtype=np.int64)
-        tokens, lengths = pad_tokens(list(batch["tokens"]))
+        ids = [np.asarray(t, dtype=np.int64) for t in batch["tokens"]]
+        if self.caption_ids is not None:
+            ids = self.caption_ids(ids, [str(t) for t in batch["text"]], augment)
+        elif augment is not None:
+            ids = augment(ids)
+        tokens, lengths = pad_tokens(ids)
         return TrainBatch(
             images=self.images.tensor(image_ids),
             tokens=tokens,

@@ -62,7 +62,8 @@ class TrainConfig:
     model_params: dict[str, Any] = _field({}, "Model options (e.g. region_drop, text_encoder).", warmup=True)
     loss: str = _field("vsepp", "vse0|vsepp|ladder|ladder_auto|sam|bcls|lseh.", "run", study=True)
     loss_params: dict[str, Any] = _field({}, "Loss hyper-parameters (e.g. margin).", study=True)
-    epochs: int = _field(30, "Epochs.", study=True)
+    epochs: int = _field(30, "Epochs (the cap when patience is set).", study=True)
+    patience: int = _field(0, "Stop after N epochs without a better val rsum (0: train every epoch).")
     batch_size: int = _field(128, "Pairs per batch per worker.", warmup=True)
     optimizer: str = _field("adam", "adam | adamw (decoupled weight decay).", warmup=True)
     lr: float = _field(2e-4, "Learning rate.", warmup=True)
@@ -117,6 +118,9 @@ class TrainConfig:
     tracking_uri: str | None = _field(None, "MLflow URI (default: sqlite in the output folder).", "run")
     experiment: str | None = _field(None, "MLflow experiment (default: dataset name).", "run")
     max_failures: int = _field(1, "Worker failures tolerated before giving up.", "run")
+    deviations: list[str] = _field(
+        [], "Where this run differs from the official code (set by a recipe).", "run"
+    )
     val_every: int = _field(0, "Validate every N steps too (0: after each epoch only).", "evaluation")
     val_images: int = _field(0, "Validate on the first N images of the split (0: all).", "evaluation")
     eval_ks: tuple[int, ...] = _field((1, 5, 10), "R@K cut-offs.", "evaluation")
@@ -136,7 +140,7 @@ class TrainConfig:
 
         if not self.data_dir:
             raise ValueError("data_dir: required (a precompute output folder)")
-        if self.model not in MODELS:
+        if not isinstance(self.model, str) or self.model not in MODELS:
             raise ValueError(f"model: must be one of {sorted(MODELS)}, got {self.model!r}")
         if not isinstance(self.model_params, dict):
             raise ValueError(f"model_params: must be a dict, got {type(self.model_params).__name__}")
@@ -199,12 +203,14 @@ class TrainConfig:
             not isinstance(m, int) or m < 1 for m in self.lr_milestones
         ):
             raise ValueError(f"lr_milestones: must be increasing positive epochs, got {self.lr_milestones!r}")
-        for name in ("val_every", "val_images"):
+        for name in ("val_every", "val_images", "patience"):
             value = getattr(self, name)
             if type(value) is not int or value < 0:
                 raise ValueError(f"{name}: must be an integer >= 0 (0 = off), got {value!r}")
         if self.finetune and self.cnn not in CNN_NAMES:
             raise ValueError(f"cnn: must be one of {CNN_NAMES}, got {self.cnn!r}")
+        if not isinstance(self.deviations, list) or not all(isinstance(d, str) for d in self.deviations):
+            raise ValueError(f"deviations: must be a list of strings, got {self.deviations!r}")
         if not isinstance(self.max_failures, int) or self.max_failures < -1:
             raise ValueError(f"max_failures: must be an integer >= -1, got {self.max_failures!r}")
         for name in ("eval_ks", "cs_ks", "ncs_ks"):
@@ -242,7 +248,9 @@ class TrainConfig:
         """MLflow-safe scalar params: loss_params flattened as `loss.<name>`, tuples as comma lists."""
         flat: dict[str, str | int | float | bool] = {}
         for key, value in self.to_dict().items():
-            if key in _FLAT_PREFIX:
+            if key == "deviations":
+                flat[key] = len(value)  # the text goes to deviations.md (an MLflow param holds 6,000 chars)
+            elif key in _FLAT_PREFIX:
                 flat.update({f"{_FLAT_PREFIX[key]}.{k}": _scalar(v) for k, v in sorted(value.items())})
             else:
                 flat[key] = _scalar(value)

@@ -32,6 +32,9 @@ from vse_ray.train.training_data import TrainingData
 WARMUP_SHARED_FIELDS = fields_where(warmup=True)
 
 
+COLLAPSE_SHARE = 0.98  # an epoch's mean loss at 98 % of the collapse value or more: it has not left collapse
+
+
 class NonFiniteLossError(FloatingPointError):
     """The loss became NaN or infinite; the message names the epoch, step and value."""
 
@@ -84,6 +87,11 @@ def train_step(
     return loss.detach()
 
 
+def _gathered(model: nn.Module, ctx: WorkerContext) -> int:
+    """Workers whose pairs one loss spans (the global batch of embedding models under DDP)."""
+    return ctx.world_size if gathers(model) else 1
+
+
 def gathers(model: nn.Module) -> bool:
     """Whether the loss spans the global batch under DDP: embedding models all-gather their embeddings;
     similarity models (SCAN, SGRAF) score each worker's local B x B pairs, as their papers train."""
@@ -106,14 +114,13 @@ def train_one_epoch(
     """Run one epoch; return the mean loss over all workers. Raises NonFiniteLossError on NaN/inf."""
     model.train()
     builder_columns = relevance_columns(builder.source)
-    world_size = ctx.world_size if gathers(model) else 1  # 1: each worker's local B x B loss, DDP averages
+    world_size = _gathered(model, ctx)  # 1: each worker's local B x B loss, DDP averages
     total, steps = torch.zeros((), dtype=torch.float64), 0
     rng = np.random.default_rng([cfg.seed, ctx.rank, epoch])  # caption augmentation draws
+    draw = partial(augment, rng=rng) if augment is not None else None
     for step, rows in enumerate(ctx.batches.epoch_batches(epoch), start=1):
-        if augment is not None:
-            rows = {**rows, "tokens": augment(list(rows["tokens"]), rng)}
         everyone = gather_rows(rows, builder_columns, world_size) if world_size > 1 else None
-        batch = builder(rows, everyone).to(ctx.device)
+        batch = builder(rows, everyone, draw).to(ctx.device)
         if cfg.negatives == "diagonal":  # other captions of the same image stay negatives
             batch.image_ids = None
         if histogram is not None and batch.relevance is not None:
@@ -193,7 +200,10 @@ def run_training(
         first_epoch = int(start_state["epoch"]) + 1
         if histogram is not None and start_state.get("relevance_hist"):
             histogram = RelevanceHistogram.from_dict(start_state["relevance_hist"])
-    builder = BatchBuilder(data.train_images, source, data.references, data.doc_freq)
+    builder = BatchBuilder(data.train_images, source, data.references, data.doc_freq, model.caption_ids)
+    augment = data.caption_augment
+    if augment is not None and model.caption_space is not None:  # the model's own ids (BERT wordpieces)
+        augment = augment.in_space(model.caption_space)
     net = nn.parallel.DistributedDataParallel(model) if ctx.world_size > 1 else model
 
     def validate() -> dict[str, Any]:
@@ -211,15 +221,20 @@ def run_training(
             builder,
             ctx,
             histogram,
-            data.caption_augment,
+            augment,
             points.after_step,
         )
         group = optimizer.param_groups[-1]
         lr = cfg.lr * group["lr"] / group["initial_lr"]  # the base rate, whatever the groups' multipliers
         scheduler.step()
         metrics: dict[str, Any] = {"epoch": epoch, "train_loss": train_loss, "lr": lr}
+        collapse = getattr(epoch_loss, "collapse_value", lambda _: None)(cfg.batch_size * _gathered(net, ctx))
+        if collapse is not None:
+            metrics["collapsed"] = float(train_loss >= COLLAPSE_SHARE * collapse)
         if ctx.rank != 0:
             reporter.report(metrics, None)
+            if cfg.patience and _everyone_stops(False, ctx):
+                break
             continue
         selected, selected_weights = points.select(validate())
         metrics.update(selected)
@@ -239,6 +254,23 @@ def run_training(
         with tempfile.TemporaryDirectory(prefix="vse_ray_ckpt_") as tmp:
             save_checkpoint(tmp, state)
             reporter.report(metrics, tmp)
+        if cfg.patience and _everyone_stops(epochs_without_gain(history) >= cfg.patience, ctx):
+            break
+
+
+def epochs_without_gain(history: list[dict[str, Any]]) -> int:
+    """Epochs since the best validation rsum of `history` (0: the last epoch is the best)."""
+    best = max(range(len(history)), key=lambda i: (history[i]["rsum"], -i))
+    return len(history) - 1 - best
+
+
+def _everyone_stops(stop: bool, ctx: WorkerContext) -> bool:
+    """Rank 0's early-stopping decision, shared with every worker."""
+    if ctx.world_size == 1:
+        return stop
+    flag = torch.tensor([float(stop)], device=ctx.device)
+    dist.broadcast(flag, src=0)
+    return bool(flag.item())
 
 
 def _metric_kwargs(cfg: TrainConfig) -> dict[str, Any]:

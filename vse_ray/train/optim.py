@@ -19,7 +19,9 @@ OPTIMIZER_CLASSES = {"adam": torch.optim.Adam, "adamw": torch.optim.AdamW}
 def parameter_groups(model: nn.Module, lr: float, lr_groups: dict[str, float]) -> list[dict]:
     """Trainable parameters split by the first prefix of `lr_groups` their name starts with (in the given
     order), each group with its own learning rate; the rest form the last group at `lr`. Empty groups are
-    dropped; a prefix that matches no parameter is an error (a misspelt one would silently train at `lr`)."""
+    dropped; a prefix that matches no parameter is an error (a misspelt one would silently train at `lr`).
+    A multiplier of 0 freezes its parameters, as the reference code's frozen CNN (VSE++ without fine-tuning,
+    whose BatchNorm statistics still move in training mode)."""
     named = [(name, p) for name, p in model.named_parameters() if p.requires_grad]
     groups: dict[str, list[nn.Parameter]] = {prefix: [] for prefix in lr_groups}
     rest: list[nn.Parameter] = []
@@ -29,6 +31,9 @@ def parameter_groups(model: nn.Module, lr: float, lr_groups: dict[str, float]) -
     unused = [prefix for prefix, params in groups.items() if not params]
     if unused:
         raise ValueError(f"lr_groups: no parameter name starts with {unused[0]!r}")
+    for prefix in [p for p, factor in lr_groups.items() if factor == 0]:
+        for param in groups.pop(prefix):
+            param.requires_grad_(False)  # frozen: no gradient, no optimiser state, outside the clipping
     out = [
         {"params": params, "lr": lr * lr_groups[prefix], "name": prefix} for prefix, params in groups.items()
     ]

@@ -9,6 +9,11 @@ from typing import TextIO
 
 from mlflow import MlflowClient
 
+COLLAPSE_WARNING = (
+    "warning: epoch {epoch}: the loss sits at its collapse value (2·B·margin: the hardest negative scores as "
+    "the positive); warm up first, e.g. --warmup-epochs 2 (sum of hinges) or longer"
+)
+
 
 class EpochProgress:
     """Context manager that prints `epoch e/E: val rsum …, train loss …, … s` for each epoch the run logs.
@@ -51,6 +56,7 @@ class EpochProgress:
         if not new:
             return
         losses = {m.step: m.value for m in self.client.get_metric_history(self.run_id, "train_loss")}
+        collapsed = {m.step for m in self.client.get_metric_history(self.run_id, "collapsed") if m.value}
         for epoch in new:
             logged = rsum[epoch].timestamp / 1000
             seconds, self._last = max(logged - self._last, 0.0), max(logged, self._last)
@@ -60,4 +66,6 @@ class EpochProgress:
                 file=self.stream,
                 flush=True,
             )
+            if epoch in collapsed:
+                print(COLLAPSE_WARNING.format(epoch=epoch), file=self.stream, flush=True)
             self._seen.add(epoch)

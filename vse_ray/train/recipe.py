@@ -1,5 +1,7 @@
 """Recipes: a paper's table row as a named YAML file of training settings (``recipes/<name>.yaml``).
 
+The recipes ship in the package (``vse_ray.resources``): a name resolves there, a path as a path.
+
 A recipe has four top-level keys::
 
     paper:      where the row comes from (file, table, row)
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,10 +29,10 @@ import yaml
 from vse_ray.data.config import PrecomputeConfig
 from vse_ray.losses import loss_hparams, make_loss
 from vse_ray.models import model_class
+from vse_ray.resources import resource_names, resource_path
 from vse_ray.train.config import TrainConfig, merge_overrides
 
-RECIPE_DIR = Path(__file__).resolve().parents[2] / "recipes"
-RECIPE_KEYS = ("paper", "reports", "precompute", "train")
+RECIPE_KEYS = ("paper", "reports", "precompute", "train", "deviations")
 
 
 @dataclass
@@ -42,21 +45,15 @@ class Recipe:
     precompute: dict[str, Any]
     config: TrainConfig
 
+    @property
+    def deviations(self) -> list[str]:
+        """Where training this recipe still differs from the official code."""
+        return self.config.deviations
+
 
 def recipe_names() -> list[str]:
-    """Names of the recipes shipped in ``recipes/``."""
-    return sorted(p.stem for p in RECIPE_DIR.glob("*.yaml"))
-
-
-def recipe_path(name: str) -> Path:
-    """A recipe file by name (``recipes/<name>.yaml``) or by path; ValueError listing the names."""
-    path = Path(name).expanduser()
-    if path.suffix in (".yaml", ".yml") and path.is_file():
-        return path
-    path = RECIPE_DIR / f"{name}.yaml"
-    if not path.is_file():
-        raise ValueError(f"recipe {name!r}: no such recipe; recipes: {recipe_names()}")
-    return path
+    """Names of the recipes shipped in the package (``vse_ray/resources/recipes``)."""
+    return resource_names("recipe")
 
 
 def _check_params(where: str, kind: str, given: dict[str, Any], allowed: list[str]) -> None:
@@ -72,7 +69,7 @@ def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **
         ValueError: naming the recipe file and the key: an unknown top-level, precompute, train, loss or
             model key, or a value the config or the loss rejects.
     """
-    path = recipe_path(name)
+    path = resource_path("recipe", name)
     raw = yaml.safe_load(path.read_text()) or {}
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: expected a mapping with keys {RECIPE_KEYS}")
@@ -81,8 +78,11 @@ def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **
     _check_params(
         f"{path} precompute", "key(s)", precompute, [f.name for f in dataclasses.fields(PrecomputeConfig)]
     )
+    deviations = raw.get("deviations") or []
+    if not isinstance(deviations, list) or not all(isinstance(d, str) for d in deviations):
+        raise ValueError(f"{path}: deviations: expected a list of sentences")
     train = merge_overrides(raw.get("train") or {}, overrides or [])
-    train.update(fields, data_dir=data_dir)
+    train.update(fields, data_dir=data_dir, deviations=deviations)
     try:
         cfg = TrainConfig.from_dict(train).validate()
     except (ValueError, TypeError) as err:
@@ -112,3 +112,31 @@ def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **
     except (ValueError, TypeError) as err:
         raise ValueError(f"{path}: loss '{cfg.loss}': {err}") from err
     return Recipe(path, raw.get("paper") or {}, raw.get("reports") or {}, precompute, cfg)
+
+
+def check_recipe_data(recipe: Recipe, data_dir: str) -> None:
+    """Refuse a data folder whose precompute differs from the recipe's ``precompute:`` block.
+
+    Raises:
+        ValueError: naming the recipe, the key, the recipe's value and the folder's.
+    """
+    manifest_path = Path(data_dir) / "manifest.json"
+    if not manifest_path.is_file():
+        return  # the data check names the unfinished folder
+    stored = json.loads(manifest_path.read_text()).get("config", {})
+    for key, wanted in recipe.precompute.items():
+        have = stored.get(key)
+        if _same_setting(key, wanted, have):
+            continue
+        raise ValueError(
+            f"{recipe.path}: precompute.{key} is {wanted!r} but {data_dir} was precomputed with {have!r}; "
+            f"run `vse-ray precompute --recipe {recipe.path.stem} --out DIR` for this recipe's data"
+        )
+
+
+def _same_setting(key: str, wanted: Any, have: Any) -> bool:
+    if isinstance(wanted, list | tuple) and isinstance(have, list | tuple):
+        return sorted(map(str, wanted)) == sorted(map(str, have))
+    if key == "sbert_model" and isinstance(have, str) and isinstance(wanted, str):
+        return Path(have).name == Path(wanted).name  # a local folder of the named model
+    return wanted == have

@@ -19,9 +19,13 @@ from vse_ray.train.config import TrainConfig
 def log_training_artifacts(
     cfg: TrainConfig, run_id: str, best_dir: Path, latest: dict[str, Any], best_metrics: dict[str, Any]
 ) -> None:
-    """Log config.json, metrics.json, checkpoint/model.pt (best by rsum), `best_*` summary metrics, plots."""
+    """Log config.json, deviations.md (a recipe's), metrics.json, checkpoint/model.pt (best by rsum), `best_*`
+    summary metrics, plots."""
     client = MlflowClient(cfg.tracking_uri)
     log_json(client, run_id, cfg.to_dict(), "config.json")
+    if cfg.deviations:
+        text = "# Deviations from the official code\n\n" + "".join(f"- {d}\n" for d in cfg.deviations)
+        client.log_text(run_id, text, "deviations.md")
     log_json(client, run_id, {"best": best_metrics, "history": latest["history"]}, "metrics.json")
     client.log_artifact(run_id, str(best_dir / CHECKPOINT_FILE), CHECKPOINT_ARTIFACT_DIR)
     client.log_batch(

@@ -94,6 +94,9 @@ def fit(
         trainer = build_trainer(cfg, callbacks=callbacks, mlflow_run_id=run_id, wrap_reporter=wrap_reporter)
         with EpochProgress(run_id, cfg.tracking_uri, cfg.epochs):
             result = trainer.fit()
+    except (KeyboardInterrupt, SystemExit) as stop:  # Ray Train's SIGINT handler ends in sys.exit
+        client.set_terminated(run_id, status="KILLED")
+        raise KeyboardInterrupt from stop
     except Exception:
         client.set_terminated(run_id, status="FAILED")
         raise

@@ -3,7 +3,8 @@
 A `TuneRun` says where a Tune run lives (its folder, resumed when it exists), how each trial is tracked (one
 nested MLflow run under a parent) and what a trial may use (resources, checkpoint ranking). `fit_trials`
 builds or restores the `Tuner` and fits it; `saved_trial_statuses` tells which trials a restore would resume;
-`trial_run_id` and `best_checkpoint` read a finished trial back.
+`trial_run_id` and `best_checkpoint` read a finished trial back; `record_trial` keeps its checkpoint
+on its MLflow run.
 """
 
 from __future__ import annotations
@@ -14,8 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from mlflow import MlflowClient
+from mlflow.entities import Metric
 from ray import tune
 
+from vse_ray.tracking.checkpoint import CHECKPOINT_FILE
+from vse_ray.tracking.filters import tag_equals
+from vse_ray.tracking.runs import CHECKPOINT_ARTIFACT_DIR
 from vse_ray.tune.mlflow_trials import PARENT_TAG, TRIAL_TAG, TUNE_BOOKKEEPING_KEYS, MLflowTrialsCallback
 
 
@@ -107,14 +112,42 @@ def saved_trial_statuses(path: str | Path) -> dict[str, str]:
 def trial_run_id(run: TuneRun, result: tune.Result) -> str:
     """The MLflow run of a finished trial (tagged with its trial id, nested under the run's parent)."""
     trial_id = result.metrics["trial_id"]
-    query = f"tags.`{TRIAL_TAG}` = '{trial_id}' and tags.`{PARENT_TAG}` = '{run.parent_run_id}'"
+    query = f"{tag_equals(TRIAL_TAG, trial_id)} and {tag_equals(PARENT_TAG, run.parent_run_id)}"
     runs = MlflowClient(run.tracking_uri).search_runs([run.experiment_id], query, max_results=1)
     if not runs:
         raise RuntimeError(f"{run.name}: no MLflow run for trial {trial_id}")
     return runs[0].info.run_id
 
 
-def best_checkpoint(result: tune.Result, metric: str = "rsum") -> tuple[tune.Checkpoint, dict[str, Any]]:
-    """The kept checkpoint with the highest ``metric`` and its epoch's metrics (Tune bookkeeping removed)."""
-    checkpoint, metrics = max(result.best_checkpoints, key=lambda item: item[1][metric])
+def best_checkpoint(
+    result: tune.Result, metric: str = "rsum", mode: str = "max"
+) -> tuple[tune.Checkpoint, dict[str, Any]]:
+    """The kept checkpoint with the best ``metric`` and its epoch's metrics (Tune bookkeeping removed)."""
+    pick = max if mode == "max" else min
+    checkpoint, metrics = pick(result.best_checkpoints, key=lambda item: item[1][metric])
     return checkpoint, {k: v for k, v in metrics.items() if k not in TUNE_BOOKKEEPING_KEYS and k != "config"}
+
+
+def record_trial(
+    run: TuneRun, result: tune.Result, tags: dict[str, str] | None = None
+) -> tuple[str, tune.Checkpoint]:
+    """The MLflow run of an ended trial and its best checkpoint, recorded on that run once.
+
+    The first call sets ``tags``, uploads the checkpoint as the run's ``checkpoint/`` artifact (what
+    ``vse-ray evaluate --run`` loads, as for a ``train`` run), then logs ``best_<metric>`` and ``best_epoch``:
+    last, so a run that has ``best_<metric>`` has the rest and a resumed driver skips it.
+    """
+    metric = run.metric or "rsum"
+    run_id = trial_run_id(run, result)
+    checkpoint, best = best_checkpoint(result, metric, run.mode)
+    client = MlflowClient(run.tracking_uri)
+    if f"best_{metric}" in client.get_run(run_id).data.metrics:
+        return run_id, checkpoint
+    for tag, value in (tags or {}).items():
+        client.set_tag(run_id, tag, value)
+    with checkpoint.as_directory() as folder:
+        client.log_artifact(run_id, str(Path(folder) / CHECKPOINT_FILE), CHECKPOINT_ARTIFACT_DIR)
+    best_metrics = [Metric(f"best_{metric}", float(best[metric]), 0, 0)]
+    best_metrics.append(Metric("best_epoch", float(best["epoch"]), 0, 0))
+    client.log_batch(run_id, metrics=best_metrics)
+    return run_id, checkpoint

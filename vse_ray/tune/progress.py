@@ -23,9 +23,17 @@ class EpochProgress(tune.Callback):
     def __getstate__(self) -> dict[str, Any]:  # a restored run opens a new bar
         return {**self.__dict__, "_bar": None}
 
+    def setup(self, **info: Any) -> None:
+        """Open the bar when the stage starts, so its clock includes the first epoch."""
+        self._ensure_bar()
+
     def _ensure_bar(self) -> tqdm:
+        # smoothing=0: the rate is epochs over the stage's elapsed time; tqdm's default moving average of
+        # the gaps between updates reads thousands of epochs/s when trials report within a millisecond.
         if self._bar is None:
-            self._bar = tqdm(total=self.total, desc=self.label, unit="epoch", leave=True, dynamic_ncols=True)
+            self._bar = tqdm(
+                total=self.total, desc=self.label, unit="epoch", leave=True, dynamic_ncols=True, smoothing=0
+            )
         return self._bar
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:

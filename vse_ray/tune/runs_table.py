@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vse_ray.reporting import Column, metric_column, render_table
+from vse_ray.tracking.filters import tag_equals
 from vse_ray.tracking.tags import BEST_METRIC, BEST_PARAM, PARENT_TAG, SWEEP_PARAM
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def fetch_runs(tracking_uri: str, experiment: str, parent_run_id: str | None = N
     if found is None:
         names = [e.name for e in client.search_experiments()]
         raise ValueError(f"experiment {experiment!r} not found at {tracking_uri}; experiments there: {names}")
-    query = f"tags.`{PARENT_TAG}` = '{parent_run_id}'" if parent_run_id else ""
+    query = tag_equals(PARENT_TAG, parent_run_id) if parent_run_id else ""
     return list(client.search_runs([found.experiment_id], filter_string=query, max_results=5000))
 
 

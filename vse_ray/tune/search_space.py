@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 from ray import tune
 
+from vse_ray.resources import resource_path
 from vse_ray.tune.distributions import Distribution, is_distribution, parse_distribution
 
 TOP_LEVEL_KEYS = ("loss", "metric", "mode", "params", "one_of")
@@ -125,15 +126,16 @@ class SearchSpace:
 
 
 def load_search_space(path: str | Path) -> SearchSpace:
-    """Read and schema-check a space YAML (structure and ranges; see ``check_search_space`` for names).
+    """Read and schema-check a space YAML given by path or shipped name (``ladder_auto``).
+
+    Checks structure and ranges; ``check_search_space`` checks the names.
 
     Raises:
         ValueError: naming the file and the offending key for unknown top-level keys, a missing ``loss``,
-            a bad ``mode``, a malformed distribution, an impossible range, or an empty ``one_of`` group.
+            a bad ``mode``, a malformed distribution, an impossible range, or an empty ``one_of`` group;
+            an unknown file or name.
     """
-    path = Path(path)
-    if not path.is_file():
-        raise ValueError(f"space file not found: {path}")
+    path = resource_path("space", path)
     raw = yaml.load(path.read_text(), Loader=_SpaceLoader)
     return parse_search_space(raw, source=str(path))
 

@@ -26,7 +26,8 @@ from vse_ray.tracking import (
     runs_table_url,
     ui_command,
 )
-from vse_ray.tune.engine import TuneRun, fit_trials, saved_trial_statuses
+from vse_ray.tracking.filters import tag_equals
+from vse_ray.tune.engine import TuneRun, fit_trials, record_trial, saved_trial_statuses
 from vse_ray.tune.mlflow_trials import BEST_METRIC, BEST_PARAM, STOP_TAG, TRIAL_TAG, TUNE_BOOKKEEPING_KEYS
 from vse_ray.tune.search_space import SearchSpace, load_search_space
 from vse_ray.tune.space_checks import check_search_space, trial_config
@@ -143,7 +144,7 @@ def run_sweep(cfg: SweepConfig) -> SweepResult:
         stop=TrialLimitStopper(path / LIMIT_FILE, epochs),
     )
     planned = int(MlflowClient(uri).get_run(parent).data.params["sweep.num_samples"]) * space.grid_size()
-    return _finish(results, planned, space, base, name, path, uri, experiment_id, parent)
+    return _finish(results, planned, space, base, run)
 
 
 def _parent_run(
@@ -192,24 +193,21 @@ def _tune_config(cfg: SweepConfig, space: SearchSpace, epochs: int) -> tune.Tune
 
 
 def _finish(
-    results: tune.ResultGrid,
-    planned: int,
-    space: SearchSpace,
-    base: dict[str, Any],
-    name: str,
-    path: Path,
-    uri: str,
-    experiment_id: str,
-    parent: str,
+    results: tune.ResultGrid, planned: int, space: SearchSpace, base: dict[str, Any], run: TuneRun
 ) -> SweepResult:
+    name, path, uri = run.name, run.path, run.tracking_uri
+    experiment_id, parent = run.experiment_id, run.parent_run_id
     client = MlflowClient(uri)
     statuses = saved_trial_statuses(path)  # not `results`: an interrupted run marks its stopped trials ended
     ended = sum(status in ("TERMINATED", "ERROR") for status in statuses.values())
+    for result in results:  # each ended trial keeps its best checkpoint on its run (`evaluate --run`)
+        if statuses.get(result.metrics.get("trial_id")) == "TERMINATED" and result.best_checkpoints:
+            record_trial(run, result)
     finished = len(statuses) == planned and ended == planned
     best = _best_trial(results, space, base)
     if best["best_trial_id"] is not None:
         runs = client.search_runs(
-            [experiment_id], f"tags.`{TRIAL_TAG}` = '{best['best_trial_id']}'", max_results=1
+            [experiment_id], tag_equals(TRIAL_TAG, best["best_trial_id"]), max_results=1
         )
         best["best_run_id"] = runs[0].info.run_id if runs else None
         log_params_flat({f"{BEST_PARAM}{k}": v for k, v in best["best_config"].items()}, parent, uri)

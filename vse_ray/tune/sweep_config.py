@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vse_ray.folder_names import check_plain_name
+from vse_ray.resources import resource_path
 from vse_ray.tune.trial import TRIAL_MODES
 
 SCHEDULERS = ("asha", "fifo")
@@ -17,7 +19,7 @@ class SweepConfig:
     """One Ray Tune sweep over a ``tune_spaces/*.yaml`` space.
 
     Attributes:
-        space: path of the search-space YAML.
+        space: search-space YAML, a path or a shipped name (``ladder_auto``); a path once validated.
         data_dir: precompute output folder every trial trains on.
         train: other fixed ``TrainConfig`` fields (``epochs``, ``batch_size``, ``finetune``, ...).
         num_samples: trials drawn from the space (``grid`` leaves multiply it).
@@ -56,10 +58,11 @@ class SweepConfig:
 
     def validate(self) -> SweepConfig:
         """Raise ValueError naming the first invalid field; return self."""
-        if not Path(self.space).is_file():
-            raise ValueError(f"space: file not found: {self.space}")
+        self.space = str(resource_path("space", self.space))
         if not self.data_dir:
             raise ValueError("data_dir: required (a precompute output folder)")
+        if self.name is not None:
+            check_plain_name(self.name, "name")
         for name in ("num_samples", "grace_period", "reduction_factor"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:

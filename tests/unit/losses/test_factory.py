@@ -49,6 +49,8 @@ def test_unknown_name_or_hyper_parameter():
     assert loss_hparams("lseh") == {
         "margin": 0.185,
         "lam": 0.025,
+        "factor": "cosine",
+        "same_image": "exclude",
         "reduction": "sum",
         "relevance_source": None,
     }

@@ -21,11 +21,12 @@ def cider_like(batch, dtype, seed=0):
     return rel.to(dtype)
 
 
-def sam_ref(sims, rel, tau, sampling, triplet, t2i_margin="eq7"):
+def sam_ref(sims, rel, tau, sampling, triplet, t2i_margin="eq7", clip=None):
     """Eq. 7 in loops: per query the hardest (hn) / furthest (sn) negative n, margin (phi_pp - phi_pn) / tau.
 
-    phi[i][j] = phi(G_i, c_j). Image->text (query image p, negative caption n): phi(G_p, c_n). Text->image
-    (query caption p, negative image n): phi(G_p, c_n) for "eq7", phi(G_n, c_p) for "negative_refs".
+    phi[i][j] = phi(G_i, c_j); ``clip`` bounds the margins from above. Image->text (query image p, negative
+    caption n): phi(G_p, c_n). Text->image (query caption p, negative image n): phi(G_p, c_n) for "eq7",
+    phi(G_n, c_p) for "negative_refs".
     """
     total = vsepp_ref(sims, 0.2) if triplet else 0.0
     phi = rel.tolist()
@@ -34,7 +35,8 @@ def sam_ref(sims, rel, tau, sampling, triplet, t2i_margin="eq7"):
             sign = 1.0 if sampling == "hn" else -1.0
             n = max(negs[p], key=lambda c, row=S[p], sign=sign: sign * row[c])
             negative = phi[n][p] if direction == 1 and t2i_margin == "negative_refs" else phi[p][n]
-            total += hinge((phi[p][p] - negative) / tau + S[p][n] - S[p][p])
+            margin = (phi[p][p] - negative) / tau
+            total += hinge((margin if clip is None else min(margin, clip)) + S[p][n] - S[p][p])
     return total
 
 

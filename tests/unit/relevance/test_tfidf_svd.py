@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import numpy as np
 import pytest
 from sklearn.decomposition import TruncatedSVD
@@ -8,6 +10,8 @@ from sklearn.preprocessing import normalize
 from vse_ray.relevance import TfidfSvd
 
 from ._inputs import make_captions
+
+FIXTURE = Path(__file__).parents[2] / "fixtures" / "official" / "lseh_svd_released.npz"
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +56,16 @@ def test_npz_round_trip_holds_arrays_only(captions, tmp_path) -> None:
     model = TfidfSvd(k=5, seed=1).fit(captions)
     model.save(tmp_path / "tfidf_svd.npz")
     with np.load(tmp_path / "tfidf_svd.npz", allow_pickle=False) as stored:  # no object arrays inside
-        assert sorted(stored.files) == ["components", "idf", "k", "seed", "vocabulary"]
+        assert sorted(stored.files) == [
+            "components",
+            "idf",
+            "k",
+            "n_iter",
+            "seed",
+            "stem",
+            "unit",
+            "vocabulary",
+        ]
         assert stored["components"].shape == (5, len(stored["vocabulary"])) == (5, len(stored["idf"]))
     restored = TfidfSvd.load(tmp_path / "tfidf_svd.npz")
     assert (restored.k, restored.seed, restored.dim) == (5, 1, 5)
@@ -82,3 +95,27 @@ def test_mismatched_arrays_name_the_file(captions, tmp_path) -> None:
 def test_bad_input_raises_value_error(call, message) -> None:
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_released_svd_options_match_the_released_script() -> None:
+    """Fixture: LSEH's SVDdescriptions.py on 60 captions (tests/fixtures/official/README.md): Porter stems,
+    n_iter 100, seed 122, unnormalised vectors."""
+    pytest.importorskip("nltk")
+    data = np.load(FIXTURE, allow_pickle=False)
+    texts = [str(t) for t in data["texts"]]
+    model = TfidfSvd(
+        k=int(data["k"]), seed=int(data["seed"]), n_iter=int(data["n_iter"]), stem=True, unit=False
+    )
+    vectors = model.fit(texts).transform(texts)
+    np.testing.assert_allclose(vectors, data["svd"], rtol=0, atol=1e-6)
+    assert TfidfSvd.from_arrays(model.to_arrays()).transform(texts[:3]).tolist() == vectors[:3].tolist()
+
+
+def test_options_default_for_files_written_without_them(captions) -> None:
+    arrays = TfidfSvd(k=3).fit(captions).to_arrays()
+    old = {k: v for k, v in arrays.items() if k not in ("n_iter", "stem", "unit")}
+    restored = TfidfSvd.from_arrays(old)
+    assert (restored.n_iter, restored.stem, restored.unit) == (5, False, True)
+    np.testing.assert_array_equal(
+        restored.transform(captions), TfidfSvd.from_arrays(arrays).transform(captions)
+    )

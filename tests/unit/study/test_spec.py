@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from vse_ray.resources import resource_dir
 from vse_ray.study import load_study, parse_study
 
-ROOT = Path(__file__).resolve().parents[3]
 VALID = """
 name: demo-like
 baseline: vsepp
@@ -84,10 +82,14 @@ def test_bad_hyper_parameter_and_files():
         parse_study("name: [", "s.yaml")
     with pytest.raises(ValueError, match="s.yaml: expected a mapping at the top level"):
         parse_study("- 1", "s.yaml")
-    with pytest.raises(ValueError, match="nope.yaml: no such study file"):
+    with pytest.raises(ValueError, match=r"'nope.yaml': no such file or shipped study; shipped: \['ladder"):
         load_study("nope.yaml")
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "studies").glob("*.yaml")), ids=lambda p: p.name)
+def test_shipped_study_by_name():
+    assert load_study("ladder_bcls_cs").source == str(resource_dir("study") / "ladder_bcls_cs.yaml")
+
+
+@pytest.mark.parametrize("path", sorted(resource_dir("study").glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_studies_are_valid(path):
     assert load_study(path).name == path.stem.replace("_", "-")

@@ -9,6 +9,7 @@ import pytest
 from scipy import stats
 
 from vse_ray.study.summary import (
+    HEADLINE_METRICS,
     RunRecord,
     parent_metrics,
     summarize,
@@ -45,15 +46,37 @@ def test_cells_pair_by_seed_and_match_scipy():
 def test_tables_and_parent_metrics():
     cells = summarize(_records(), "vsepp", ["vsepp", "bcls", "bcls-shuffled"])
     text = summary_text(cells, "vsepp").splitlines()
-    assert text[0].split()[:4] == ["run", "seeds", "rsum", "Δ"]
-    assert text[2].split()[0] == "vsepp" and text[3].split()[0] == "bcls"
-    assert "+5.0*" in text[3] and "-1.3" in text[4] and "*" not in text[4]
+    assert text[0].split() == ["run", "rsum", "CS@100"]  # the Δ goes under its value; 3 seeds everywhere
+    assert [line.split()[0] for line in text[2:7]] == ["vsepp", "bcls", "Δ", "bcls-shuffled", "Δ"]
+    assert text[4].split() == ["Δ", "+5.0*", "+0.000"] and text[6].split()[:2] == ["Δ", "-1.3"]
+    assert "*" not in text[6] and "mean ± std over 3 seeds" in text[7]
+    assert max(map(len, text)) <= 120
     markdown = summary_markdown(cells, "vsepp")
     assert "| bcls | 3 | 310.0 ± 4.6 [" in markdown and "+5.0 [+2.5, +7.5]*" in markdown
     rows = list(csv.DictReader(io.StringIO(summary_csv(cells))))
     assert len(rows) == 6 and rows[0]["outside_seed_noise"] in ("", "True", "False")
     metrics = parent_metrics(cells)
     assert metrics["bcls/rsum_diff"] == pytest.approx(5.0) and "vsepp/rsum_diff" not in metrics
+
+
+def test_console_table_fits_120_columns_with_every_headline_metric():
+    keys = [key for _, key in HEADLINE_METRICS]
+    rows = ["vsepp", "ladder_auto", "bcls-no-kendall", "bcls-shuffled"]
+    records = [
+        RunRecord(row, seed, 0, {key: (-123.4 if key == "rsum" else -0.123) * (seed + i + 1) for key in keys})
+        for i, row in enumerate(rows)
+        for seed in range(3)
+    ]
+    text = summary_text(summarize(records, "vsepp", rows), "vsepp").splitlines()
+    assert text[0].split() == ["run", "rsum", "R@1", "i2t", "R@1", "t2i", "CS@100", "CS@1000"] + [
+        "CS@100",
+        "scene",
+        "CS@1000",
+        "scene",
+    ]
+    assert max(map(len, text)) <= 120 and "left out" not in "".join(text)
+    one = summary_text(summarize([r for r in records if r.seed == 0], "vsepp", rows), "vsepp")
+    assert "±" not in one.split("One seed")[0] and "One seed" in one
 
 
 def test_parent_metrics_of_a_train_images_axis_are_valid_mlflow_names(mlflow_uri):
@@ -93,5 +116,14 @@ def test_a_metric_keeps_one_number_style_whatever_its_value():
         for seed, value in enumerate(values)
     ]
     text = summary_text(summarize(records, "vsepp"), "vsepp").splitlines()
-    assert text[3].split()[:5] == ["bcls", "3", "9.6", "±", "0.2"]  # a recall below 10 keeps one decimal
-    assert "-2.2" in text[3] and "0.500 ± 0.000" in text[3]  # the fraction column keeps three
+    assert text[3].split()[:4] == ["bcls", "9.6", "±", "0.2"]  # a recall below 10 keeps one decimal
+    assert "-2.2" in text[4] and "0.500 ± 0.000" in text[3]  # the fraction column keeps three
+
+
+def test_a_weak_baseline_is_named_on_the_first_line():
+    from vse_ray.study.summary import strength_note
+
+    cells = summarize(_records(), "vsepp", ["vsepp", "bcls", "bcls-shuffled"])
+    assert strength_note(cells, "vsepp", 300.0) is None
+    note = strength_note(cells, "vsepp", 400.0)
+    assert note.startswith("WEAK BASELINE: vsepp test rsum 305.0 < min_baseline_rsum 400")

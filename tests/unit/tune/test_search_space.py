@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from ray.tune.search.variant_generator import generate_variants
 
 from vse_ray.tune.distributions import Distribution
 from vse_ray.tune.search_space import load_search_space, parse_search_space, unflatten
 
-REPO = Path(__file__).resolve().parents[3]
 SPACE_TEXT = """
 loss: ladder
 metric: CS_at_100_i2t
@@ -121,7 +118,7 @@ def test_schema_errors_name_the_file_and_key(tmp_path, text, message):
 
 
 def test_missing_file(tmp_path):
-    with pytest.raises(ValueError, match="space file not found"):
+    with pytest.raises(ValueError, match="no such file or shipped space"):
         load_search_space(tmp_path / "nope.yaml")
 
 
@@ -133,7 +130,7 @@ def test_unflatten_lists_and_gaps():
 
 @pytest.mark.parametrize("name", ["vsepp", "ladder", "ladder_auto", "sam", "bcls", "lseh"])
 def test_shipped_spaces_parse(name):
-    space = load_search_space(REPO / "tune_spaces" / f"{name}.yaml")
+    space = load_search_space(name)
     assert space.loss == name
     assert isinstance(space.leaves["lr"], Distribution)
     assert parse_search_space({"loss": name}).leaves == {}

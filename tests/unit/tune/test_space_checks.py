@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from ray.tune.search.variant_generator import generate_variants
 
 from vse_ray.losses import loss_hparams, make_loss
+from vse_ray.resources import resource_dir
 from vse_ray.tune.search_space import load_search_space, parse_search_space
 from vse_ray.tune.space_checks import check_search_space, trial_config, tunable_fields
 
-REPO = Path(__file__).resolve().parents[3]
-SPACES = sorted((REPO / "tune_spaces").glob("*.yaml"))
+SPACES = sorted(resource_dir("space").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("path", SPACES, ids=lambda p: p.stem)

@@ -3,21 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from vse_ray.cli.main import app
+from vse_ray.resources import resource_dir
 from vse_ray.tune.sweep_config import SweepConfig
 
-SPACE = str(Path(__file__).resolve().parents[3] / "tune_spaces" / "vsepp.yaml")
+SPACE = str(resource_dir("space") / "vsepp.yaml")
 
 
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"space": "missing.yaml"}, "space: file not found"),
+        ({"space": "missing.yaml"}, "space 'missing.yaml': no such file or shipped space"),
         ({"data_dir": ""}, "data_dir: required"),
         ({"num_samples": 0}, "num_samples"),
         ({"reduction_factor": 1}, "reduction_factor: must be >= 2"),
@@ -27,6 +27,8 @@ SPACE = str(Path(__file__).resolve().parents[3] / "tune_spaces" / "vsepp.yaml")
         ({"gpus_per_trial": -0.5}, "gpus_per_trial"),
         ({"cpus_per_trial": 0}, "cpus_per_trial: must be > 0"),
         ({"train": {"loss": "sam"}}, r"train: set \['loss'\]"),
+        ({"name": "../../x"}, "name: expected letters, digits, '-' or '_'"),
+        ({"name": "a/b"}, "name: expected letters, digits"),
     ],
 )
 def test_invalid_fields_are_named(change, message):

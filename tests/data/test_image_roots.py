@@ -1,0 +1,35 @@
+"""Image refs stay inside the image root: ``..``, absolute paths and symlinks out become rejects."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from vse_ray.data.image_io import FileImages, OutsideRoot, load_images
+
+
+@pytest.fixture
+def root(tmp_path):
+    folder = tmp_path / "a" / "images"
+    folder.mkdir(parents=True)
+    pixels = np.zeros((8, 8, 3), dtype=np.uint8)
+    Image.fromarray(pixels).save(folder / "inside.png")
+    Image.fromarray(pixels).save(tmp_path / "outside_secret.png")
+    (folder / "link.png").symlink_to(tmp_path / "outside_secret.png")
+    return folder
+
+
+@pytest.mark.parametrize(
+    "ref", ["../../outside_secret.png", "sub/../../../outside_secret.png", "/etc/hostname", "link.png"]
+)
+def test_a_ref_outside_the_root_is_refused(root, ref):
+    with pytest.raises(OutsideRoot, match="outside the image root"):
+        FileImages(str(root)).load(ref, 8)
+
+
+def test_a_ref_outside_the_root_becomes_a_reject_with_its_reason(root):
+    batch = {"ref": np.array(["inside.png", "sub/../inside.png", "../../outside_secret.png"], dtype=object)}
+    out = load_images(batch, source=FileImages(str(root)), size=8, keep_png=False)
+    assert out["reject"][:2].tolist() == ["", ""]
+    assert out["reject"][2].startswith("outside --image-root: ../../outside_secret.png")

@@ -1,0 +1,41 @@
+"""The collapse warning: VSE++'s loss at 2·B·margin means every similarity ties; the console says so."""
+
+from __future__ import annotations
+
+import io
+
+import torch
+from mlflow import MlflowClient
+
+from vse_ray.losses import make_loss
+from vse_ray.train.progress import EpochProgress
+
+
+def test_collapse_value_is_the_loss_of_equal_similarities():
+    loss = make_loss("vsepp", margin=0.2)
+    assert loss.collapse_value(8) == 2 * 8 * 0.2
+    assert float(loss.from_similarity(torch.zeros(8, 8, dtype=torch.float64))) == loss.collapse_value(8)
+    assert not hasattr(make_loss("vse0"), "collapse_value")
+
+
+def test_engine_flags_a_collapsed_epoch(tiny_cfg, tmp_path):
+    from vse_ray.train.engine import run_training
+    from vse_ray.train.reporter import LocalReporter
+
+    reporter = LocalReporter(tmp_path / "r")
+    run_training(tiny_cfg.__class__(**{**tiny_cfg.__dict__, "epochs": 1, "lr": 1e-12}), reporter)
+    assert reporter.history[0]["collapsed"] == 1.0  # no step moves the weights: it sits at the start
+
+
+def test_progress_prints_one_warning_line(tmp_path):
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = MlflowClient(uri)
+    run_id = client.create_run(client.create_experiment("e")).info.run_id
+    for name, value in (("rsum", 10.0), ("train_loss", 51.2), ("collapsed", 1.0)):
+        client.log_metric(run_id, name, value, step=1)
+    out = io.StringIO()
+    progress = EpochProgress(run_id, uri, 3, stream=out)
+    progress.poll()
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("epoch 1/3: val rsum 10.0") and len(lines) == 2
+    assert "collapse value" in lines[1] and "--warmup-epochs" in lines[1]

@@ -1,0 +1,25 @@
+"""The Tune stage progress bar: its rate is epochs over the stage's elapsed time."""
+
+from __future__ import annotations
+
+import io
+import re
+import time
+from types import SimpleNamespace
+
+from vse_ray.tune.progress import EpochProgress
+
+
+def test_first_rate_counts_from_the_stage_start():
+    progress = EpochProgress("[demo] train", total=4)
+    progress.setup()
+    progress._bar.fp = io.StringIO()
+    time.sleep(0.25)
+    trial = SimpleNamespace(config={"run": "bcls-s0"}, trial_id="t0")
+    for _ in range(2):  # two trials reporting within a millisecond
+        progress.on_trial_result(0, [], trial, {"rsum": 12.5})
+    text = str(progress._bar)
+    rate = float(re.search(r"([\d.]+)epoch/s", text).group(1))
+    assert rate < 10 and "2/4" in text and "bcls-s0 rsum 12.5" in text
+    progress.on_experiment_end([])
+    assert progress._bar is None
