@@ -12,6 +12,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from tests.model import tiny_store
 from vse_ray.cli.main import app
 from vse_ray.models import rebuild_model
 from vse_ray.official.torch_file import load_torch_file
@@ -47,6 +48,16 @@ def test_imported_model_gives_the_released_similarities(tmp_path):
     sims = (images @ captions.T).numpy()
     assert sims.dtype == np.float32 and sims.shape == expected["sims"].shape == (4, 6)
     np.testing.assert_allclose(sims, expected["sims"], rtol=0, atol=1e-5)
+
+
+def test_imported_checkpoint_evaluates_end_to_end(tmp_path, monkeypatch):
+    monkeypatch.setattr(tiny_store, "FEATURE_DIM", 12)  # the fixture's img_dim; 19 words fit its 21 rows
+    data = tiny_store.write_tiny_store(tmp_path / "regions", regions=5)
+    assert _import(RELEASED, tmp_path / "imported").exit_code == 0
+    args = ["evaluate", "--run", str(tmp_path / "imported"), "--data", str(data), "--split", "test"]
+    result = CliRunner().invoke(app, [*args, "--output-dir", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out" / "reports" / "imported_test_full.json").is_file()
 
 
 def test_existing_output_is_not_overwritten(tmp_path):
