@@ -37,6 +37,17 @@ def test_epochs_are_seeded_permutations_and_shards_are_disjoint():
     assert not np.array_equal(ep2, np.concatenate(ep1[0]))
 
 
+def test_consecutive_seeds_share_no_epoch_order():
+    orders = {
+        (seed, epoch): tuple(
+            np.concatenate([b["caption_id"] for b in TableBatches(_table(50), 10, seed).epoch_batches(epoch)])
+        )
+        for seed in (0, 1)
+        for epoch in (1, 2)
+    }
+    assert orders[(0, 2)] != orders[(1, 1)] and len(set(orders.values())) == 4
+
+
 @pytest.mark.parametrize("workers", [2, 3])
 def test_global_batches_are_the_same_for_any_number_of_workers(workers):
     one = [set(b["caption_id"]) for b in TableBatches(_table(200), workers * 8, seed=3).epoch_batches(2)]

@@ -1,4 +1,4 @@
-"""`vse-ray evaluate`: every metric of a trained run on a split, as a JSON report logged to the run."""
+"""`vse-ray evaluate`: every metric of a run (or of a similarity matrix) on a split, as a JSON report."""
 
 from __future__ import annotations
 
@@ -8,7 +8,14 @@ import typer
 
 
 def evaluate(
-    run: Annotated[str, typer.Option(help="MLflow run id, or a checkpoint file/folder.")],
+    run: Annotated[str | None, typer.Option(help="MLflow run id, or a checkpoint file/folder.")] = None,
+    sims: Annotated[
+        str | None,
+        typer.Option(
+            help="Instead of --run: a .npy (n_images, n_captions) similarity matrix to score against --data;"
+            " rows: the split's images in stored order, columns: its captions sorted by caption_id."
+        ),
+    ] = None,
     split: Annotated[str, typer.Option(help="Split to score.")] = "test",
     protocol: Annotated[str, typer.Option(help="full | coco5k | coco1k (5 folds of 1,000 images).")] = "full",
     data: Annotated[str | None, typer.Option(help="Precompute folder (default: the run's).")] = None,
@@ -30,12 +37,22 @@ def evaluate(
         ),
     ] = None,
 ) -> None:
-    """Evaluate a run (both directions, every metric) and write a JSON report."""
-    from vse_ray.evaluation.evaluate import evaluate_run
+    """Evaluate a run, or a similarity matrix (--sims), on both directions with every metric; write a JSON
+    report."""
+    if (run is None) == (sims is None):
+        raise ValueError("evaluate: give exactly one of --run and --sims")
+    if sims is not None:
+        from vse_ray.evaluation.sims_file import evaluate_sims
 
-    report = evaluate_run(
-        run, split, protocol, data, tracking_uri, output_dir, coco_ids, eval_block, ensemble
-    )
+        if data is None:
+            raise ValueError("evaluate --sims: --data (the precompute folder the matrix scores) is required")
+        report = evaluate_sims(sims, data, split, protocol, output_dir, coco_ids)
+    else:
+        from vse_ray.evaluation.evaluate import evaluate_run
+
+        report = evaluate_run(
+            run, split, protocol, data, tracking_uri, output_dir, coco_ids, eval_block, ensemble
+        )
     width = max(len(k) for k in report.metrics)
     for key, value in sorted(report.metrics.items()):
         typer.echo(f"{key:<{width}}  {value:.4f}")

@@ -31,10 +31,7 @@ _OPTION_OF = {"relevance_sources": "relevance"}
 
 def with_recipe(config: PrecomputeConfig, recipe: str, ctx: typer.Context) -> PrecomputeConfig:
     """``config`` with the recipe's ``precompute:`` values for every field not given on the command line."""
-    try:
-        block = load_recipe(recipe, "<out>").precompute
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from err
+    block = load_recipe(recipe, "<out>").precompute  # a bad recipe: a ValueError, one line
     given = {n for n in ctx.params if getattr(ctx.get_parameter_source(n), "name", "") == "COMMANDLINE"}
     values = {
         key: tuple(value) if isinstance(value, list) else value

@@ -92,16 +92,14 @@ def train(
     Every TrainConfig field can be set with --set KEY=VALUE. With --recipe, the recipe sets the fields;
     --set overrides it, and options given on the command line override both.
     """
-    try:
-        items = [*(set_ or []), *cli_overrides(ctx)]
-        if recipe:
-            loaded = load_recipe(recipe, data, items)
-            check_recipe_data(loaded, data)
-            cfg = loaded.config
-        else:
-            cfg = TrainConfig.from_dict(merge_overrides({"data_dir": data}, items))
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from err
+    # a bad override, recipe or recipe/data mismatch: a ValueError, printed as one line (readable_errors)
+    items = [*(set_ or []), *cli_overrides(ctx)]
+    if recipe:
+        loaded = load_recipe(recipe, data, items)
+        check_recipe_data(loaded, data)
+        cfg = loaded.config
+    else:
+        cfg = TrainConfig.from_dict(merge_overrides({"data_dir": data}, items))
     check_training(cfg)  # fields, loss, data folder, model input: before Ray and MLflow start
     if cfg.deviations:
         typer.echo(f"Deviations from the official code ({len(cfg.deviations)}):")

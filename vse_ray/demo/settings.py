@@ -41,7 +41,7 @@ class DemoSettings:
     shuffled: tuple[str, ...] = ("bcls",)
     loss_params: dict[str, dict[str, Any]] = field(default_factory=lambda: dict(DEMO_LOSS_PARAMS))
     seeds: int = 1
-    n_train: int = 800  # 800 took 4 min 08 s in all on 2 cores; 1,000 took 5 min 10 s (1-CPU warm-up then)
+    n_train: int = 800  # sized to keep the demo within 5 minutes on 2 cores (docs/performance.md)
     n_val: int = 250
     n_test: int = 250
     epochs: int = 3

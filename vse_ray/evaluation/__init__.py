@@ -9,6 +9,7 @@ _EXPORTS = {
     "PROTOCOLS": "vse_ray.evaluation.evaluate",
     "EvaluationReport": "vse_ray.evaluation.evaluate",
     "evaluate_run": "vse_ray.evaluation.evaluate",
+    "evaluate_sims": "vse_ray.evaluation.sims_file",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = sorted(_EXPORTS)

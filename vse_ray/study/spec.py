@@ -4,13 +4,14 @@
 name: ladder-bcls-cs            # MLflow experiment `study-<name>`, Tune folders under <output>/ray_results
 claim: Ladder and BCLS raise CS@K over VSE++ at about equal R@K      # free text, shown in the summary
 data:                           # exactly one of:
-  embedded: {train_images: 2000, val_images: 250, test_images: 1000, seed: 0}   # generated and precomputed
+  embedded: {train_images: 4000, val_images: 250, test_images: 1000, seed: 0}   # generated and precomputed
   # data_dir: path/to/precompute/output
 baseline: vsepp                 # a key of `losses`
+min_baseline_rsum: 400          # default 0; below it the summary's first line says WEAK BASELINE
 seeds: 3                        # default 3; every loss of one seed starts from the same warm-up checkpoint
-warmup_epochs: 3                # shared sum-of-hinges warm-up (VSE++ eq. 5), trained once per seed
-epochs: 4                       # epochs of each loss's own training after the warm-up
-train: {batch_size: 128, lr: 1.0e-3, lr_update: 3}   # TrainConfig fields shared by every run
+warmup_epochs: 3                # shared warm-up (train.warmup_loss, the sum of hinges), trained once per seed
+epochs: 12                      # epochs after the warm-up (a cap with train.patience)
+train: {batch_size: 128, lr: 1.0e-3, lr_update: 9, patience: 2}   # TrainConfig fields shared by every run
 losses:                         # family -> make_loss hyper-parameters
   vsepp: {}
   bcls: {gamma: 50}
@@ -18,7 +19,7 @@ controls:
   shuffled: [bcls]              # relevance vectors permuted across captions (same values, no meaning)
   oracle: [bcls]                # relevance_source=scene (the embedded data's ground truth)
   ablations: [bcls]             # each family's declared ablation (ABLATIONS)
-train_images: [250, 500, 2000]  # optional axis: the whole study per train-set size (first N images)
+train_images: [400, 1000, 4000] # optional axis: the whole study per train-set size (first N images)
 resources: {cpus_per_trial: 1, gpus_per_trial: 0, concurrent: 0}
 ```
 Everything is checked by `StudySpec.validate` before Ray or MLflow start; errors name the file and key.

@@ -57,7 +57,8 @@ class TableBatches:
     Args:
         table: Caption rows (at least `train_columns(...)`).
         batch_size: Pairs per batch per worker; the last partial batch is dropped.
-        seed: Base seed; epoch e uses seed + e, so runs with the same seed see the same batches.
+        seed: Base seed; epoch e draws from the stream (seed, e): runs with the same seed see the same
+            batches, and seeds s and s + 1 share no epoch order.
         rank: This worker's rank.
         world_size: Number of workers.
     """
@@ -72,7 +73,7 @@ class TableBatches:
             )
 
     def epoch_batches(self, epoch: int) -> Iterator[dict[str, Any]]:
-        perm = np.random.default_rng(self.seed + epoch).permutation(self.num_rows)
+        perm = np.random.default_rng([self.seed, epoch]).permutation(self.num_rows)
         per_worker = self.num_rows // self.world_size
         mine = perm[self.rank :: self.world_size][:per_worker]
         for start in range(0, per_worker - self.batch_size + 1, self.batch_size):

@@ -1,0 +1,84 @@
+"""`vse-ray evaluate --sims`: every metric of a similarity matrix that another program computed.
+
+The file is an (n_images, n_captions) ``.npy`` array whose rows follow the split's stored image order and
+whose columns follow its captions sorted by ``caption_id`` (the order of :class:`SplitData`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vse_ray.data.split_data import load_split
+from vse_ray.data.verify import verify_data_dir
+from vse_ray.evaluation.eccv import eccv_positives
+from vse_ray.evaluation.evaluate import PROTOCOLS, EvaluationReport, score_split
+
+SIMS_ORDER = "rows: the split's images in stored order; columns: its captions sorted by caption_id"
+
+
+def load_sims(path: str | Path, n_images: int, n_captions: int) -> np.ndarray:
+    """The float (n_images, n_captions) matrix of a ``.npy`` file; ValueError naming the file, the expected
+    shape and what was found (a transposed matrix is named as such)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"sims {path}: no such file")
+    try:
+        sims = np.load(path, allow_pickle=False)
+    except Exception as err:
+        raise ValueError(f"sims {path}: not a .npy array (truncated or another format?): {err}") from err
+    expected = (n_images, n_captions)
+    if sims.shape != expected:
+        hint = " (captions x images: transpose it)" if sims.shape == expected[::-1] else ""
+        raise ValueError(
+            f"sims {path}: expected (n_images, n_captions) = {expected}, found shape {sims.shape}{hint}"
+        )
+    if not np.issubdtype(sims.dtype, np.number) or np.issubdtype(sims.dtype, np.complexfloating):
+        raise ValueError(f"sims {path}: expected a real-valued array, found dtype {sims.dtype}")
+    if not np.isfinite(sims).all():
+        row, col = np.argwhere(~np.isfinite(sims))[0]
+        raise ValueError(f"sims {path}: expected finite values, found {sims[row, col]} at ({row}, {col})")
+    return sims.astype(np.float32, copy=False)
+
+
+def evaluate_sims(
+    sims_path: str,
+    data_dir: str,
+    split: str = "test",
+    protocol: str = "full",
+    output_dir: str = "vse_ray_out",
+    coco_ids: str | None = None,
+) -> EvaluationReport:
+    """Score the matrix of `sims_path` (order: :data:`SIMS_ORDER`) against `split` of `data_dir` with
+    every metric (:func:`~vse_ray.metrics.evaluate_all` with its default cut-offs) and write a JSON report
+    to ``<output_dir>/reports/``.
+
+    Args:
+        sims_path: ``.npy`` file of (n_images, n_captions) similarities.
+        data_dir: Precompute folder whose split gives the ground truth and the relevance.
+        split: Split of `data_dir` the matrix scores.
+        protocol: "full", "coco5k" or "coco1k" (as ``evaluate_run``).
+        output_dir: Where the report goes.
+        coco_ids: JSON mapping image/caption ids to COCO ids: adds the ECCV Caption metrics.
+    """
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol: must be one of {PROTOCOLS}, got {protocol!r}")
+    verify_data_dir(data_dir, splits=(split,))
+    data = load_split(data_dir, split, raw=False)
+    sims = load_sims(sims_path, len(data.images.image_ids), len(data.caption_ids))
+    kwargs: dict[str, Any] = {}
+    if coco_ids:
+        kwargs["eccv_positives"] = eccv_positives(coco_ids, data.images.image_ids, data.caption_ids)
+    metrics = score_split(sims, data, protocol, kwargs)
+    path = (
+        Path(output_dir).expanduser().resolve()
+        / "reports"
+        / f"{Path(sims_path).stem}_{split}_{protocol}.json"
+    )
+    report = EvaluationReport(None, str(Path(sims_path).resolve()), split, protocol, metrics, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report.to_dict(), indent=2))
+    return report
