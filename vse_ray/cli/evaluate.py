@@ -41,12 +41,12 @@ def evaluate(
     report."""
     if (run is None) == (sims is None):
         raise ValueError("evaluate: give exactly one of --run and --sims")
-    if sims is not None:
+    if run is None:
         from vse_ray.evaluation.sims_file import evaluate_sims
 
         if data is None:
             raise ValueError("evaluate --sims: --data (the precompute folder the matrix scores) is required")
-        report = evaluate_sims(sims, data, split, protocol, output_dir, coco_ids)
+        report = evaluate_sims(str(sims), data, split, protocol, output_dir, coco_ids)
     else:
         from vse_ray.evaluation.evaluate import evaluate_run
 
