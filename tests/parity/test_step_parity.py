@@ -191,20 +191,14 @@ def _config(meta: dict) -> TrainConfig:
 
 
 def _train_batch(b: dict[str, np.ndarray], cfg: TrainConfig) -> TrainBatch:
-    return _on_device(
-        TrainBatch(
-            images=torch.from_numpy(b["images"]),
-            tokens=torch.from_numpy(b["tokens"]),
-            lengths=torch.from_numpy(b["lengths"]),
-            # negatives "diagonal" (the official codes): the engine gives the loss no image ids
-            image_ids=None if cfg.negatives == "diagonal" else torch.from_numpy(b["image_ids"]),
-            relevance=None,
-        )
-    )
-
-
-def _on_device(batch: TrainBatch) -> TrainBatch:
-    return batch.to(DEVICE)
+    return TrainBatch(
+        images=torch.from_numpy(b["images"]),
+        tokens=torch.from_numpy(b["tokens"]),
+        lengths=torch.from_numpy(b["lengths"]),
+        # negatives "diagonal" (the official codes): the engine gives the loss no image ids
+        image_ids=None if cfg.negatives == "diagonal" else torch.from_numpy(b["image_ids"]),
+        relevance=None,
+    ).to(DEVICE)
 
 
 def _with_batch_masks(model: nn.Module, b: dict[str, np.ndarray]) -> None:

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from vse_ray.cli.options import given_options
 from vse_ray.data.config import AUTO, ExecutionOptions, PrecomputeConfig
 from vse_ray.train.recipe import load_recipe
 
@@ -32,7 +33,7 @@ _OPTION_OF = {"relevance_sources": "relevance"}
 def with_recipe(config: PrecomputeConfig, recipe: str, ctx: typer.Context) -> PrecomputeConfig:
     """``config`` with the recipe's ``precompute:`` values for every field not given on the command line."""
     block = load_recipe(recipe, "<out>").precompute  # a bad recipe: a ValueError, one line
-    given = {n for n in ctx.params if getattr(ctx.get_parameter_source(n), "name", "") == "COMMANDLINE"}
+    given = given_options(ctx)
     values = {
         key: tuple(value) if isinstance(value, list) else value
         for key, value in block.items()

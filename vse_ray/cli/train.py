@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from vse_ray.cli.options import given_options
 from vse_ray.tracking import runs_table_url, ui_command
 from vse_ray.train.config import NESTED, TrainConfig, field_default, field_help, merge_overrides
 from vse_ray.train.preflight import check_training
@@ -25,11 +26,7 @@ def cli_overrides(ctx: typer.Context) -> list[str]:
     ``--param K=V`` is ``loss_params.K=V``; ``--no-imgnorm`` is ``normalize_image=false``; every other option
     is the field of its name. Options left at their default are not overrides (a recipe keeps its value).
     """
-    given = {
-        name: ctx.params[name]
-        for name in ctx.params
-        if getattr(ctx.get_parameter_source(name), "name", "") == "COMMANDLINE"  # typer vendors its click
-    }
+    given = given_options(ctx)
     items = [f"loss_params.{item}" for item in given.pop("param", [])]
     if given.pop("no_imgnorm", False):
         items.append("normalize_image=false")
