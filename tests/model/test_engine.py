@@ -104,8 +104,9 @@ def test_warmup_epochs_train_with_the_sum_of_hinges(tiny_cfg, tmp_path):
     assert warm.history[0]["train_loss"] != plain.history[0]["train_loss"]
 
 
-def test_shared_warmup_checkpoint_gives_the_same_run(tiny_cfg, tmp_path):
-    cfg = dataclasses.replace(tiny_cfg, warmup_epochs=1)
+@pytest.mark.parametrize("lr_update", [15, 2])  # 2: the decay falls after the warm-up run has ended
+def test_shared_warmup_checkpoint_gives_the_same_run(tiny_cfg, tmp_path, lr_update):
+    cfg = dataclasses.replace(tiny_cfg, warmup_epochs=1, lr_update=lr_update)
     straight = _run(cfg, tmp_path, "straight")
     warmup = _run(dataclasses.replace(cfg, loss="vse0", epochs=1), tmp_path, "warmup")
     shared = _run(dataclasses.replace(cfg, init_checkpoint=str(warmup.checkpoints[0])), tmp_path, "shared")

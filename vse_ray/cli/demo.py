@@ -32,9 +32,9 @@ def demo(
         int, typer.Option(help="Shared sum-of-hinges warm-up epochs (VSE++ eq. 5), once per seed; 0 = none.")
     ] = D.warmup_epochs,
     lr: Annotated[float, typer.Option(help="Adam learning rate.")] = D.lr,
-    lr_update: Annotated[int, typer.Option(help="Multiply the learning rate by 0.1 every N epochs.")] = (
-        D.lr_update
-    ),
+    lr_update: Annotated[
+        int, typer.Option(help="Learning rate x0.1 after N epochs of each loss (0: after the warm-up).")
+    ] = D.lr_update,
     batch_size: Annotated[int, typer.Option(help="Pairs per batch (in-batch negatives).")] = D.batch_size,
     cnn: Annotated[str, typer.Option(help="CNN fine-tuned on the 64×64 images: tiny, small, resnet18...")] = (
         D.cnn

@@ -31,8 +31,9 @@ class DemoSettings:
     Model: a tiny CNN (width 16) fine-tuned end to end from the stored 64×64 images and a GRU caption encoder
     (frozen random-CNN features leave VSE++ stuck near collapse). Schedule: Adam at `lr` 1e-3 for the
     `warmup_epochs` (sum of hinges, VSE++ eq. 5, for every loss alike, trained once per seed), then ×0.1
-    after `lr_update` epochs for each family's own `epochs` (VSE++ and the ladder losses collapse at 1e-3
-    from the warmed-up start). `shuffled`: losses also trained with their relevance permuted across captions.
+    after `lr_update` of each family's own `epochs` (0: right after the warm-up; VSE++ and the ladder losses
+    collapse at 1e-3 from the warmed-up start). `shuffled`: losses also trained with their relevance
+    permuted across captions.
     Trials run `concurrent` at a time with `cpus_per_trial` CPUs each, their processes reused.
     """
 
@@ -48,7 +49,7 @@ class DemoSettings:
     warmup_epochs: int = 5  # 315 warm-up steps at batch 64: VSE++ leaves collapse (docs/performance.md)
     batch_size: int = 64
     lr: float = 1e-3
-    lr_update: int = 3
+    lr_update: int = 0
     word_dim: int = 128
     embed_dim: int = 256
     finetune: bool = True
@@ -66,8 +67,9 @@ class DemoSettings:
         for name in ("n_train", "n_val", "n_test", "num_cpus", "concurrent", "seeds", "epochs"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: must be >= 1, got {getattr(self, name)}")
-        if self.warmup_epochs < 0:
-            raise ValueError(f"warmup_epochs: must be >= 0, got {self.warmup_epochs}")
+        for name in ("warmup_epochs", "lr_update"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}: must be >= 0, got {getattr(self, name)}")
         if not 0 < self.cpus_per_trial <= self.num_cpus:
             raise ValueError(f"cpus_per_trial: must be in (0, num_cpus], got {self.cpus_per_trial}")
         return self
@@ -93,7 +95,7 @@ class DemoSettings:
             train={
                 "batch_size": self.batch_size,
                 "lr": self.lr,
-                "lr_update": self.lr_update,
+                "lr_milestones": [self.lr_update],
                 "word_dim": self.word_dim,
                 "embed_dim": self.embed_dim,
                 "finetune": self.finetune,

@@ -23,7 +23,7 @@ from mlflow.entities import Metric
 from vse_ray.data.config import AUTO, PrecomputeConfig
 from vse_ray.data.precompute import precompute
 from vse_ray.data.split_data import SplitData, load_split
-from vse_ray.data.store import load_manifest
+from vse_ray.data.store import load_captions, load_manifest
 from vse_ray.evaluation.embed import evaluate_split, scoring_device
 from vse_ray.log_file import route_library_logs
 from vse_ray.models import rebuild_model
@@ -56,6 +56,7 @@ from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.filters import tag_equals
 from vse_ray.tracking.runs import RUN_NAME_TAG
 from vse_ray.train.config import TrainConfig
+from vse_ray.train.train_captions import first_images
 from vse_ray.tune.engine import TuneRun, fit_trials, record_trial
 from vse_ray.tune.mlflow_trials import PARENT_TAG
 from vse_ray.tune.progress import EpochProgress
@@ -73,6 +74,7 @@ class StudyContext:
     experiment_id: str
     parent_run_id: str
     seconds: dict[str, float] = field(default_factory=dict)
+    warmup_epochs: dict[int, int] = field(default_factory=dict)  # train_images -> warm-up epochs
 
     def tune_run(
         self, stage: str, configs: dict[str, TrainConfig], epochs_each: int, cpus: float | None = None
@@ -189,22 +191,35 @@ def train_warmups(ctx: StudyContext) -> dict[tuple[int, int], str]:
     spec = ctx.spec
     baseline = spec.variants()[0]
     configs = {}
-    for size in spec.train_sizes():
+    for size, epochs in ctx.warmup_epochs.items():
         for seed in range(spec.seeds):
-            cfg = spec.run_config(ctx.data_dir, baseline, seed, size)
+            cfg = spec.run_config(ctx.data_dir, baseline, seed, size, epochs)
             warm = dataclasses.replace(
-                cfg, loss=cfg.warmup_loss, loss_params=dict(cfg.warmup_params), epochs=spec.warmup_epochs
+                cfg, loss=cfg.warmup_loss, loss_params=dict(cfg.warmup_params), epochs=epochs
             )
             configs[run_name(Variant("warmup", {}), seed, size)] = _resolved(ctx, warm)
-    run = ctx.tune_run("warmup", configs, spec.warmup_epochs, cpus=warmup_cpus(spec.resources, len(configs)))
+    longest = max(ctx.warmup_epochs.values())
+    run = ctx.tune_run("warmup", configs, longest, cpus=warmup_cpus(spec.resources, len(configs)))
     dicts = {name: cfg.to_dict() for name, cfg in configs.items()}
     results = fit_trials(run, _trainable(dicts), named_grid(configs), tune_config=ctx.tune_config())
     _stage_failed(results, "warm-up")
     found = {}
     for result in results:
+        if result.checkpoint is None:  # stopped early, e.g. Ctrl-C: Tune ends the trials without an error
+            raise RuntimeError(
+                f"warm-up: trial {result.config[NAMED_TRIAL_KEY]} ended without a checkpoint; rerun to resume"
+            )
         cfg = configs[result.config[NAMED_TRIAL_KEY]]
         found[(cfg.train_images, cfg.seed)] = result.checkpoint.path
     return found
+
+
+def warmup_schedule(spec: StudySpec, data_dir: str) -> dict[int, int]:
+    """Warm-up epochs per train size (`StudySpec.warmup_epochs_at` of its number of train captions)."""
+    if not spec.warmup_steps:
+        return {size: spec.warmup_epochs for size in spec.train_sizes()}
+    table = load_captions(data_dir, "train").select(["image_id"])
+    return {size: spec.warmup_epochs_at(first_images(table, size).num_rows) for size in spec.train_sizes()}
 
 
 def warmup_cpus(resources: dict[str, Any], n_warmups: int) -> float:
@@ -243,8 +258,9 @@ def train_variants(ctx: StudyContext, warmups: dict[tuple[int, int], str]) -> di
     for size in spec.train_sizes():
         for variant in spec.variants():
             for seed in range(spec.seeds):
-                cfg = _resolved(ctx, spec.run_config(ctx.data_dir, variant, seed, size))
-                if spec.warmup_epochs:
+                warm = ctx.warmup_epochs[size]
+                cfg = _resolved(ctx, spec.run_config(ctx.data_dir, variant, seed, size, warm))
+                if warm:
                     cfg = dataclasses.replace(cfg, init_checkpoint=warmups[(size, seed)])
                 name = run_name(variant, seed, size)
                 configs[name] = dataclasses.replace(cfg, run_name=name)
@@ -379,9 +395,13 @@ def run_study(
     stage("data", started)
     ctx = open_study(spec, out, data_dir)
     ctx.seconds = ctx_seconds
+    ctx.warmup_epochs = warmup_schedule(spec, data_dir)
+    if spec.warmup_steps:
+        per_size = ", ".join(f"{e} epochs at {n or 'all'} images" for n, e in ctx.warmup_epochs.items())
+        print(f"[{spec.name}] warm-up of {spec.warmup_steps} steps: {per_size}", flush=True)
     try:
         warmups: dict[tuple[int, int], str] = {}
-        if spec.warmup_epochs:
+        if any(ctx.warmup_epochs.values()):
             started = time.perf_counter()
             warmups = train_warmups(ctx)
             stage("warm-up", started)

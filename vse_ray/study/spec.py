@@ -10,8 +10,10 @@ baseline: vsepp                 # a key of `losses`
 min_baseline_rsum: 400          # default 0; below it the summary's first line says WEAK BASELINE
 seeds: 3                        # default 3; every loss of one seed starts from the same warm-up checkpoint
 warmup_epochs: 3                # shared warm-up (train.warmup_loss, the sum of hinges), trained once per seed
+# warmup_steps: 468             # or in steps: ceil(steps / steps per epoch) epochs at each train size
 epochs: 12                      # epochs after the warm-up (a cap with train.patience)
-train: {batch_size: 128, lr: 1.0e-3, lr_update: 9, patience: 2}   # TrainConfig fields shared by every run
+train: {batch_size: 128, lr: 1.0e-3, lr_update: 6, patience: 2}   # TrainConfig fields shared by every run
+                                # (lr_update / lr_milestones count epochs after the warm-up)
 losses:                         # family -> make_loss hyper-parameters
   vsepp: {}
   bcls: {gamma: 50}
@@ -28,6 +30,7 @@ Everything is checked by `StudySpec.validate` before Ray or MLflow start; errors
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +41,7 @@ from vse_ray.folder_names import check_plain_name
 from vse_ray.losses import LOSS_NAMES, make_loss
 from vse_ray.resources import resource_path
 from vse_ray.train.batches import VECTOR_COLUMN
-from vse_ray.train.config import TrainConfig, fields_where
+from vse_ray.train.config import TrainConfig, field_default, fields_where
 from vse_ray.tune.space_checks import tunable_fields
 
 # Each family's ablation: (variant name, hyper-parameters that switch the paper's extra term off).
@@ -80,6 +83,7 @@ class StudySpec:
     claim: str = ""
     seeds: int = 3
     warmup_epochs: int = 3
+    warmup_steps: int = 0
     epochs: int = 4
     train: dict[str, Any] = field(default_factory=dict)
     controls: dict[str, list[str]] = field(default_factory=dict)
@@ -113,15 +117,40 @@ class StudySpec:
         """Values of the train_images axis; [0] (all images) without one."""
         return list(self.train_images) or [0]
 
-    def run_config(self, data_dir: str, variant: Variant, seed: int, train_images: int) -> TrainConfig:
-        """The TrainConfig of one run (warm-up included in `epochs`; `init_checkpoint` set by the runner)."""
+    def warmup_epochs_at(self, train_captions: int) -> int:
+        """Warm-up epochs of a train set of `train_captions` captions: `warmup_epochs`, or with `warmup_steps`
+        as many epochs as that many steps need (the same number of updates at every train size)."""
+        if not self.warmup_steps:
+            return self.warmup_epochs
+        steps_per_epoch = train_captions // int(self.train.get("batch_size", field_default("batch_size")))
+        if steps_per_epoch < 1:
+            raise ValueError(f"{self.source}: train.batch_size: exceeds the {train_captions} train captions")
+        return math.ceil(self.warmup_steps / steps_per_epoch)
+
+    def lr_milestones(self, warmup_epochs: int) -> tuple[int, ...]:
+        """Decay epochs of a run: `train.lr_milestones`, or every `train.lr_update` epochs, counted after the
+        warm-up (so every train size gets the same schedule after a warm-up of any length)."""
+        total = warmup_epochs + self.epochs
+        if "lr_milestones" in self.train:
+            return tuple(warmup_epochs + int(m) for m in self.train["lr_milestones"])
+        every = int(self.train.get("lr_update", field_default("lr_update")))
+        return tuple(range(warmup_epochs + every, total + 1, every)) or (total,)
+
+    def run_config(
+        self, data_dir: str, variant: Variant, seed: int, train_images: int, warmup_epochs: int | None = None
+    ) -> TrainConfig:
+        """The TrainConfig of one run (warm-up included in `epochs`; `init_checkpoint` set by the runner);
+        `warmup_epochs` defaults to the file's."""
+        warm = self.warmup_epochs if warmup_epochs is None else warmup_epochs
+        shared = {k: v for k, v in self.train.items() if k not in ("lr_update", "lr_milestones")}
         return TrainConfig(
             data_dir=data_dir,
-            **self.train,
+            **shared,
             loss=variant.loss,
             loss_params=dict(variant.params),
-            epochs=self.warmup_epochs + self.epochs,
-            warmup_epochs=self.warmup_epochs,
+            epochs=warm + self.epochs,
+            warmup_epochs=warm,
+            lr_milestones=self.lr_milestones(warm),
             seed=seed,
             train_images=train_images,
             shuffle_relevance=variant.kind == "shuffled",
@@ -135,6 +164,10 @@ class StudySpec:
         for key in ("seeds", "epochs"):
             _positive_int(where, key, getattr(self, key))
         _positive_int(where, "warmup_epochs", self.warmup_epochs, minimum=0)
+        _positive_int(where, "warmup_steps", self.warmup_steps, minimum=0)
+        milestones = self.train.get("lr_milestones", [])
+        if not isinstance(milestones, list | tuple) or any(type(m) is not int or m < 0 for m in milestones):
+            raise ValueError(f"{where}: train.lr_milestones: expected epochs >= 0 after the warm-up")
         bound = self.min_baseline_rsum
         if isinstance(bound, bool) or not isinstance(bound, int | float) or not 0 <= bound <= 600:
             raise ValueError(f"{where}: min_baseline_rsum: expected a number in [0, 600], got {bound!r}")
@@ -242,6 +275,10 @@ def parse_study(text: str, source: str = "<study>") -> StudySpec:
     unknown = sorted(set(raw) - names)
     if unknown:
         raise ValueError(f"{source}: {unknown[0]}: unknown key; expected some of {sorted(names)}")
+    if "warmup_steps" in raw and "warmup_epochs" in raw:
+        raise ValueError(f"{source}: warmup_steps: give the warm-up in steps or in epochs, not both")
+    if "warmup_steps" in raw:
+        raw["warmup_epochs"] = 0
     missing = [key for key in ("name", "baseline", "losses") if key not in raw]
     if missing:
         raise ValueError(f"{source}: {missing[0]}: required")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -23,7 +24,7 @@ from vse_ray.train.batches import BatchBuilder, BatchSource, TableBatches, Train
 from vse_ray.train.caption_aug import CaptionAugment
 from vse_ray.train.config import TrainConfig, fields_where
 from vse_ray.train.gather import gather_rows, gather_with_local_grad, relevance_columns
-from vse_ray.train.optim import build_optimizer
+from vse_ray.train.optim import build_optimizer, milestones
 from vse_ray.train.reporter import Reporter
 from vse_ray.train.step_validation import StepValidation
 from vse_ray.train.training_data import TrainingData
@@ -196,6 +197,7 @@ def run_training(
         model.load_state_dict(start_state["model"])
         optimizer.load_state_dict(start_state["optimizer"])
         scheduler.load_state_dict(start_state["scheduler"])
+        scheduler.milestones = Counter(milestones(cfg))  # this run's schedule, not its warm-up's (shorter)
         history = list(start_state["history"])
         first_epoch = int(start_state["epoch"]) + 1
         if histogram is not None and start_state.get("relevance_hist"):

@@ -45,6 +45,25 @@ def test_variants_and_run_configs():
     assert spec.run_config("d", spec.variants()[4], 0, 0).shuffle_relevance
 
 
+def test_warmup_steps_give_equal_updates_at_every_train_size():
+    spec = parse_study(VALID + "warmup_steps: 468\ntrain: {batch_size: 128, lr_update: 6}\n", "s.yaml")
+    # 5 captions per image: 400 images -> 15 steps per epoch, 4,000 -> 156 (a partial batch is dropped)
+    assert [spec.warmup_epochs_at(5 * n) for n in (400, 1000, 4000)] == [32, 12, 3]
+    cfg = spec.run_config("d", spec.variants()[0], 0, 400, warmup_epochs=32)
+    assert (cfg.epochs, cfg.warmup_epochs, cfg.lr_milestones) == (36, 32, (36,))
+    with pytest.raises(ValueError, match="^s.yaml: warmup_steps: give the warm-up in steps or in epochs"):
+        parse_study(VALID + "warmup_steps: 100\nwarmup_epochs: 2\n", "s.yaml")
+
+
+def test_the_learning_rate_schedule_counts_epochs_after_the_warm_up():
+    spec = parse_study(VALID + "epochs: 12\ntrain: {lr_update: 6}\n", "s.yaml")
+    assert [spec.lr_milestones(w) for w in (0, 3)] == [(6, 12), (9, 15)]
+    spec = parse_study(VALID + "epochs: 3\ntrain: {lr_milestones: [0, 2]}\n", "s.yaml")
+    assert spec.run_config("d", spec.variants()[0], 0, 0, warmup_epochs=2).lr_milestones == (2, 4)
+    spec = parse_study(VALID + "epochs: 3\ntrain: {lr_update: 10}\n", "s.yaml")
+    assert spec.lr_milestones(2) == (5,)  # no decay inside the run
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
@@ -66,6 +85,8 @@ def test_variants_and_run_configs():
             "s.yaml: controls.oracle: needs the embedded data",
         ),
         ("resources: {gpus: 1}", "s.yaml: resources.gpus: unknown"),
+        ("warmup_steps: -5", "s.yaml: warmup_steps: expected an integer >= 0"),
+        ("train: {lr_milestones: [-1]}", "s.yaml: train.lr_milestones: expected epochs >= 0"),
     ],
 )
 def test_errors_name_file_and_key(edit, message):
