@@ -77,11 +77,12 @@ class StudyContext:
     warmup_epochs: dict[int, int] = field(default_factory=dict)  # train_images -> warm-up epochs
 
     def tune_run(
-        self, stage: str, configs: dict[str, TrainConfig], epochs_each: int, cpus: float | None = None
+        self, stage: str, configs: dict[str, TrainConfig], epochs: int, cpus: float | None = None
     ) -> TuneRun:
         """The Tune run of one stage: one trial per named config, MLflow child runs named like them.
 
-        ``cpus``: CPUs per trial (default: the study's ``resources.cpus_per_trial``)."""
+        ``epochs``: the stage's epochs over all its trials (the progress bar's total); ``cpus``: CPUs per
+        trial (default: the study's ``resources.cpus_per_trial``)."""
         res = self.spec.resources
         cpus = float(res.get("cpus_per_trial", 1)) if cpus is None else cpus
         resources = {"cpu": cpus, "gpu": float(res.get("gpus_per_trial", 0))}
@@ -96,7 +97,7 @@ class StudyContext:
             run_name=_named_run,
             resources=resources,
             metric=None if stage == "warmup" else "rsum",
-            callbacks=[EpochProgress(f"[{self.spec.name}] {stage}", len(configs) * epochs_each)],
+            callbacks=[EpochProgress(f"[{self.spec.name}] {stage}", epochs)],
         )
 
     def tune_config(self) -> Any:
@@ -198,8 +199,8 @@ def train_warmups(ctx: StudyContext) -> dict[tuple[int, int], str]:
                 cfg, loss=cfg.warmup_loss, loss_params=dict(cfg.warmup_params), epochs=epochs
             )
             configs[run_name(Variant("warmup", {}), seed, size)] = _resolved(ctx, warm)
-    longest = max(ctx.warmup_epochs.values())
-    run = ctx.tune_run("warmup", configs, longest, cpus=warmup_cpus(spec.resources, len(configs)))
+    epochs = sum(cfg.epochs for cfg in configs.values())
+    run = ctx.tune_run("warmup", configs, epochs, cpus=warmup_cpus(spec.resources, len(configs)))
     dicts = {name: cfg.to_dict() for name, cfg in configs.items()}
     results = fit_trials(run, _trainable(dicts), named_grid(configs), tune_config=ctx.tune_config())
     _stage_failed(results, "warm-up")
@@ -265,7 +266,7 @@ def train_variants(ctx: StudyContext, warmups: dict[tuple[int, int], str]) -> di
                 name = run_name(variant, seed, size)
                 configs[name] = dataclasses.replace(cfg, run_name=name)
                 rows[name] = variant.name
-    run = ctx.tune_run("train", configs, spec.epochs)
+    run = ctx.tune_run("train", configs, len(configs) * spec.epochs)
     dicts = {name: cfg.to_dict() for name, cfg in configs.items()}
     results = fit_trials(run, _trainable(dicts), named_grid(configs), tune_config=ctx.tune_config())
     _stage_failed(results, "training")
