@@ -4,7 +4,8 @@ An expected error is bad input the user can fix: a ``ValueError`` from our check
 and ``UnicodeDecodeError`` are ValueErrors too) or a missing/unreadable file. It prints ``error: <message>``
 (naming the file, key, row or parameter) and a hint, and exits with code 2. ``--debug`` shows the full
 traceback instead; any other exception keeps its traceback, except a full disk (ENOSPC), shown as one line
-naming the file. Ctrl-C prints one line saying how to resume and exits with code 130.
+naming the file, and Ray's memory monitor killing a worker (the node ran low on memory), shown as one line
+with the resume hint (exit code 1). Ctrl-C prints one line saying how to resume and exits with code 130.
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ from vse_ray.tracking.lock import release_all
 EXPECTED = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
 EXIT_CODE = 2
 INTERRUPTED_CODE = 130  # 128 + SIGINT, as a shell reports a command stopped by Ctrl-C
+MEMORY_CODE = 1
+MEMORY_ADVICE = (
+    "Ray killed a worker: the node ran low on memory (other programs count too); run fewer trials at once "
+    "(resources.concurrent, --num-cpus) or free memory, then"
+)
 DISK_FULL_ADVICE = "free space and run the same command again to resume"
 RESUME_HINTS = {
     "precompute": "run the same command again to resume: finished shards are kept",
@@ -46,6 +52,23 @@ def expected_error(err: BaseException) -> BaseException | None:
     return None
 
 
+def memory_killed(err: BaseException) -> bool:
+    """Whether Ray's memory monitor killed a worker somewhere in ``err``'s chain (Tune wraps it in a
+    RuntimeError; Ray task errors carry it as ``.cause``)."""
+    seen: set[int] = set()
+    stack: list[BaseException] = [err]
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if type(item).__name__ == "OutOfMemoryError" or "running low on memory" in str(item):
+            return True
+        linked = (item.__cause__, item.__context__, getattr(item, "cause", None))
+        stack += [e for e in linked if isinstance(e, BaseException)]
+    return False
+
+
 def readable_errors(command: Callable[..., Any]) -> Callable[..., Any]:
     """``command`` with a ``--debug`` option; expected errors print one line and exit 2 (see module doc)."""
 
@@ -61,6 +84,10 @@ def readable_errors(command: Callable[..., Any]) -> Callable[..., Any]:
             raise typer.Exit(code=INTERRUPTED_CODE) from None
         except Exception as err:
             shown = expected_error(err) or disk_full_value_error(err, DISK_FULL_ADVICE)
+            hint = RESUME_HINTS.get(command.__name__, "run the same command again")
+            if not debug and shown is None and memory_killed(err):
+                typer.echo(f"error: {MEMORY_ADVICE} {hint}", err=True)
+                raise typer.Exit(code=MEMORY_CODE) from None
             if debug or shown is None:
                 raise
             typer.echo(f"error: {shown}", err=True)
