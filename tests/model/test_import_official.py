@@ -22,8 +22,39 @@ FIXTURES = Path(__file__).parents[1] / "fixtures" / "official"
 RELEASED = FIXTURES / "vse_inf_bigru_checkpoint.pth"
 
 
-def _import(checkpoint: Path, output: Path):
-    return CliRunner().invoke(app, ["import", "--checkpoint", str(checkpoint), "--output", str(output)])
+# (format, checkpoint written by the released code's save routine, the released forward's similarities)
+RELEASED_FILES = {
+    "vse_infty_bigru": ("vse_inf_bigru_checkpoint.pth", "vse_inf_bigru_official.npz"),
+    "vse_infty_bert": ("vse_inf_bert_checkpoint.pth", "vse_inf_bert_official.npz"),
+    "vsepp": ("vsepp_checkpoint.pth.tar", "vsepp_official.npz"),
+    "scan": ("scan_t2i_lse_checkpoint.pth.tar", "scan_t2i_lse_official.npz"),
+    "scan_i2t": ("scan_i2t_avg_checkpoint.pth.tar", "scan_i2t_avg_official.npz"),
+    "sgraf": ("sgraf_sgr_checkpoint.pth.tar", "sgraf_sgr_official.npz"),
+    "sgraf_saf": ("sgraf_saf_checkpoint.pth.tar", "sgraf_saf_official.npz"),
+}
+# The tiny BERT of the VSE∞ BERT fixture (README.md beside the fixtures).
+TINY_BERT = {
+    "vocab_size": 30,
+    "hidden_size": 24,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "intermediate_size": 32,
+    "max_position_embeddings": 16,
+}
+
+
+def _import(checkpoint: Path, output: Path, *extra: str):
+    args = ["import", "--checkpoint", str(checkpoint), "--output", str(output), *extra]
+    return CliRunner().invoke(app, args)
+
+
+def _tiny_bert(folder: Path) -> Path:
+    """A local BERT folder of the fixture's config: the weights the import replaces, and its wordpieces."""
+    transformers = pytest.importorskip("transformers")
+    transformers.BertModel(transformers.BertConfig(**TINY_BERT)).save_pretrained(folder)
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(25)]
+    (folder / "vocab.txt").write_text("\n".join(words) + "\n")
+    return folder
 
 
 def _one_error_line(result, *fragments: str) -> None:
@@ -33,21 +64,45 @@ def _one_error_line(result, *fragments: str) -> None:
     assert all(f in lines[0] for f in fragments), lines[0]
 
 
-def test_imported_model_gives_the_released_similarities(tmp_path):
-    result = _import(RELEASED, tmp_path / "imported")
+@pytest.mark.parametrize("case", sorted(RELEASED_FILES))
+def test_imported_model_gives_the_released_similarities(tmp_path, case):
+    checkpoint, official = RELEASED_FILES[case]
+    fmt = case.split("_i2t")[0].removesuffix("_saf")
+    extra = ["--bert-path", str(_tiny_bert(tmp_path / "bert"))] if fmt == "vse_infty_bert" else []
+    result = _import(FIXTURES / checkpoint, tmp_path / "imported", "--format", fmt, *extra)
     assert result.exit_code == 0, result.output
     state = load_checkpoint(tmp_path / "imported")
-    assert state["imported_from"]["format"] == "vse_infty_bigru"
+    assert state["imported_from"]["format"] == fmt
     model = rebuild_model(state).eval()
-    expected = np.load(FIXTURES / "vse_inf_bigru_official.npz")
+    expected = np.load(FIXTURES / official)
+    lengths = torch.from_numpy(expected["lengths"])
     with torch.no_grad():
         images = model.encode_images(torch.from_numpy(expected["images"]))
-        captions = model.encode_captions(
-            torch.from_numpy(expected["captions"]), torch.from_numpy(expected["lengths"])
-        )
-    sims = (images @ captions.T).numpy()
+        captions = model.encode_captions(torch.from_numpy(expected["captions"]), lengths)
+        sims = model.score(images, captions, lengths).numpy()
     assert sims.dtype == np.float32 and sims.shape == expected["sims"].shape == (4, 6)
+    print(f"\n{case}: max |diff| {np.abs(sims - expected['sims']).max():.1e}")
     np.testing.assert_allclose(sims, expected["sims"], rtol=0, atol=1e-5)
+
+
+def test_format_help_names_every_format():
+    from vse_ray.cli.import_checkpoint import FORMAT_HELP
+    from vse_ray.official import FORMATS
+
+    assert [part.split(":")[0] for part in FORMAT_HELP.split("; ")] == list(FORMATS)
+
+
+def test_official_names_round_trip():
+    """Error messages name a missing tensor by its released name: the renaming's inverse."""
+    from vse_ray.official import FORMATS
+
+    for case, (checkpoint, _) in RELEASED_FILES.items():
+        fmt = FORMATS[case.split("_i2t")[0].removesuffix("_saf")]
+        parts = load_torch_file(FIXTURES / checkpoint)["model"]
+        for part, tensors in zip(fmt.parts, parts, strict=True):
+            for name in tensors:
+                key = fmt.names.ours(f"{part}.{name}")
+                assert key is None or fmt.names.official(key) == f"{part}.{name}", (case, name)
 
 
 def test_imported_checkpoint_evaluates_end_to_end(tmp_path, monkeypatch):
@@ -90,12 +145,13 @@ def _set_opt(**values):
         (_set_opt(embed_size=32), ["img_enc 'fc.weight': expected shape (32, 12)", "found (16, 12)"]),
         (_set_opt(vocab_size=30), ["expected txt_enc 'embed.weight' of 30 rows", "found 21"]),
         (_set_opt(precomp_enc_type="backbone"), ["expected opt.precomp_enc_type 'basic'", "'backbone'"]),
+        (_set_opt(no_txtnorm=True), ["expected opt.no_txtnorm False, found True"]),
         (lambda raw: raw["model"][1].pop("rnn.bias_hh_l0"), ["expected txt_enc 'rnn.bias_hh_l0'", "none"]),
         (
             lambda raw: raw["model"][1].update({"bert.embeddings.word_embeddings.weight": torch.zeros(2, 2)}),
             ["expected a BiGRU text encoder", "found a BERT one"],
         ),
-        (lambda raw: raw["model"].append({}), ["expected a VSE∞ checkpoint", "SGRAF/SCAN"]),
+        (lambda raw: raw["model"].append({}), ["expected a VSE∞ checkpoint", "(SGRAF?)"]),
         (lambda raw: raw.pop("opt"), ["expected a VSE∞ checkpoint", "found keys"]),
         (lambda raw: raw.update(extra=Payload()), ["holds the type", "Payload", "not loaded"]),
     ],

@@ -13,6 +13,8 @@ import pyarrow.parquet as pq
 
 from vse_ray.data.schema import region_arrays, vectors
 
+VOCAB_FILE = "vocab.json"
+
 
 def _table_dir(data_dir: str, table: str, split: str) -> Path:
     root = Path(data_dir) / table
@@ -103,7 +105,7 @@ def load_relevance(data_dir: str, split: str, source: str, chunk_rows: int = 256
 
 def load_vocab(data_dir: str) -> dict:
     """``{word: id}`` of ``vocab.json`` (0=<pad>, 1=<unk>, 2=<start>, 3=<end>)."""
-    path = Path(data_dir) / "vocab.json"
+    path = Path(data_dir) / VOCAB_FILE
     if not path.is_file():
         raise ValueError(f"{path} does not exist: run `vse-ray precompute --out {data_dir}` first")
     return json.loads(path.read_text())
