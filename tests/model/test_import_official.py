@@ -4,6 +4,7 @@ forward's similarities; foreign, truncated and mismatched files are refused in o
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 from pathlib import Path
 
@@ -184,3 +185,13 @@ def test_vse_ray_checkpoint_is_named_as_such(tmp_path):
     assert _import(RELEASED, tmp_path / "first").exit_code == 0
     shutil.copy(tmp_path / "first" / "model.pt", tmp_path / "native.pt")
     _one_error_line(_import(tmp_path / "native.pt", tmp_path / "out"), "found a vse_ray checkpoint")
+
+
+def test_vocabulary_of_another_size_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr(tiny_store, "FEATURE_DIM", 12)
+    data = tiny_store.write_tiny_store(tmp_path / "regions", regions=5)
+    words = json.loads((data / "vocab.json").read_text())
+    (data / "vocab.json").write_text(json.dumps({**words, "extra": max(words.values()) + 5}))
+    result = _import(RELEASED, tmp_path / "out", "--data", str(data))
+    _one_error_line(result, "word embedding of 21 rows", "vocab.json holds", "--vocab FILE")
+    assert not (tmp_path / "out").exists()
