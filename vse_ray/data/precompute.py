@@ -16,11 +16,11 @@ from vse_ray.data.image_io import FileImages, SyntheticImages
 from vse_ray.data.image_stage import run_image_stage
 from vse_ray.data.karpathy import read_karpathy
 from vse_ray.data.manifest import check_output, claim_output, table_counts, write_manifest
+from vse_ray.data.official_vocab import file_sha256
 from vse_ray.data.precomp import read_precomp
 from vse_ray.data.relevance_stage import run_relevance_stage
 from vse_ray.data.scene import scene_descriptor
 from vse_ray.data.sources import Source, SplitSource, select_splits
-from vse_ray.data.official_vocab import file_sha256
 from vse_ray.data.store import load_vocab
 from vse_ray.data.summary import PrecomputeSummary
 from vse_ray.data.synthetic import generate_synthetic
