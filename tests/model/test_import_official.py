@@ -106,10 +106,20 @@ def test_official_names_round_trip():
                 assert key is None or fmt.names.official(key) == f"{part}.{name}", (case, name)
 
 
-def test_imported_checkpoint_evaluates_end_to_end(tmp_path, monkeypatch):
-    monkeypatch.setattr(tiny_store, "FEATURE_DIM", 12)  # the fixture's img_dim; 19 words fit its 21 rows
+def _data_of_vocab_size(tmp_path, monkeypatch, size: int) -> Path:
+    """The tiny store with the fixture's img_dim, its vocabulary filled up to `size` ids."""
+    words = tiny_store._vocab()
+    words.update({f"filler{i}": i for i in range(max(words.values()) + 1, size)})
+    monkeypatch.setattr(tiny_store, "FEATURE_DIM", 12)
+    monkeypatch.setattr(tiny_store, "_vocab", lambda: words)
     data = tiny_store.write_tiny_store(tmp_path / "regions", regions=5)
-    assert _import(RELEASED, tmp_path / "imported").exit_code == 0
+    assert len(json.loads((data / "vocab.json").read_text())) == size
+    return data
+
+
+def test_imported_checkpoint_evaluates_end_to_end(tmp_path, monkeypatch):
+    data = _data_of_vocab_size(tmp_path, monkeypatch, 20)  # the fixture's 21 rows: 20 words and <mask>
+    assert _import(RELEASED, tmp_path / "imported", "--data", str(data)).exit_code == 0
     args = ["evaluate", "--run", str(tmp_path / "imported"), "--data", str(data), "--split", "test"]
     result = CliRunner().invoke(app, [*args, "--output-dir", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
@@ -188,10 +198,11 @@ def test_vse_ray_checkpoint_is_named_as_such(tmp_path):
 
 
 def test_vocabulary_of_another_size_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(tiny_store, "FEATURE_DIM", 12)
-    data = tiny_store.write_tiny_store(tmp_path / "regions", regions=5)
-    words = json.loads((data / "vocab.json").read_text())
-    (data / "vocab.json").write_text(json.dumps({**words, "extra": max(words.values()) + 5}))
+    data = _data_of_vocab_size(tmp_path, monkeypatch, 25)
     result = _import(RELEASED, tmp_path / "out", "--data", str(data))
-    _one_error_line(result, "word embedding of 21 rows", "vocab.json holds", "--vocab FILE")
+    _one_error_line(result, "word embedding of 21 rows", "vocab.json holds 25 ids", "--vocab FILE")
     assert not (tmp_path / "out").exists()
+    assert _import(RELEASED, tmp_path / "imported").exit_code == 0  # no --data: evaluate checks it
+    args = ["evaluate", "--run", str(tmp_path / "imported"), "--data", str(data), "--split", "test"]
+    result = CliRunner().invoke(app, [*args, "--output-dir", str(tmp_path / "o")])
+    _one_error_line(result, "imported: word embedding of 21 rows", "expected 25 or 26 (with <mask>)")

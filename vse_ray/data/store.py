@@ -33,6 +33,19 @@ def load_manifest(data_dir: str) -> dict:
     return json.loads(path.read_text())
 
 
+def vocab_mismatch(rows: int, data_dir: str, mask_row: bool = False) -> str | None:
+    """Why a word embedding of `rows` rows cannot read the token ids of `data_dir`, or None when it can:
+    one row per id of the folder's vocabulary (`mask_row`: or one more, VSE∞'s ``<mask>``)."""
+    ids = max(load_vocab(data_dir).values()) + 1
+    if rows == ids or (mask_row and rows == ids + 1):
+        return None
+    expected = f"{ids} or {ids + 1} (with <mask>)" if mask_row else str(ids)
+    return (
+        f"word embedding of {rows} rows, but {Path(data_dir) / VOCAB_FILE} holds {ids} ids (expected "
+        f"{expected}); precompute the data with the model's vocabulary (`precompute --vocab FILE`)"
+    )
+
+
 def read_features_table(data_dir: str, split: str, columns: list[str]) -> pa.Table:
     """Columns of a split's ``features`` table from its Parquet or Arrow IPC (region) shards;
     ValueError naming the folder when a column is missing."""

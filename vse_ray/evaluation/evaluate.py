@@ -12,6 +12,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric
 
 from vse_ray.data.split_data import SplitData, load_image_store, load_split
+from vse_ray.data.store import vocab_mismatch
 from vse_ray.data.verify import verify_data_dir
 from vse_ray.evaluation.eccv import eccv_positives
 from vse_ray.evaluation.embed import ensemble_similarities, scoring_device
@@ -110,8 +111,15 @@ def evaluate_run(
     cfg = state["config"]  # the run's TrainConfig.to_dict()
     data_dir = data_dir or cfg["data_dir"]
     verify_data_dir(data_dir, splits=(split,))
+    states = [state, *(load_checkpoint(m) for m in members)]
+    for path, one in zip([checkpoint, *members], states, strict=True):
+        args = one["model_args"]
+        if args.get("text_encoder") != "bert":  # BERT reads wordpieces of the texts, not the vocabulary
+            problem = vocab_mismatch(args["vocab_size"], data_dir, one["model_name"] == "vse_inf")
+            if problem:
+                raise ValueError(f"checkpoint {path}: {problem}")
     device = scoring_device()
-    models = [rebuild_model(s).to(device) for s in [state, *(load_checkpoint(m) for m in members)]]
+    models = [rebuild_model(s).to(device) for s in states]
     data = load_split(data_dir, split, raw=models[0].feature_layout == "pixels")
     sims = ensemble_similarities(models, data, cfg["eval_batch_size"], device, block, progress=True)
     kwargs: dict[str, Any] = {

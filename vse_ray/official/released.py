@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from vse_ray.data.store import VOCAB_FILE, load_vocab
+from vse_ray.data.store import vocab_mismatch
 from vse_ray.models import build_model, model_class
 from vse_ray.models.official_names import OfficialNames
 from vse_ray.official.torch_file import load_torch_file
@@ -127,8 +127,9 @@ def import_released(
     parts, opt = _parts(fmt, path, raw)
     options = Options(path, opt, fmt.name, flags)
     args = fmt.model_args(options, parts)
-    if data_dir and fmt.reads_vocab:
-        _check_vocab(options, data_dir, args["vocab_size"], fmt.mask_row)
+    problem = data_dir and fmt.reads_vocab and vocab_mismatch(args["vocab_size"], data_dir, fmt.mask_row)
+    if problem:
+        raise options.error(problem)
     model = build_model(fmt.model, **args)
     model.load_state_dict(_renamed(fmt, path, parts, model.state_dict(), args))
     config_fields = model_class(fmt.model).config_fields
@@ -173,17 +174,6 @@ def _parts(fmt: ReleasedFormat, path: Path, raw: Any) -> tuple[dict[str, dict], 
         hint = {2: " (VSE++, VSE∞ or SCAN?)", 3: " (SGRAF?)"}.get(len(model), "")
         raise ValueError(f"checkpoint {path}: {expected}, found 'model' = {kinds}{hint}")
     return dict(zip(fmt.parts, model, strict=True)), opt
-
-
-def _check_vocab(options: Options, data_dir: str, rows: int, mask_row: bool) -> None:
-    """Refuse a data folder whose vocabulary is not the one the word embedding was trained on."""
-    words = max(load_vocab(data_dir).values()) + 1
-    if rows != words and not (mask_row and rows == words + 1):
-        also = f" or {words + 1} (with <mask>)" if mask_row else ""
-        raise options.error(
-            f"word embedding of {rows} rows, but {Path(data_dir) / VOCAB_FILE} holds {words} ids (expected "
-            f"{words}{also}); precompute the data with the model's vocabulary (`--vocab FILE`)"
-        )
 
 
 def _renamed(
