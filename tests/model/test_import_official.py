@@ -11,12 +11,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from mlflow import MlflowClient
 from typer.testing import CliRunner
 
 from tests.model import tiny_store
 from vse_ray.cli.main import app
+from vse_ray.evaluation.evaluate import CHECKPOINT_EXPERIMENT
 from vse_ray.models import rebuild_model
 from vse_ray.official.torch_file import load_torch_file
+from vse_ray.tracking import resolve_tracking_uri
 from vse_ray.tracking.checkpoint import load_checkpoint
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "official"
@@ -124,6 +127,12 @@ def test_imported_checkpoint_evaluates_end_to_end(tmp_path, monkeypatch):
     result = CliRunner().invoke(app, [*args, "--output-dir", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "out" / "reports" / "imported_test_full.json").is_file()
+    # one MLflow run for the checkpoint, named after it, with the model and its origin
+    client = MlflowClient(resolve_tracking_uri(None, str(tmp_path / "out")))
+    (run,) = client.search_runs([client.get_experiment_by_name(CHECKPOINT_EXPERIMENT).experiment_id])
+    assert run.info.run_name.startswith("imported-") and run.info.status == "FINISHED"
+    assert run.data.params["model"] == "vse_inf" and run.data.params["imported_format"] == "vse_infty_bigru"
+    assert "test_rsum" in run.data.metrics
 
 
 def test_existing_output_is_not_overwritten(tmp_path):

@@ -13,7 +13,6 @@ Every released dataset turns a caption into ``<start>`` + ``nltk.tokenize.word_t
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import pickle
@@ -104,10 +103,6 @@ def _checked(path: Path, words: dict) -> dict[str, int]:
     if words["<pad>"] != 0:
         raise ValueError(f"vocab {path}: expected '<pad>' at id 0, found {words['<pad>']}")
     return dict(words)
-
-
-def file_sha256(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 class ReleasedTokenizer:

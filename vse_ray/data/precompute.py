@@ -16,10 +16,10 @@ from vse_ray.data.image_io import FileImages, SyntheticImages
 from vse_ray.data.image_stage import run_image_stage
 from vse_ray.data.karpathy import read_karpathy
 from vse_ray.data.manifest import check_output, claim_output, table_counts, write_manifest
-from vse_ray.data.official_vocab import file_sha256
 from vse_ray.data.precomp import read_precomp
 from vse_ray.data.relevance_stage import run_relevance_stage
 from vse_ray.data.scene import scene_descriptor
+from vse_ray.data.shards import sha256_file
 from vse_ray.data.sources import Source, SplitSource, select_splits
 from vse_ray.data.store import load_vocab
 from vse_ray.data.summary import PrecomputeSummary
@@ -175,7 +175,7 @@ def precompute(
     dims.update(feature_dims(folder))
     extra = {"dims": dims, "vocab_size": len(load_vocab(str(folder))), "seconds": seconds, "skipped": skipped}
     if config.vocab_file:
-        extra["vocab"] = {"file": config.vocab_file, "sha256": file_sha256(config.vocab_file)}
+        extra["vocab"] = {"file": config.vocab_file, "sha256": sha256_file(Path(config.vocab_file))}
     manifest = write_manifest(folder, config, extra)
     summary = PrecomputeSummary(
         out=str(folder),

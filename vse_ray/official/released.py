@@ -11,7 +11,6 @@ tensors whose names or shapes do not fit.
 from __future__ import annotations
 
 import argparse
-import hashlib
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 import torch
 
+from vse_ray.data.shards import sha256_file
 from vse_ray.data.store import vocab_mismatch
 from vse_ray.models import build_model, model_class
 from vse_ray.models.official_names import OfficialNames
@@ -153,7 +153,7 @@ def import_released(
             "history": [],
             "model_name": fmt.model,
             "model_args": args,
-            "imported_from": {"format": fmt.name, "file": path.name, "sha256": _sha256(path)},
+            "imported_from": {"format": fmt.name, "file": path.name, "sha256": sha256_file(path)},
         },
     )
 
@@ -206,7 +206,3 @@ def _renamed(
         part, name = fmt.names.official(lacking[0]).split(".", 1)
         raise ValueError(f"checkpoint {path}: expected {part} {name!r} ({fmt.name}), found none")
     return state
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
