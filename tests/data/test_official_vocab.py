@@ -10,7 +10,10 @@ import nltk
 import numpy as np
 import pytest
 
+from vse_ray.data import precompute as precompute_module
+from vse_ray.data.config import PrecomputeConfig
 from vse_ray.data.official_vocab import ReleasedTokenizer, read_vocab_file
+from vse_ray.data.precompute import precompute
 from vse_ray.data.vocab import encode
 
 WORDS = ["<pad>", "<start>", "<end>", "<unk>", "a", "dog", "'s", "ball", ",", "."]
@@ -109,3 +112,28 @@ def test_tokens_equal_word_tokenize_on_one_sentence_captions(monkeypatch):
             ValueError, match="punkt data, not installed here; install it with `python -m nltk"
         ):
             tokenizer.check([caption])
+
+
+def test_a_caption_punkt_might_split_stops_precompute_before_ray(tmp_path, monkeypatch):
+    def no_punkt(text: str, language: str = "english") -> list[str]:
+        raise LookupError("punkt_tab not found")
+
+    monkeypatch.setattr(nltk.tokenize, "sent_tokenize", no_punkt)
+    monkeypatch.setattr(precompute_module, "ensure_ray", _ray_must_not_start)
+    source = tmp_path / "precomp"
+    source.mkdir()
+    for split in ("train", "dev", "test"):  # the precomp layout's names
+        np.save(source / f"{split}_ims.npy", np.zeros((2, 4), dtype=np.float32))
+        captions = ["a dog runs"] * 10
+        if split == "dev":
+            captions[7] = "A man sits. He reads."
+        (source / f"{split}_caps.txt").write_text("\n".join(captions) + "\n")
+    vocab = _json_file(tmp_path, _released_vocab().word2idx)
+    config = PrecomputeConfig(dataset="precomp", precomp_dir=str(source), vocab_file=vocab)
+    with pytest.raises(ValueError, match=r"caption 'a man sits. he reads.': may hold more than one sentence"):
+        precompute(config, str(tmp_path / "out"), verbose=False)
+    assert not (tmp_path / "out").exists()
+
+
+def _ray_must_not_start(*args: object) -> None:
+    raise AssertionError("Ray started before the captions were checked")

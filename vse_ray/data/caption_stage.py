@@ -10,7 +10,7 @@ import numpy as np
 
 from vse_ray.data.caption_vectors import CaptionVectorizer
 from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
-from vse_ray.data.official_vocab import ReleasedTokenizer, read_vocab_file
+from vse_ray.data.official_vocab import read_vocab_file
 from vse_ray.data.ray_stages import dataset_of_shards, map_in_actor_pool, pool_placement, write_shards
 from vse_ray.data.resources import plan_resources
 from vse_ray.data.schema import captions_table
@@ -97,8 +97,6 @@ def run_caption_stage(
         options: Pool sizes and batch sizes.
         out: The output folder.
     """
-    if config.vocab_file:
-        ReleasedTokenizer().check(str(t) for cols in columns.values() for t in cols["text"])
     vocab, svd_arrays = fit_train_models(columns["train"], config, out)
     ledger = ShardLedger(out, "captions")
     todo = [

@@ -13,6 +13,17 @@ from vse_ray.official.released import Options, ReleasedFormat
 TWO_PARTS = "{'model': [img_enc state dict, txt_enc state dict], 'opt': Namespace}"
 
 
+def _sizes(opt: Options, parts: dict[str, dict]) -> dict[str, int]:
+    """The constructor sizes every model shares: vocabulary (the word-embedding rows), region or pooled
+    feature width, word and joint embedding sizes."""
+    return {
+        "vocab_size": opt.rows(parts["txt_enc"]),
+        "feature_dim": int(opt.get("img_dim")),
+        "word_dim": int(opt.get("word_dim")),
+        "embed_dim": int(opt.get("embed_size")),
+    }
+
+
 def _vse_inf_bigru(opt: Options, parts: dict[str, dict]) -> dict[str, Any]:
     """VSE∞ BiGRU: region features (``precomp_enc_type='basic'``), GPO on both sides."""
     if any(k.startswith("bert.") for k in parts["txt_enc"]):
@@ -22,14 +33,7 @@ def _vse_inf_bigru(opt: Options, parts: dict[str, dict]) -> dict[str, Any]:
         )
     opt.one_of("precomp_enc_type", ("basic",), "basic")
     opt.normalised("no_imgnorm", "no_txtnorm")
-    rows = opt.rows(parts["txt_enc"])
-    return {
-        "vocab_size": rows,
-        "feature_dim": int(opt.get("img_dim")),
-        "word_dim": int(opt.get("word_dim")),
-        "embed_dim": int(opt.get("embed_size")),
-        "num_layers": int(opt.get("num_layers")),
-    }
+    return {**_sizes(opt, parts), "num_layers": int(opt.get("num_layers"))}
 
 
 def _vse_inf_bert(opt: Options, parts: dict[str, dict]) -> dict[str, Any]:
@@ -63,10 +67,7 @@ def _vsepp(opt: Options, parts: dict[str, dict]) -> dict[str, Any]:
     opt.one_of("use_abs", (False,), False)
     opt.one_of("num_layers", (1,), 1)
     return {
-        "vocab_size": opt.rows(parts["txt_enc"]),
-        "feature_dim": int(opt.get("img_dim")),
-        "word_dim": int(opt.get("word_dim")),
-        "embed_dim": int(opt.get("embed_size")),
+        **_sizes(opt, parts),
         "normalize_image": not opt.get("no_imgnorm", False),
     }
 
@@ -81,10 +82,7 @@ def _scan(opt: Options, parts: dict[str, dict]) -> dict[str, Any]:
     opt.one_of("raw_feature_norm", ("clipped_l2norm",))
     opt.one_of("num_layers", (1,), 1)
     return {
-        "vocab_size": opt.rows(parts["txt_enc"]),
-        "feature_dim": int(opt.get("img_dim")),
-        "word_dim": int(opt.get("word_dim")),
-        "embed_dim": int(opt.get("embed_size")),
+        **_sizes(opt, parts),
         "direction": opt.one_of("cross_attn", ("t2i", "i2t")),
         "aggregation": _SCAN_AGGREGATIONS[opt.one_of("agg_func", tuple(_SCAN_AGGREGATIONS))],
         "lambda_softmax": float(opt.get("lambda_softmax")),
@@ -98,10 +96,7 @@ def _sgraf(opt: Options, parts: dict[str, dict]) -> dict[str, Any]:
     opt.normalised("no_imgnorm", "no_txtnorm")
     opt.one_of("num_layers", (1,), 1)
     return {
-        "vocab_size": opt.rows(parts["txt_enc"]),
-        "feature_dim": int(opt.get("img_dim")),
-        "word_dim": int(opt.get("word_dim")),
-        "embed_dim": int(opt.get("embed_size")),
+        **_sizes(opt, parts),
         "module": opt.one_of("module_name", ("SGR", "SAF")).lower(),
         "sim_dim": int(opt.get("sim_dim")),
         "sgr_steps": int(opt.get("sgr_step", 3)),
