@@ -215,3 +215,28 @@ def test_vocabulary_of_another_size_is_refused(tmp_path, monkeypatch):
     args = ["evaluate", "--run", str(tmp_path / "imported"), "--data", str(data), "--split", "test"]
     result = CliRunner().invoke(app, [*args, "--output-dir", str(tmp_path / "o")])
     _one_error_line(result, "imported: word embedding of 21 rows", "expected 25 or 26 (with <mask>)")
+
+
+@pytest.mark.parametrize(
+    ("checkpoint", "fmt", "fragments"),
+    [
+        ("sgraf_sgr_checkpoint.pth.tar", "vsepp", ["expected a VSE++ checkpoint", "(SGRAF?)"]),
+        ("vsepp_checkpoint.pth.tar", "sgraf", ["expected an SGRAF checkpoint", "(VSE++, VSE∞ or SCAN?)"]),
+        ("vsepp_checkpoint.pth.tar", "scan", ["'opt' lacks 'raw_feature_norm'", "options of scan"]),
+        ("scan_t2i_lse_checkpoint.pth.tar", "vsepp", ["txt_enc holds 'rnn.weight_ih_l0_reverse'", "vsepp"]),
+        ("vse_inf_bert_checkpoint.pth", "vse_infty_bigru", ["found a BERT one", "--format vse_infty_bert"]),
+        ("vse_inf_bigru_checkpoint.pth", "vse_infty_bert", ["found a BiGRU one", "--format vse_infty_bigru"]),
+    ],
+)
+def test_a_file_of_another_format_is_one_line(tmp_path, checkpoint, fmt, fragments):
+    result = _import(FIXTURES / checkpoint, tmp_path / "out", "--format", fmt)
+    _one_error_line(result, checkpoint, *fragments)
+    assert not (tmp_path / "out").exists()
+
+
+def test_sgraf_options_without_counterpart_are_one_line(tmp_path):
+    raw = load_torch_file(FIXTURES / "sgraf_sgr_checkpoint.pth.tar")
+    raw["opt"].module_name = "SGRAF"
+    torch.save(raw, tmp_path / "changed.pth")
+    result = _import(tmp_path / "changed.pth", tmp_path / "out", "--format", "sgraf")
+    _one_error_line(result, "expected opt.module_name 'SGR' or 'SAF', found 'SGRAF'")
