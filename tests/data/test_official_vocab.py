@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+from pathlib import Path
 
 import nltk
 import numpy as np
@@ -16,6 +17,7 @@ from vse_ray.data.official_vocab import ReleasedTokenizer, read_vocab_file
 from vse_ray.data.precompute import precompute
 from vse_ray.data.vocab import encode
 
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "official"
 WORDS = ["<pad>", "<start>", "<end>", "<unk>", "a", "dog", "'s", "ball", ",", "."]
 
 
@@ -137,3 +139,18 @@ def test_a_caption_punkt_might_split_stops_precompute_before_ray(tmp_path, monke
 
 def _ray_must_not_start(*args: object) -> None:
     raise AssertionError("Ray started before the captions were checked")
+
+
+def test_released_ids_of_flickr30k_captions(tmp_path):
+    """1,000 Flickr30K test captions: the ids SGRAF's own vocab.py and data.py give with its
+    f30k_precomp_vocab.json (tests/fixtures/official/README.md) are vse_ray's, on the path without punkt."""
+    fixture = np.load(FIXTURES / "f30k_token_ids_official.npz")
+    path = tmp_path / "f30k_precomp_vocab.json"
+    path.write_text(str(fixture["vocab_json"]))
+    vocab = read_vocab_file(path)
+    assert len(vocab) == 8481
+    tokenizer = ReleasedTokenizer()
+    tokenizer._punkt = False
+    ids = [encode(tokenizer(str(c)), vocab) for c in fixture["captions"]]
+    np.testing.assert_array_equal([len(x) for x in ids], fixture["lengths"])
+    np.testing.assert_array_equal(np.concatenate(ids), fixture["ids"])
