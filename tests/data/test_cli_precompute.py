@@ -18,6 +18,7 @@ from vse_ray.disk_full import is_disk_full
         (["--crop", "big"], "--crop 'big'"),
         (["--keep-images", "maybe"], "--keep-images 'maybe'"),
         (["--relevance", "sbert,bleu"], "unknown source 'bleu'"),
+        (["--vocab", "missing.json"], "vocab missing.json: no such file"),
     ],
 )
 def test_bad_options_fail_before_ray(tmp_path, args, message):

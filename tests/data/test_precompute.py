@@ -205,3 +205,27 @@ def test_rerun_skips_and_interrupted_run_completes_identically(tiny):
     after = {p: sha256_file(p) for p in tiny.rglob("*") if p.is_file() and "_state" not in p.parts}
     changed = {p.name for p in after if after[p] != snapshot.get(p)}
     assert set(after) == set(snapshot) and changed <= {"manifest.json"}  # same files, same bytes
+
+
+def test_released_vocabulary_keeps_its_ids_and_tokenizer(ray_session, tmp_path):
+    """`vocab_file`: the file's ids (<start> 1, <end> 2, <unk> 3 as SCAN/SGRAF number them), captions
+    tokenised as nltk's word_tokenize(caption.lower()), the file recorded in the manifest."""
+    from nltk.tokenize import NLTKWordTokenizer
+
+    data = generate_synthetic(40, 10, 10, image_size=32, render=False)
+    words = sorted(
+        {w for caps in data.captions for c in caps for w in NLTKWordTokenizer().tokenize(c.lower())}
+    )
+    specials = ["<pad>", "<start>", "<end>", "<unk>"]
+    word2idx = {w: i for i, w in enumerate(specials + words[::-1][1:])}  # the first word stays unknown
+    path = tmp_path / "f30k_precomp_vocab.json"
+    path.write_text(json.dumps({"word2idx": word2idx, "idx2word": {}, "idx": len(word2idx)}))
+    out = tmp_path / "released"
+    config = PrecomputeConfig(**{**CONFIG.__dict__, "vocab_file": str(path), "relevance_sources": ("svd",)})
+    precompute(config, str(out), OPTIONS, verbose=False)
+    assert load_vocab(str(out)) == word2idx
+    captions = load_captions(str(out), "test")
+    for text, tokens in zip(captions["text"].to_pylist(), captions["tokens"].to_pylist(), strict=True):
+        ids = [word2idx.get(w, 3) for w in NLTKWordTokenizer().tokenize(text.lower())]
+        assert tokens == [1, *ids, 2], text
+    assert load_manifest(str(out))["vocab"]["sha256"] == sha256_file(path)

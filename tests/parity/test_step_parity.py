@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from vse_ray.losses import make_loss
-from vse_ray.models import build_model
+from vse_ray.models import build_model, official_names
 from vse_ray.train.batches import TrainBatch
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.engine import train_step
@@ -58,58 +58,10 @@ class Case:
     follows_noise: tuple[str, ...] = ()
 
 
-def _vse_inf_name(name: str) -> str | None:
-    side, rest = name.split(".", 1)
-    if rest.startswith("mlp.bns.1."):
-        return None  # built but never called by the official MLP's forward
-    rest = rest.replace("gpool.", "gpo.")
-    for official, ours in (
-        ("mlp.layers.0.", "mlp.0."),
-        ("mlp.bns.0.", "mlp.1."),
-        ("mlp.layers.1.", "mlp.3."),
-    ):
-        rest = rest.replace(official, ours)
-    return {"img_enc": "image_encoder", "txt_enc": "text_encoder"}[side] + "." + rest
-
-
-def _vse_inf_bert_name(name: str) -> str | None:
-    if name.startswith("txt_enc.bert.pooler."):
-        return None  # BERT's pooler: never used by the official code, so never updated
-    if name.startswith("txt_enc."):
-        return "text_encoder." + name.removeprefix("txt_enc.").replace("gpool.", "gpo.")
-    return _vse_inf_name(name)
-
-
-def _encoder_name(name: str) -> str | None:
-    side, rest = name.split(".", 1)
-    return {"img_enc": "image_encoder", "txt_enc": "text_encoder"}[side] + "." + rest
-
-
 def _sizes(meta: dict) -> dict:
     s = meta["sizes"]
     args = {"vocab_size": s["vocab_size"], "feature_dim": s["feature_dim"], "word_dim": s["word_dim"]}
     return {**args, "embed_dim": s["embed_dim"], **meta.get("model_params", {})}
-
-
-_SGRAF_NAMES = (
-    ("img_enc.", "image_encoder."),
-    ("txt_enc.cap_rnn.", "text_encoder.rnn."),
-    ("txt_enc.", "text_encoder."),
-    ("sim_enc.v_global_w.", "image_global."),
-    ("sim_enc.t_global_w.", "text_global."),
-    ("embedding_local.", "local."),
-    ("embedding_global.", "glob."),
-    ("embedding_common.0.", "common."),
-    ("sim_enc.sim_tranloc_w.", "local_sim."),
-    ("sim_enc.sim_tranglo_w.", "global_sim."),
-    ("sim_enc.sim_eval_w.", "final."),
-    ("sim_enc.SGR_module.", "reasoning."),
-    ("graph_query_w.", "query."),
-    ("graph_key_w.", "key."),
-    ("sim_graph_w.", "update."),
-    ("sim_enc.SAF_module.attn_sim_w.", "filtration.gate."),
-    ("sim_enc.SAF_module.bn.", "filtration.bn."),
-)
 
 
 _SGRAF_NOISY_MEANS = (
@@ -118,25 +70,23 @@ _SGRAF_NOISY_MEANS = (
 )
 
 
-def _sgraf_name(name: str) -> str | None:
-    for official, ours in _SGRAF_NAMES:
-        name = name.replace(official, ours)
-    return name
-
-
 CASES = {
     "vse_inf_bigru": Case(
         "vse_inf_bigru.npz",
         "vse_inf",
         _sizes,
-        _vse_inf_name,
+        official_names.VSE_INF_BIGRU.ours,
         follows_noise=("img_enc.mlp.bns.0.running_mean",),
     ),
-    "vsepp": Case("vsepp_precomp.npz", "vsepp", _sizes, _encoder_name),
-    "scan_t2i_lse": Case("scan_t2i_lse.npz", "scan", _sizes, _encoder_name),
-    "scan_t2i_avg": Case("scan_t2i_avg.npz", "scan", _sizes, _encoder_name),
-    "sgraf_sgr": Case("sgraf_sgr.npz", "sgraf", _sizes, _sgraf_name, follows_noise=_SGRAF_NOISY_MEANS[:1]),
-    "sgraf_saf": Case("sgraf_saf.npz", "sgraf", _sizes, _sgraf_name, follows_noise=_SGRAF_NOISY_MEANS),
+    "vsepp": Case("vsepp_precomp.npz", "vsepp", _sizes, official_names.VSEPP.ours),
+    "scan_t2i_lse": Case("scan_t2i_lse.npz", "scan", _sizes, official_names.SCAN.ours),
+    "scan_t2i_avg": Case("scan_t2i_avg.npz", "scan", _sizes, official_names.SCAN.ours),
+    "sgraf_sgr": Case(
+        "sgraf_sgr.npz", "sgraf", _sizes, official_names.SGRAF.ours, follows_noise=_SGRAF_NOISY_MEANS[:1]
+    ),
+    "sgraf_saf": Case(
+        "sgraf_saf.npz", "sgraf", _sizes, official_names.SGRAF.ours, follows_noise=_SGRAF_NOISY_MEANS
+    ),
 }
 
 
@@ -286,7 +236,11 @@ def test_step_parity_with_official_bert_vse_inf(tmp_path: Path) -> None:
         return {**_sizes(meta), "text_encoder": "bert", "bert_path": str(tmp_path)}
 
     case = Case(
-        "vse_inf_bert.npz", "vse_inf", model_args, _vse_inf_bert_name, ("img_enc.mlp.bns.0.running_mean",)
+        "vse_inf_bert.npz",
+        "vse_inf",
+        model_args,
+        official_names.VSE_INF_BERT.ours,
+        ("img_enc.mlp.bns.0.running_mean",),
     )
     check_parity("vse_inf_bert", case)
 

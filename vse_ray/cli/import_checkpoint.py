@@ -9,7 +9,15 @@ import typer
 
 from vse_ray.tracking.checkpoint import CHECKPOINT_FILE
 
-FORMAT_HELP = "vse_infty_bigru: VSE∞ (github.com/woodfrog/vse_infty, BiGRU branch, region features)."
+# The formats of vse_ray.official.FORMATS (a test compares the names), written out here so that `--help`
+# does not import torch.
+FORMAT_HELP = (
+    "vse_infty_bigru: VSE∞ (github.com/woodfrog/vse_infty, branch bigru), region features; "
+    "vse_infty_bert: VSE∞ (github.com/woodfrog/vse_infty, BERT text, needs --bert-path); "
+    "vsepp: VSE++ (github.com/fartashf/vsepp), precomputed features; "
+    "scan: SCAN (github.com/kuanghuei/SCAN), t2i/i2t, LogSumExp/Mean; "
+    "sgraf: SGRAF (github.com/Paranioar/SGRAF), SGR or SAF."
+)
 
 
 def import_checkpoint(
@@ -17,17 +25,29 @@ def import_checkpoint(
     output: Annotated[str, typer.Option(help=f"Folder of the vse_ray checkpoint ({CHECKPOINT_FILE}).")],
     fmt: Annotated[str, typer.Option("--format", help=FORMAT_HELP)] = "vse_infty_bigru",
     data: Annotated[
-        str, typer.Option(help="Precompute folder recorded for `evaluate` (or give --data).")
+        str,
+        typer.Option(
+            help="Precompute folder recorded for `evaluate` (or give --data there); its vocabulary must "
+            "match the checkpoint's word embedding."
+        ),
+    ] = "",
+    bert_path: Annotated[
+        str,
+        typer.Option(
+            help="vse_infty_bert: folder of the BERT the model was trained from (config.json, vocab.txt); "
+            "'' = bert-base-uncased in the Hugging Face cache."
+        ),
     ] = "",
 ) -> None:
     """Convert a released checkpoint (loaded without arbitrary unpickling) into a vse_ray checkpoint that
     `vse-ray evaluate --run FOLDER` reads."""
-    from vse_ray.official import FORMATS
+    from vse_ray.official import FORMATS, import_released
 
     if fmt not in FORMATS:
         raise ValueError(f"format: must be one of {sorted(FORMATS)}, got {fmt!r}")
     target = Path(output) / CHECKPOINT_FILE
     if target.exists():
         raise ValueError(f"output: {target} exists; choose another folder or remove it")
-    path = FORMATS[fmt](checkpoint, output, data)
+    flags = {"bert_path": bert_path} if bert_path else {}
+    path = import_released(FORMATS[fmt], checkpoint, output, data, **flags)
     typer.echo(f"imported {checkpoint} ({fmt}) -> {path}")

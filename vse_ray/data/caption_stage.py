@@ -10,6 +10,7 @@ import numpy as np
 
 from vse_ray.data.caption_vectors import CaptionVectorizer
 from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
+from vse_ray.data.official_vocab import read_vocab_file
 from vse_ray.data.ray_stages import dataset_of_shards, map_in_actor_pool, pool_placement, write_shards
 from vse_ray.data.resources import plan_resources
 from vse_ray.data.schema import captions_table
@@ -51,7 +52,12 @@ def fit_train_models(
     if not (vocab_path.exists() and svd_path.exists() and df_path.exists()):
         texts = [str(t) for t in train["text"]]
         tokenised = [tokenize(t) for t in texts]
-        write_json_atomic(build_vocab(tokenised, config.vocab_min_count), vocab_path)
+        vocab = (
+            read_vocab_file(config.vocab_file)
+            if config.vocab_file
+            else build_vocab(tokenised, config.vocab_min_count)
+        )
+        write_json_atomic(vocab, vocab_path)
         refs: dict[int, list[str]] = {}
         for image_id, text in zip(train["image_id"].tolist(), tokenised, strict=True):
             refs.setdefault(image_id, []).append(text)
@@ -103,6 +109,7 @@ def run_caption_stage(
     if not todo:
         return 0
     kwargs = {"vocab": vocab, "svd_arrays": svd_arrays, "sbert_model": config.sbert_model}
+    kwargs["released_tokens"] = bool(config.vocab_file)
     kwargs["batch_size"] = options.sbert_batch_size
     ds = dataset_of_shards([shard_input(s, columns[s.split]) for s in todo])
     res = plan_resources(options.sbert_actors, "sbert_actors", len(todo))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from vse_ray.data.official_vocab import ReleasedTokenizer
 from vse_ray.data.vocab import encode
 from vse_ray.relevance import SentenceEncoder, TfidfSvd, tokenize
 
@@ -19,6 +20,8 @@ class CaptionVectorizer:
         device: Torch device of the Sentence-BERT model.
         batch_size: Captions per Sentence-BERT forward pass.
         num_threads: torch intra-op threads on CPU (None leaves torch's default).
+        released_tokens: Tokenise the token ids' captions as the released code does (`vocab` is then a
+            released vocabulary); the relevance vectors keep vse_ray's tokenisation.
     """
 
     def __init__(
@@ -29,17 +32,19 @@ class CaptionVectorizer:
         device: str = "cpu",
         batch_size: int = 64,
         num_threads: int | None = None,
+        released_tokens: bool = False,
     ):
         if num_threads is not None:
             torch.set_num_threads(num_threads)
         self.vocab = vocab
+        self.tokenize = ReleasedTokenizer() if released_tokens else tokenize
         self.svd = TfidfSvd.from_arrays(svd_arrays)
         self.sbert = SentenceEncoder(sbert_model, device=device, batch_size=batch_size)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         texts = [str(text) for text in batch["text"]]
         tokens = np.empty(len(texts), dtype=object)
-        tokens[:] = [encode(tokenize(text), self.vocab) for text in texts]
+        tokens[:] = [encode(self.tokenize(text), self.vocab) for text in texts]
         batch["tokens"] = tokens
         batch["sbert"] = self.sbert.encode(texts)
         batch["svd"] = self.svd.transform(texts)

@@ -47,6 +47,8 @@ class PrecomputeConfig:
         svd_unit: Store the SVD vectors L2-normalised (LSEH's released script keeps them unnormalised; the
             val/test ``svd`` relevance matrices then hold mean dot products instead of mean cosines).
         vocab_min_count: Train-caption count a word needs to enter the vocabulary.
+        vocab_file: A released code's vocabulary (JSON or pickled ``Vocabulary``) used as it is, captions
+            tokenised as the released code does (:mod:`vse_ray.data.official_vocab`); None builds one.
         relevance_sources: Matrices stored for val/test (``"auto"``: sbert, cider, svd, and scene for
             the synthetic dataset, the only one that knows its scenes).
         shard_size: Rows per Parquet shard.
@@ -79,6 +81,7 @@ class PrecomputeConfig:
     svd_stem: bool = False
     svd_unit: bool = True
     vocab_min_count: int = 4
+    vocab_file: str | None = None
     relevance_sources: tuple[str, ...] | str = AUTO
     shard_size: int = 256
 
@@ -114,6 +117,10 @@ class PrecomputeConfig:
             raise ValueError("dataset='precomp' needs precomp_dir")
         if self.feature_dtype not in ("float32", "float16"):
             raise ValueError(f"feature_dtype must be 'float32' or 'float16', got {self.feature_dtype!r}")
+        if self.vocab_file:
+            from vse_ray.data.official_vocab import read_vocab_file
+
+            read_vocab_file(self.vocab_file)
         if self.grid and (self.ten_crop or self.dataset == "precomp"):
             raise ValueError("grid: needs raw images (not precomp) and a single crop (not ten_crop)")
         defaults = {
@@ -130,6 +137,8 @@ class PrecomputeConfig:
     def to_dict(self) -> dict:
         """The fields as a plain dict (stored and hashed); input URIs lose their ``user:password@``."""
         d = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        if d["vocab_file"] is None:
+            del d["vocab_file"]  # folders written before the option keep their hash
         for name in ("karpathy_json", "image_root", "precomp_dir"):
             if d[name]:
                 d[name] = redact_uri(d[name])

@@ -16,9 +16,11 @@ from vse_ray.data.image_io import FileImages, SyntheticImages
 from vse_ray.data.image_stage import run_image_stage
 from vse_ray.data.karpathy import read_karpathy
 from vse_ray.data.manifest import check_output, claim_output, table_counts, write_manifest
+from vse_ray.data.official_vocab import ReleasedTokenizer
 from vse_ray.data.precomp import read_precomp
 from vse_ray.data.relevance_stage import run_relevance_stage
 from vse_ray.data.scene import scene_descriptor
+from vse_ray.data.shards import sha256_file
 from vse_ray.data.sources import Source, SplitSource, select_splits
 from vse_ray.data.store import load_vocab
 from vse_ray.data.summary import PrecomputeSummary
@@ -138,6 +140,10 @@ def precompute(
     folder = Path(out)
     check_output(folder, config, options.overwrite)  # before the input is read: a refusal comes at once
     source = load_source(config)
+    if config.vocab_file:  # every caption tokenises as the released code does, else one line
+        ReleasedTokenizer().check(
+            t for split in source.splits.values() for caps in split.captions for t in caps
+        )
     if config.dataset != "precomp":
         check_weights(config.cnn, config.weights)  # the CNN weights are local (no download), else one line
     claim_output(folder, config, options.overwrite)
@@ -173,6 +179,8 @@ def precompute(
     }
     dims.update(feature_dims(folder))
     extra = {"dims": dims, "vocab_size": len(load_vocab(str(folder))), "seconds": seconds, "skipped": skipped}
+    if config.vocab_file:
+        extra["vocab"] = {"file": config.vocab_file, "sha256": sha256_file(Path(config.vocab_file))}
     manifest = write_manifest(folder, config, extra)
     summary = PrecomputeSummary(
         out=str(folder),

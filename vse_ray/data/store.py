@@ -13,6 +13,8 @@ import pyarrow.parquet as pq
 
 from vse_ray.data.schema import region_arrays, vectors
 
+VOCAB_FILE = "vocab.json"
+
 
 def _table_dir(data_dir: str, table: str, split: str) -> Path:
     root = Path(data_dir) / table
@@ -29,6 +31,19 @@ def load_manifest(data_dir: str) -> dict:
     if not path.is_file():
         raise ValueError(f"{path} does not exist: run `vse-ray precompute --out {data_dir}` first")
     return json.loads(path.read_text())
+
+
+def vocab_mismatch(rows: int, data_dir: str, mask_row: bool = False) -> str | None:
+    """Why a word embedding of `rows` rows cannot read the token ids of `data_dir`, or None when it can:
+    one row per id of the folder's vocabulary (`mask_row`: or one more, VSE∞'s ``<mask>``)."""
+    ids = max(load_vocab(data_dir).values()) + 1
+    if rows == ids or (mask_row and rows == ids + 1):
+        return None
+    expected = f"{ids} or {ids + 1} (with <mask>)" if mask_row else str(ids)
+    return (
+        f"word embedding of {rows} rows, but {Path(data_dir) / VOCAB_FILE} holds {ids} ids (expected "
+        f"{expected}); precompute the data with the model's vocabulary (`precompute --vocab FILE`)"
+    )
 
 
 def read_features_table(data_dir: str, split: str, columns: list[str]) -> pa.Table:
@@ -103,7 +118,7 @@ def load_relevance(data_dir: str, split: str, source: str, chunk_rows: int = 256
 
 def load_vocab(data_dir: str) -> dict:
     """``{word: id}`` of ``vocab.json`` (0=<pad>, 1=<unk>, 2=<start>, 3=<end>)."""
-    path = Path(data_dir) / "vocab.json"
+    path = Path(data_dir) / VOCAB_FILE
     if not path.is_file():
         raise ValueError(f"{path} does not exist: run `vse-ray precompute --out {data_dir}` first")
     return json.loads(path.read_text())

@@ -25,5 +25,8 @@ def build_vocab(tokenised: Iterable[str], min_count: int = 4) -> dict[str, int]:
 
 
 def encode(tokenised: str, vocab: dict[str, int]) -> np.ndarray:
-    """Token ids ``<start> w1 ... wn <end>`` of a tokenised caption (unknown words → ``<unk>``)."""
-    return np.array([START, *(vocab.get(word, UNK) for word in tokenised.split()), END], dtype=np.int32)
+    """Token ids ``<start> w1 ... wn <end>`` of a tokenised caption (unknown words → ``<unk>``), the special
+    ids read from `vocab` (a released vocabulary numbers them otherwise)."""
+    unk = vocab["<unk>"]
+    words = (vocab.get(word, unk) for word in tokenised.split())
+    return np.array([vocab["<start>"], *words, vocab["<end>"]], dtype=np.int32)

@@ -11,7 +11,9 @@ import numpy as np
 from mlflow import MlflowClient
 from mlflow.entities import Metric
 
+from vse_ray.data.shards import sha256_file
 from vse_ray.data.split_data import SplitData, load_image_store, load_split
+from vse_ray.data.store import vocab_mismatch
 from vse_ray.data.verify import verify_data_dir
 from vse_ray.evaluation.eccv import eccv_positives
 from vse_ray.evaluation.embed import ensemble_similarities, scoring_device
@@ -22,9 +24,13 @@ from vse_ray.metrics import coco_1k_folds, evaluate_all, mean_over_folds, recall
 from vse_ray.models import rebuild_model
 from vse_ray.tracking import get_best_checkpoint, resolve_tracking_uri
 from vse_ray.tracking.artifacts import log_figures, log_json
-from vse_ray.tracking.checkpoint import load_checkpoint
+from vse_ray.tracking.checkpoint import CHECKPOINT_FILE, load_checkpoint
+from vse_ray.tracking.runs import get_or_create_experiment, get_or_create_run, log_params_flat
 
 PROTOCOLS = ("full", "coco1k", "coco5k")
+# The MLflow experiment of evaluations of a checkpoint file (an imported model, a copied checkpoint): one run
+# per checkpoint, named after it; a run id given to `evaluate` logs to that run instead.
+CHECKPOINT_EXPERIMENT = "checkpoints"
 CURVE_KS = (1, 2, 3, 5, 10, 20, 50, 100)
 
 
@@ -110,8 +116,15 @@ def evaluate_run(
     cfg = state["config"]  # the run's TrainConfig.to_dict()
     data_dir = data_dir or cfg["data_dir"]
     verify_data_dir(data_dir, splits=(split,))
+    states = [state, *(load_checkpoint(m) for m in members)]
+    for path, one in zip([checkpoint, *members], states, strict=True):
+        args = one["model_args"]
+        if args.get("text_encoder") != "bert":  # BERT reads wordpieces of the texts, not the vocabulary
+            problem = vocab_mismatch(args["vocab_size"], data_dir, one["model_name"] == "vse_inf")
+            if problem:
+                raise ValueError(f"checkpoint {path}: {problem}")
     device = scoring_device()
-    models = [rebuild_model(s).to(device) for s in [state, *(load_checkpoint(m) for m in members)]]
+    models = [rebuild_model(s).to(device) for s in states]
     data = load_split(data_dir, split, raw=models[0].feature_layout == "pixels")
     sims = ensemble_similarities(models, data, cfg["eval_batch_size"], device, block, progress=True)
     kwargs: dict[str, Any] = {
@@ -126,10 +139,31 @@ def evaluate_run(
     report = EvaluationReport(run_id, str(checkpoint), split, protocol, metrics, path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report.to_dict(), indent=2))
-    if run_id is not None and not members:  # an ensemble's numbers are not the run's own
+    if not members:  # an ensemble's numbers are not the run's own
+        client = MlflowClient(uri)
+        target = run_id or _checkpoint_run(client, uri, output_dir, Path(checkpoint), state)
         pixels = data.images.values if data.images.raw else _pixels(data_dir, split)
-        _log_to_run(MlflowClient(uri), run_id, report, sims, data, pixels)
+        _log_to_run(client, target, report, sims, data, pixels)
+        if run_id is None:
+            client.set_terminated(target)
     return report
+
+
+def _checkpoint_run(
+    client: MlflowClient, uri: str, output_dir: str, checkpoint: Path, state: dict[str, Any]
+) -> str:
+    """The run of `checkpoint` in :data:`CHECKPOINT_EXPERIMENT`, named after its folder (or file) and the
+    first digits of its sha256, created with the model's name, arguments and origin as parameters."""
+    file = checkpoint / CHECKPOINT_FILE if checkpoint.is_dir() else checkpoint
+    name = f"{checkpoint.stem}-{sha256_file(file)[:8]}"
+    experiment = get_or_create_experiment(CHECKPOINT_EXPERIMENT, uri, output_dir)
+    run_id = get_or_create_run(experiment, name, uri)
+    origin = state.get("imported_from", {})
+    params = {"model": state["model_name"], **state["model_args"], "checkpoint": str(file)}
+    params.update({f"imported_{k}": v for k, v in origin.items()})
+    if not client.get_run(run_id).data.params:
+        log_params_flat(params, run_id, uri)
+    return run_id
 
 
 def _pixels(data_dir: str, split: str) -> np.ndarray | None:

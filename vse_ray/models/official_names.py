@@ -1,42 +1,81 @@
-"""Parameter names of the authors' released VSE∞ code (github.com/woodfrog/vse_infty, BiGRU branch) read as
-vse_ray's :class:`~vse_ray.models.vse_inf.VSEInfModel` state-dict keys.
+"""Parameter names of the authors' released code read as vse_ray state-dict keys, and back.
 
-The released model saves two state dicts, the image encoder's (``img_enc``) and the text encoder's
-(``txt_enc``). Its two-layer MLP holds its linear layers in ``mlp.layers`` and BatchNorms in ``mlp.bns``;
-vse_ray's is one ``nn.Sequential`` (Linear, BatchNorm, ReLU, Linear). Its GPO is ``gpool``.
+The released models save one state dict per part: the image encoder's (``img_enc``), the text encoder's
+(``txt_enc``) and, for SGRAF, the similarity module's (``sim_enc``). A released name is written here as
+``"<part>.<name inside the part>"``; renaming is a fixed list of fragment replacements applied in order,
+so the inverse applies the reverse replacements in reverse order.
 """
 
 from __future__ import annotations
 
-VSE_INF_SIDES = {"img_enc": "image_encoder", "txt_enc": "text_encoder"}
-# (official prefix, vse_ray prefix) inside one side's state dict; other names are the same in both.
-_VSE_INF_PREFIXES = (
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class OfficialNames:
+    """How one released code's parameter names read in a vse_ray model.
+
+    Attributes:
+        replacements: ``(released fragment, vse_ray fragment)`` pairs, applied in order.
+        unused: Prefixes of released tensors the released forward never reads (no vse_ray counterpart).
+    """
+
+    replacements: tuple[tuple[str, str], ...]
+    unused: tuple[str, ...] = ()
+
+    def ours(self, name: str) -> str | None:
+        """The vse_ray key of released parameter `name` (``"img_enc.fc.weight"``); None for an unused one."""
+        if name.startswith(self.unused):
+            return None
+        for official, ours in self.replacements:
+            name = name.replace(official, ours)
+        return name
+
+    def official(self, key: str) -> str:
+        """The released name of vse_ray key `key`: the inverse of :meth:`ours`."""
+        for official, ours in reversed(self.replacements):
+            key = key.replace(ours, official)
+        return key
+
+
+_SIDES = (("img_enc.", "image_encoder."), ("txt_enc.", "text_encoder."))
+# VSE∞ (github.com/woodfrog/vse_infty): its two-layer MLP holds its linear layers in ``mlp.layers`` and its
+# BatchNorms in ``mlp.bns``; vse_ray's is one ``nn.Sequential`` (Linear, BatchNorm, ReLU, Linear). Its GPO is
+# ``gpool``. The MLP also builds a BatchNorm after its last layer that its forward never calls.
+_VSE_INF = (
+    *_SIDES,
     ("gpool.", "gpo."),
     ("mlp.layers.0.", "mlp.0."),
     ("mlp.bns.0.", "mlp.1."),
     ("mlp.layers.1.", "mlp.3."),
 )
-# The released MLP builds a BatchNorm after its last layer too, but its forward never calls it.
-VSE_INF_UNUSED = ("mlp.bns.1.",)
-
-
-def vse_inf_name(side: str, name: str) -> str | None:
-    """The vse_ray key of parameter `name` of the released `side` ("img_enc" or "txt_enc") state dict;
-    None for a tensor the released forward never reads."""
-    if side == "img_enc" and name.startswith(VSE_INF_UNUSED):
-        return None
-    for official, ours in _VSE_INF_PREFIXES:
-        if name.startswith(official):
-            name = ours + name.removeprefix(official)
-            break
-    return f"{VSE_INF_SIDES[side]}.{name}"
-
-
-def vse_inf_official_name(key: str) -> tuple[str, str]:
-    """(side, released name) of a VSEInfModel state-dict key: the inverse of :func:`vse_inf_name`."""
-    ours_side, name = key.split(".", 1)
-    side = next(theirs for theirs, ours in VSE_INF_SIDES.items() if ours == ours_side)
-    for official, ours in _VSE_INF_PREFIXES:
-        if name.startswith(ours):
-            return side, official + name.removeprefix(ours)
-    return side, name
+VSE_INF_BIGRU = OfficialNames(_VSE_INF, unused=("img_enc.mlp.bns.1.",))
+# The BERT branch: BERT's pooler is built but its output never used; files of older transformers versions
+# also store BERT's constant position ids.
+VSE_INF_BERT = OfficialNames(
+    _VSE_INF,
+    unused=("img_enc.mlp.bns.1.", "txt_enc.bert.pooler.", "txt_enc.bert.embeddings.position_ids"),
+)
+# VSE++ (github.com/fartashf/vsepp) and SCAN (github.com/kuanghuei/SCAN): the same names inside each part.
+VSEPP = SCAN = OfficialNames(_SIDES)
+# SGRAF (github.com/Paranioar/SGRAF): the similarity module's parts under vse_ray's names.
+SGRAF = OfficialNames(
+    (
+        *_SIDES,
+        ("cap_rnn.", "rnn."),
+        ("sim_enc.v_global_w.", "image_global."),
+        ("sim_enc.t_global_w.", "text_global."),
+        ("embedding_local.", "local."),
+        ("embedding_global.", "glob."),
+        ("embedding_common.0.", "common."),
+        ("sim_enc.sim_tranloc_w.", "local_sim."),
+        ("sim_enc.sim_tranglo_w.", "global_sim."),
+        ("sim_enc.sim_eval_w.", "final."),
+        ("sim_enc.SGR_module.", "reasoning."),
+        ("graph_query_w.", "query."),
+        ("graph_key_w.", "key."),
+        ("sim_graph_w.", "update."),
+        ("sim_enc.SAF_module.attn_sim_w.", "filtration.gate."),
+        ("sim_enc.SAF_module.bn.", "filtration.bn."),
+    )
+)

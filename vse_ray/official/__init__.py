@@ -1,7 +1,6 @@
 """vse_ray.official: checkpoints of the authors' released code, converted into vse_ray checkpoints."""
 
-from vse_ray.official.vse_infty import import_vse_infty
+from vse_ray.official.formats import FORMATS
+from vse_ray.official.released import ReleasedFormat, import_released
 
-FORMATS = {"vse_infty_bigru": import_vse_infty}
-
-__all__ = ["FORMATS", "import_vse_infty"]
+__all__ = ["FORMATS", "ReleasedFormat", "import_released"]

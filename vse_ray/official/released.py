@@ -1,0 +1,208 @@
+"""Checkpoints of the authors' released code converted into vse_ray checkpoints, one recipe per format.
+
+Every released training script saves ``{'epoch', 'model': [one state dict per part], 'best_rsum', 'opt',
+'Eiters'}``, ``opt`` being its ``argparse.Namespace``. A :class:`ReleasedFormat` names the parts, how their
+parameter names read in vse_ray (:mod:`vse_ray.models.official_names`) and how ``opt`` gives the vse_ray
+model's constructor keywords; :func:`import_released` does the rest alike for every format: it refuses, in
+one line naming the file, another format, a truncated file, options without a vse_ray counterpart and
+tensors whose names or shapes do not fit.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from vse_ray.data.shards import sha256_file
+from vse_ray.data.store import vocab_mismatch
+from vse_ray.models import build_model, model_class
+from vse_ray.models.official_names import OfficialNames
+from vse_ray.official.torch_file import load_torch_file
+from vse_ray.tracking.checkpoint import save_checkpoint
+from vse_ray.train.config import TrainConfig
+
+SHARED_ARGS = ("vocab_size", "feature_dim", "word_dim", "embed_dim")
+# Released training options kept in the imported run's TrainConfig (released name, vse_ray name).
+TRAINING_OPTIONS = (
+    ("num_epochs", "epochs"),
+    ("batch_size", "batch_size"),
+    ("learning_rate", "lr"),
+    ("lr_update", "lr_update"),
+    ("grad_clip", "grad_clip"),
+)
+
+
+class Options:
+    """The released ``opt`` of checkpoint `path`, read with one-line errors naming the file and format."""
+
+    def __init__(self, path: Path, opt: argparse.Namespace, fmt: str, flags: dict[str, Any]):
+        self.path, self.opt, self.fmt, self.flags = path, opt, fmt, flags
+
+    def error(self, message: str) -> ValueError:
+        return ValueError(f"checkpoint {self.path}: {message}")
+
+    def get(self, name: str, default: Any = ...) -> Any:
+        """``opt.<name>``; without a `default`, a missing option is an error."""
+        if hasattr(self.opt, name):
+            return getattr(self.opt, name)
+        if default is ...:
+            raise self.error(f"'opt' lacks {name!r} (expected the options of {self.fmt})")
+        return default
+
+    def one_of(self, name: str, allowed: Collection[Any], default: Any = ...) -> Any:
+        """``opt.<name>``, refused unless in `allowed` (the values vse_ray has a counterpart for)."""
+        value = self.get(name, default)
+        if value not in allowed:
+            shown = " or ".join(repr(v) for v in allowed)
+            raise self.error(f"expected opt.{name} {shown}, found {value!r} (no vse_ray counterpart)")
+        return value
+
+    def normalised(self, *flags: str) -> None:
+        """Refuse a checkpoint trained without the L2 normalisation vse_ray's model applies."""
+        for flag in flags:
+            self.one_of(flag, (False,), False)
+
+    def rows(self, part: dict[str, Any], name: str = "embed.weight") -> int:
+        """Rows of the word-embedding matrix ``txt_enc.<name>``, checked against ``opt.vocab_size``."""
+        embed = part.get(name)
+        if not isinstance(embed, torch.Tensor) or embed.dim() != 2:
+            found = tuple(embed.shape) if isinstance(embed, torch.Tensor) else type(embed).__name__
+            raise self.error(f"expected txt_enc {name!r} (vocab, word_dim), found {found}")
+        stated = self.get("vocab_size", None)
+        if stated is not None and stated != embed.shape[0]:
+            raise self.error(
+                f"expected txt_enc {name!r} of {stated} rows (opt.vocab_size), found {embed.shape[0]}"
+            )
+        return int(embed.shape[0])
+
+
+@dataclass(frozen=True)
+class ReleasedFormat:
+    """One released code's checkpoint layout and its vse_ray model.
+
+    Attributes:
+        name: The ``--format`` value.
+        expected: What a file of this format holds, as error messages state it.
+        model: The vse_ray model name.
+        parts: Names of the state dicts in ``'model'``, in order.
+        names: How the released parameter names read in vse_ray.
+        model_args: ``(opt, parts)`` → the vse_ray model's constructor keywords.
+        mask_row: The word embedding may hold one row more than the vocabulary file (VSE∞'s ``<mask>``).
+        reads_vocab: The model reads the data folder's vocabulary ids (not BERT wordpieces).
+    """
+
+    name: str
+    expected: str
+    model: str
+    parts: tuple[str, ...]
+    names: OfficialNames
+    model_args: Callable[[Options, dict[str, dict]], dict[str, Any]]
+    mask_row: bool = False
+    reads_vocab: bool = True
+
+
+def import_released(
+    fmt: ReleasedFormat, path: str | Path, output_dir: str | Path, data_dir: str = "", **flags: Any
+) -> Path:
+    """Convert the released checkpoint `path` of format `fmt` into ``<output_dir>/model.pt``; return its path.
+
+    Args:
+        fmt: The released format.
+        path: The released checkpoint (``model_best.pth.tar``, ``checkpoint.pth`` ...).
+        output_dir: Folder of the vse_ray checkpoint.
+        data_dir: Precompute folder recorded as the checkpoint's data (``evaluate --data`` overrides it);
+            its vocabulary must have as many words as the checkpoint's word embedding has rows.
+        flags: Settings the released file does not hold (``bert_path``).
+
+    Raises:
+        ValueError: one line naming the file and what was expected and found.
+    """
+    path = Path(path)
+    raw = load_torch_file(path)
+    parts, opt = _parts(fmt, path, raw)
+    options = Options(path, opt, fmt.name, flags)
+    args = fmt.model_args(options, parts)
+    problem = data_dir and fmt.reads_vocab and vocab_mismatch(args["vocab_size"], data_dir, fmt.mask_row)
+    if problem:
+        raise options.error(problem)
+    model = build_model(fmt.model, **args)
+    model.load_state_dict(_renamed(fmt, path, parts, model.state_dict(), args))
+    config_fields = model_class(fmt.model).config_fields
+    cfg = TrainConfig(
+        data_dir=data_dir,
+        model=fmt.model,
+        model_params={k: v for k, v in args.items() if k not in (*SHARED_ARGS, *config_fields)},
+        word_dim=args["word_dim"],
+        embed_dim=args["embed_dim"],
+        **{k: args[k] for k in config_fields if k in args},
+        **{ours: getattr(opt, theirs) for theirs, ours in TRAINING_OPTIONS if hasattr(opt, theirs)},
+    )
+    return save_checkpoint(
+        output_dir,
+        {
+            "epoch": int(raw.get("epoch", 0)),
+            "model": model.state_dict(),
+            "optimizer": {},
+            "scheduler": {},
+            "config": cfg.to_dict(),
+            "history": [],
+            "model_name": fmt.model,
+            "model_args": args,
+            "imported_from": {"format": fmt.name, "file": path.name, "sha256": sha256_file(path)},
+        },
+    )
+
+
+def _parts(fmt: ReleasedFormat, path: Path, raw: Any) -> tuple[dict[str, dict], argparse.Namespace]:
+    """{part name: state dict} and opt of the released layout; ValueError naming what was found."""
+    expected = f"expected {fmt.expected}"
+    if not isinstance(raw, dict):
+        raise ValueError(f"checkpoint {path}: {expected}, found a {type(raw).__name__}")
+    if "format" in raw:
+        raise ValueError(f"checkpoint {path}: {expected}, found a vse_ray checkpoint ({raw['format']})")
+    model, opt = raw.get("model"), raw.get("opt")
+    if not isinstance(model, list | tuple) or not isinstance(opt, argparse.Namespace):
+        found = {k: type(v).__name__ for k, v in raw.items()}
+        raise ValueError(f"checkpoint {path}: {expected}, found keys {found}")
+    if len(model) != len(fmt.parts) or not all(isinstance(s, dict) for s in model):
+        kinds = [type(s).__name__ for s in model]
+        hint = {2: " (VSE++, VSE∞ or SCAN?)", 3: " (SGRAF?)"}.get(len(model), "")
+        raise ValueError(f"checkpoint {path}: {expected}, found 'model' = {kinds}{hint}")
+    return dict(zip(fmt.parts, model, strict=True)), opt
+
+
+def _renamed(
+    fmt: ReleasedFormat,
+    path: Path,
+    parts: dict[str, dict],
+    expected: dict[str, torch.Tensor],
+    args: dict[str, Any],
+) -> dict[str, torch.Tensor]:
+    """The released tensors under vse_ray names; ValueError naming the first that is missing, unexpected
+    or of another shape than the options give."""
+    state: dict[str, torch.Tensor] = {}
+    for part, tensors in parts.items():
+        for name, value in tensors.items():
+            key = fmt.names.ours(f"{part}.{name}")
+            if key is None:
+                continue
+            if key not in expected:
+                raise ValueError(f"checkpoint {path}: {part} holds {name!r}, which {fmt.name} does not have")
+            if not isinstance(value, torch.Tensor) or value.shape != expected[key].shape:
+                found = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+                sizes = ", ".join(f"{k}={v}" for k, v in args.items() if isinstance(v, int | float | str))
+                raise ValueError(
+                    f"checkpoint {path}: {part} {name!r}: expected shape {tuple(expected[key].shape)} "
+                    f"(from opt: {sizes}), found {found}"
+                )
+            state[key] = value.to(expected[key].dtype)
+    lacking = [k for k in expected if k not in state]
+    if lacking:
+        part, name = fmt.names.official(lacking[0]).split(".", 1)
+        raise ValueError(f"checkpoint {path}: expected {part} {name!r} ({fmt.name}), found none")
+    return state
