@@ -181,10 +181,15 @@ def open_study(spec: StudySpec, output_dir: str | Path, data_dir: str) -> StudyC
 
 
 def _stage_failed(results: Any, stage: str) -> None:
+    """Raise for a stage whose trials failed, or that Tune ended early (Ctrl-C: it stops the trials and
+    returns; their results have no checkpoint) as KeyboardInterrupt, which the CLI reports with its
+    resume hint."""
     errors = [r for r in results if r.error is not None]
     if errors:
         names = ", ".join(str(r.config.get(NAMED_TRIAL_KEY)) for r in errors)
         raise RuntimeError(f"{stage}: trial(s) {names} failed: {errors[0].error}") from errors[0].error
+    if any(r.checkpoint is None for r in results):
+        raise KeyboardInterrupt(f"{stage}: stopped before every trial had a checkpoint")
 
 
 def train_warmups(ctx: StudyContext) -> dict[tuple[int, int], str]:
@@ -206,10 +211,6 @@ def train_warmups(ctx: StudyContext) -> dict[tuple[int, int], str]:
     _stage_failed(results, "warm-up")
     found = {}
     for result in results:
-        if result.checkpoint is None:  # stopped early, e.g. Ctrl-C: Tune ends the trials without an error
-            raise RuntimeError(
-                f"warm-up: trial {result.config[NAMED_TRIAL_KEY]} ended without a checkpoint; rerun to resume"
-            )
         cfg = configs[result.config[NAMED_TRIAL_KEY]]
         found[(cfg.train_images, cfg.seed)] = result.checkpoint.path
     return found
