@@ -57,7 +57,7 @@ class TrainConfig:
 
     data_dir: str = _field("", "Precompute output folder.", "run", warmup=True)
     model: str = _field(
-        "vsepp", "vsepp (pooled features or finetune) | vse_inf (regions) | scan | sgraf.", warmup=True
+        "vsepp", "vsepp (pooled features or finetune) | vse_inf (regions) | scan | sgraf | cvse.", warmup=True
     )
     model_params: dict[str, Any] = _field({}, "Model options (e.g. region_drop, text_encoder).", warmup=True)
     loss: str = _field("vsepp", "vse0|vsepp|ladder|ladder_auto|sam|bcls|lseh.", "run", study=True)
