@@ -67,6 +67,8 @@ class RetrievalModel(nn.Module):
     input_layouts: ClassVar[tuple[str, ...]] = ()
     # TrainConfig fields passed to the constructor as keywords of the same name (besides model_params).
     config_fields: ClassVar[tuple[str, ...]] = ()
+    # Parameter-name prefixes left out of gradient-norm clipping (as a reference code clips them).
+    unclipped: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)

@@ -1,4 +1,4 @@
-"""CVSE: Consensus-aware Visual-Semantic Embedding (Wang et al., ECCV 2020), as its released code trains it."""
+"""CVSE: Consensus-aware Visual-Semantic Embedding (Wang et al., ECCV 2020), as released code trains it."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ class CVSEModel(RegionWordModel):
     """Instance-level and consensus-level embeddings of images and captions, fused.
 
     - Instance level (Sec. 3.1): regions W_v f_r and Bi-GRU words, each L2-normalised, reduced by
-      self-attention guided by their mean (images: `VisualSelfAttention`; captions: `GuidedTextSelfAttention`).
+      self-attention guided by their mean (`VisualSelfAttention`, `GuidedTextSelfAttention`).
     - Consensus level (Secs. 3.2-3.3): the K concepts' input vectors (GloVe, or random offline) go through
       two graph convolutions over the re-weighted co-occurrence graph (`ConceptGCN`); each instance vector
       predicts a distribution over the concepts (`ConsensusLevel`) and the consensus vector is the concepts
@@ -61,6 +61,7 @@ class CVSEModel(RegionWordModel):
     kind: ClassVar[str] = "embedding"
     feature_layout: ClassVar[str] = "regions"
     config_fields: ClassVar[tuple[str, ...]] = ("data_dir",)
+    unclipped: ClassVar[tuple[str, ...]] = ("gcn.",)  # the released step clips every module but the GCN
 
     def __init__(
         self,
@@ -125,7 +126,7 @@ class CVSEModel(RegionWordModel):
         return instance, consensus, scores
 
     def caption_levels(self, tokens: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """(B, L) tokens, (B,) lengths → instance, consensus vectors (B, E) and concept distribution (B, K)."""
+        """(B, L) tokens, (B,) lengths → instance, consensus vectors (B, E), concept distribution (B, K)."""
         words = self.text_encoder(tokens, lengths)
         instance = self.text_attention(words, length_mask(lengths.to(words.device), words.shape[1]))
         labels = self.caption_labels(tokens[:, : words.shape[1]], lengths)

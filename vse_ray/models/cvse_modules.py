@@ -62,7 +62,7 @@ class ConsensusLevel(nn.Module):
     """Consensus-level embedding of one modality (CVSE eqs. 5-7).
 
     Concept scores a_k = w·[tanh(BN(W_c z_k)) ⊙ tanh(BN(W_i x))] + b for the instance vector x, predicted
-    distribution p = softmax(10 a); captions mix in their concept labels y: p ← r · softmax(10 y) + (1 - r) · p.
+    distribution p = softmax(10 a); captions mix in their concept labels y: p ← r softmax(10 y) + (1 - r) p.
     The consensus vector is l2norm(Σ_k p_k z_k). As in the released code the concepts' batch norm normalises
     over the K concepts.
     """

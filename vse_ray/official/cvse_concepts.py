@@ -81,7 +81,7 @@ def read_official_concepts(folder: str | Path) -> ConceptGraph:
 
 def read_concept_vectors(path: str | Path, words: tuple[str, ...]) -> np.ndarray:
     """(K, dim) float32 vectors of `words`: from the released `.pkl` (rows in concept order) or a GloVe text
-    file (``word v1 v2 ...`` per line). ValueError naming the file when a word has no vector or sizes differ."""
+    file (``word v1 v2 ...`` per line). ValueError naming the file: a word without a vector, mixed sizes."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"concept_vectors {path}: no such file")

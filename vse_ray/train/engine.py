@@ -87,9 +87,16 @@ def train_step(
     if not torch.isfinite(loss):
         return loss.detach()
     (loss * world_size).backward()
-    nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    nn.utils.clip_grad_norm_(clipped_parameters(model), grad_clip)
     optimizer.step()
     return loss.detach()
+
+
+def clipped_parameters(model: nn.Module) -> list[nn.Parameter]:
+    """The parameters whose gradient norm a step clips: all but those the model leaves out (`unclipped`)."""
+    inner = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
+    skip = getattr(inner, "unclipped", ())
+    return [p for name, p in inner.named_parameters() if not (skip and name.startswith(skip))]
 
 
 def _gathered(model: nn.Module, ctx: WorkerContext) -> int:
