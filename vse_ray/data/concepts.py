@@ -83,11 +83,12 @@ def build_concepts(
     vocab: dict[str, int],
     k: int = DEFAULT_CONCEPTS,
     stopwords: frozenset[str] = STOPWORDS,
+    at_most: bool = False,
 ) -> ConceptGraph:
     """The concepts of captions given as vocabulary ids (`tokens`, one array per caption) of `image_ids`.
 
-    Ties in frequency go to the word that comes first alphabetically. Raises ValueError when the captions
-    mention fewer than `k` candidate words.
+    Ties in frequency go to the word that comes first alphabetically. When the captions mention fewer than
+    `k` candidate words: all of them if `at_most`, else ValueError.
     """
     words_by_id = {i: w for w, i in vocab.items() if w not in SPECIAL_TOKENS and w not in stopwords}
     rows = np.repeat(np.arange(len(tokens)), [len(t) for t in tokens])
@@ -99,7 +100,7 @@ def build_concepts(
     mentions.data[:] = 1  # a word counts once per caption
     per_word = np.asarray(mentions.sum(0)).ravel()
     candidates = [i for i in words_by_id if per_word[i] > 0]
-    if len(candidates) < k:
+    if len(candidates) < k and not at_most:
         raise ValueError(f"concepts: {k} requested, the training captions mention {len(candidates)} words")
     chosen = sorted(candidates, key=lambda i: (-per_word[i], words_by_id[i]))[:k]
     present = mentions[:, chosen].astype(np.int64)  # caption × concept, 0/1
@@ -136,9 +137,9 @@ def concept_adjacency(counts: np.ndarray, cooccurrence: np.ndarray) -> np.ndarra
     return edges + np.identity(len(counts))
 
 
-def concepts_of_split(data_dir: str, k: int = DEFAULT_CONCEPTS) -> ConceptGraph:
+def concepts_of_split(data_dir: str, k: int = DEFAULT_CONCEPTS, at_most: bool = False) -> ConceptGraph:
     """The concepts of the train split of a precompute folder: its `concepts.npz` when that holds `k`
-    concepts, else built from its train captions."""
+    concepts, else built from its train captions (`at_most`: see `build_concepts`)."""
     from vse_ray.data.store import load_captions, load_vocab
 
     path = Path(data_dir) / CONCEPTS_FILE
@@ -148,14 +149,14 @@ def concepts_of_split(data_dir: str, k: int = DEFAULT_CONCEPTS) -> ConceptGraph:
             return graph
     table = load_captions(data_dir, "train").select(["image_id", "tokens"])
     tokens = [np.asarray(t, dtype=np.int64) for t in table["tokens"].to_pylist()]
-    return build_concepts(tokens, table["image_id"].to_numpy(), load_vocab(data_dir), k)
+    return build_concepts(tokens, table["image_id"].to_numpy(), load_vocab(data_dir), k, at_most=at_most)
 
 
 def write_concepts(data_dir: str | Path, k: int = DEFAULT_CONCEPTS) -> int:
-    """Build the train split's concepts and write them to `<data_dir>/concepts.npz`; the number of images
-    labelled (the precompute stage)."""
+    """Build the train split's concepts (at most `k`: a small vocabulary gives fewer) and write them to
+    `<data_dir>/concepts.npz`; the number of images labelled (the precompute stage)."""
     path = Path(data_dir) / CONCEPTS_FILE
     path.unlink(missing_ok=True)
-    graph = concepts_of_split(str(data_dir), k)
+    graph = concepts_of_split(str(data_dir), k, at_most=True)
     graph.save(path)
     return len(graph.image_ids)

@@ -60,7 +60,7 @@ class CVSEModel(RegionWordModel):
 
     kind: ClassVar[str] = "embedding"
     feature_layout: ClassVar[str] = "regions"
-    config_fields: ClassVar[tuple[str, ...]] = ("data_dir",)
+    config_fields: ClassVar[tuple[str, ...]] = ("data_dir", "concept_vectors")
     unclipped: ClassVar[tuple[str, ...]] = ("gcn.",)  # the released step clips every module but the GCN
 
     def __init__(
