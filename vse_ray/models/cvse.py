@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
@@ -147,7 +148,13 @@ class CVSEModel(RegionWordModel):
     def score(self, img_repr: Tensor, txt_repr: Tensor, txt_lengths: Tensor | None = None) -> Tensor:
         return img_repr @ txt_repr.T
 
-    def forward(self, images: Tensor, tokens: Tensor, lengths: Tensor, gather=None) -> TrainingOutput:  # noqa: ANN001
+    def forward(
+        self,
+        images: Tensor,
+        tokens: Tensor,
+        lengths: Tensor,
+        gather: Callable[[Tensor], Tensor] | None = None,
+    ) -> TrainingOutput:
         """The fused (B, B) similarities for the run's loss and CVSE's own weighted terms (see the class)."""
         img_instance, img_consensus, img_scores = self.image_levels(images)
         txt_instance, txt_consensus, txt_scores = self.caption_levels(tokens, lengths)

@@ -33,10 +33,14 @@ _NUMPY_GLOBALS = {
 }
 
 
+class _Refused(pickle.UnpicklingError):
+    """A pickle names a type outside the allow-list."""
+
+
 class _NumpyUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) not in _NUMPY_GLOBALS:
-            raise pickle.UnpicklingError(f"{module}.{name}")
+            raise _Refused(f"{module}.{name}")
         return _NUMPY_GLOBALS[(module, name)]
 
 
@@ -48,9 +52,9 @@ def read_numpy_pickle(path: str | Path) -> Any:
     try:
         with path.open("rb") as f:
             return _NumpyUnpickler(f, encoding="latin1").load()
-    except pickle.UnpicklingError as err:
+    except _Refused as err:
         raise ValueError(f"{path}: holds {err}, not a NumPy array or plain value; not loaded") from None
-    except (EOFError, ValueError, TypeError) as err:
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as err:
         raise ValueError(f"{path}: not a readable pickle ({type(err).__name__}: {err})") from None
 
 
