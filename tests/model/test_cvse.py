@@ -6,8 +6,10 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import torch
+from typer.testing import CliRunner
 
 from tests.model.tiny_store import tiny_config
+from vse_ray.cli.main import app
 from vse_ray.data.concepts import concepts_of_split
 from vse_ray.data.store import load_captions, load_vocab
 from vse_ray.evaluation.evaluate import evaluate_run
@@ -97,3 +99,28 @@ def test_concept_vectors_load_glove(loaded, tiny_region_dir, tmp_path):
     assert model.concept_inputs[3, 2].item() == pytest.approx(3.2)
     with pytest.raises(ValueError, match="size 8, concept_dim 4"):
         build_model("cvse", **{**data.model_args, "concept_vectors": str(glove), "concept_dim": 4})
+
+
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [
+        (["--train-fraction", "1.5"], "train_fraction: must be a number in (0, 1], got 1.5"),
+        (["--concept-vectors", "nope.txt"], "concept_vectors: no such file: nope.txt"),
+        ([], "concepts: 300 requested, the training captions mention 10 words"),
+        (["--set", "model_params.concepts=nope"], "concepts nope: no such file or folder"),
+    ],
+)
+def test_bad_cvse_options_fail_before_anything_starts(tiny_region_dir, tmp_path, options, fragment):
+    args = [
+        "train",
+        "--data",
+        str(tiny_region_dir),
+        "--model",
+        "cvse",
+        "--output-dir",
+        str(tmp_path),
+        *options,
+    ]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and fragment in result.output, result.output
+    assert not (tmp_path / "mlflow.db").exists()

@@ -82,7 +82,8 @@ class RetrievalModel(nn.Module):
     @staticmethod
     def check_pretrained(**model_params: object) -> None:
         """Raise FileNotFoundError (one line saying how to provide them) when pretrained weights these
-        `model_params` need are not on this machine; checked before training starts. Default: none needed."""
+        `model_params` (with the model's `config_fields`) need are not on this machine, or ValueError when
+        files they name do not fit; checked before training starts. Default: none needed."""
 
     def encode_images(self, images: Tensor) -> Tensor:
         """Image input in ``feature_layout`` → (B, E) embeddings or (B, R, E) region features."""

@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from vse_ray.data.concepts import DEFAULT_CONCEPTS, ConceptGraph, concept_adjacency, concepts_of_split
+from vse_ray.data.store import load_vocab
 from vse_ray.losses import make_loss
 from vse_ray.models.cross_attention import l2_normalize, length_mask
 from vse_ray.models.cvse_modules import (
@@ -108,6 +109,20 @@ class CVSEModel(RegionWordModel):
         self.register_buffer("concept_inputs", vectors)
         self.register_buffer("token_concepts", token_concepts)
 
+    @staticmethod
+    def check_pretrained(
+        data_dir: str = "",
+        concepts: str = "",
+        concept_vectors: str = "",
+        n_concepts: int = DEFAULT_CONCEPTS,
+        **_: object,
+    ) -> None:
+        """Before training starts: the concept graph is read (ValueError naming the file, or the concept
+        count the data cannot give) and the concept vectors' file exists."""
+        _concept_graph(data_dir, concepts, n_concepts)
+        if concept_vectors and not Path(concept_vectors).is_file():
+            raise FileNotFoundError(f"concept_vectors {concept_vectors}: no such file")
+
     def concepts(self) -> Tensor:
         """(K, E) unit concept representations from the GCN."""
         return self.gcn(self.concept_inputs, self.adjacency)
@@ -145,9 +160,6 @@ class CVSEModel(RegionWordModel):
         """(B, L) token ids, (B,) lengths → (B, E) fused embeddings."""
         return self.fuse(*self.caption_levels(tokens, lengths)[:2])
 
-    def score(self, img_repr: Tensor, txt_repr: Tensor, txt_lengths: Tensor | None = None) -> Tensor:
-        return img_repr @ txt_repr.T
-
     def forward(
         self,
         images: Tensor,
@@ -174,30 +186,35 @@ class CVSEModel(RegionWordModel):
         return TrainingOutput(sims["fused"], extra, self.fused_weight)
 
 
+def _concept_graph(data_dir: str, concepts: str, k: int) -> ConceptGraph | None:
+    """The `k` concepts of the file or folder `concepts`, else of `data_dir`'s train captions (None: none)."""
+    from vse_ray.official.cvse_concepts import read_official_concepts  # vse_ray.official imports the models
+
+    if not concepts:
+        return concepts_of_split(data_dir, k) if data_dir else None
+    path = Path(concepts)
+    if not path.exists():
+        raise FileNotFoundError(f"concepts {path}: no such file or folder")
+    graph = read_official_concepts(path) if path.is_dir() else ConceptGraph.load(path)
+    if len(graph.words) != k:
+        raise ValueError(f"n_concepts: {k}, but concepts {path} holds {len(graph.words)} concepts")
+    return graph
+
+
 def _concept_inputs(
     data_dir: str, concepts: str, concept_vectors: str, k: int, concept_dim: int, vocab_size: int
 ) -> tuple[ConceptGraph | None, Tensor, Tensor]:
     """The concept graph (None without data), the (vocab_size,) concept index of each token id (-1: none)
     and the (K, concept_dim) concept input vectors."""
-    from vse_ray.official.cvse_concepts import read_concept_vectors, read_official_concepts
+    from vse_ray.official.cvse_concepts import read_concept_vectors
 
-    graph: ConceptGraph | None = None
-    if concepts:
-        path = Path(concepts)
-        graph = read_official_concepts(path) if path.is_dir() else ConceptGraph.load(path)
-    elif data_dir:
-        graph = concepts_of_split(data_dir, k)
+    graph = _concept_graph(data_dir, concepts, k)
     token_concepts = torch.full((vocab_size,), -1, dtype=torch.int64)
-    if graph is not None:
-        if len(graph.words) != k:
-            raise ValueError(f"n_concepts: {k}, but the concept file holds {len(graph.words)} concepts")
-        if data_dir:
-            from vse_ray.data.store import load_vocab
-
-            vocab = load_vocab(data_dir)
-            for index, word in enumerate(graph.words):
-                if vocab.get(word, vocab_size) < vocab_size:
-                    token_concepts[vocab[word]] = index
+    if graph is not None and data_dir:
+        vocab = load_vocab(data_dir)
+        for index, word in enumerate(graph.words):
+            if vocab.get(word, vocab_size) < vocab_size:
+                token_concepts[vocab[word]] = index
     if concept_vectors:
         if graph is None:
             raise ValueError("concept_vectors: needs the concept words (data_dir or concepts)")
