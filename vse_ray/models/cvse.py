@@ -130,7 +130,7 @@ class CVSEModel(RegionWordModel):
     def caption_labels(self, tokens: Tensor, lengths: Tensor) -> Tensor:
         """(B, K) 0/1: the concepts whose words the caption holds."""
         concept = self.token_concepts[tokens]
-        present = (concept >= 0) & length_mask(lengths, tokens.shape[1])
+        present = (concept >= 0) & length_mask(lengths.to(tokens.device), tokens.shape[1])
         labels = torch.zeros(len(tokens), len(self.concept_inputs), device=tokens.device)
         return labels.scatter_reduce(1, concept.clamp(min=0), present.float(), reduce="amax")
 
@@ -150,6 +150,7 @@ class CVSEModel(RegionWordModel):
         return instance, consensus, scores
 
     def fuse(self, instance: Tensor, consensus: Tensor) -> Tensor:
+        """(B, E) fused vectors: l2norm(α · instance + (1 - α) · consensus)."""
         return l2_normalize(self.fuse_alpha * instance + (1 - self.fuse_alpha) * consensus)
 
     def encode_images(self, images: Tensor) -> Tensor:
