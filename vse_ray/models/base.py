@@ -33,6 +33,8 @@ from typing import ClassVar
 import numpy as np
 from torch import Tensor, nn
 
+from vse_ray.models.training_output import TrainingOutput
+
 MODEL_KINDS = ("embedding", "similarity")
 FEATURE_LAYOUTS = ("pooled", "regions", "pixels")
 
@@ -124,8 +126,11 @@ class RetrievalModel(nn.Module):
         tokens: Tensor,
         lengths: Tensor,
         gather: Callable[[Tensor], Tensor] | None = None,
-    ) -> Tensor:
+    ) -> Tensor | TrainingOutput:
         """(B, B) similarities of a training batch: ``score(encode_images(...), encode_captions(...))``.
+
+        A model that trains with loss terms of its own returns them with the similarities in a
+        `TrainingOutput` (`vse_ray.models.training_output`), which the training step adds to the run's loss.
 
         ``gather`` (DDP, embedding models only) maps this worker's (B, E) embeddings to the (W·B, E) global
         batch (``vse_ray.train.gather``), so the result is the (W·B, W·B) matrix of every worker's pairs.

@@ -64,6 +64,9 @@ class CVSEModel(RegionWordModel):
     feature_layout: ClassVar[str] = "regions"
     config_fields: ClassVar[tuple[str, ...]] = ("data_dir", "concept_vectors")
     unclipped: ClassVar[tuple[str, ...]] = ("gcn.",)  # the released step clips every module but the GCN
+    adjacency: Tensor  # (K, K) normalised concept graph
+    concept_inputs: Tensor  # (K, concept_dim) concept input vectors
+    token_concepts: Tensor  # (vocab_size,) concept index of each token id, -1: none
 
     def __init__(
         self,
@@ -110,7 +113,7 @@ class CVSEModel(RegionWordModel):
         self.register_buffer("token_concepts", token_concepts)
 
     @staticmethod
-    def check_pretrained(
+    def check_pretrained(  # type: ignore[override]  # the base takes any model_params
         data_dir: str = "",
         concepts: str = "",
         concept_vectors: str = "",

@@ -13,6 +13,7 @@ Only NumPy arrays and dtypes are rebuilt from the pickles (`read_numpy_pickle`).
 
 from __future__ import annotations
 
+import importlib
 import json
 import pickle
 from pathlib import Path
@@ -22,14 +23,16 @@ import numpy as np
 
 from vse_ray.data.concepts import ConceptGraph
 
+_MULTIARRAY = importlib.import_module("numpy._core.multiarray")
 # (module, name) a NumPy pickle may name; numpy.core was renamed numpy._core in NumPy 2.
 _NUMPY_GLOBALS = {
     ("numpy", "ndarray"): np.ndarray,
     ("numpy", "dtype"): np.dtype,
-    ("numpy.core.multiarray", "_reconstruct"): np._core.multiarray._reconstruct,
-    ("numpy._core.multiarray", "_reconstruct"): np._core.multiarray._reconstruct,
-    ("numpy.core.multiarray", "scalar"): np._core.multiarray.scalar,
-    ("numpy._core.multiarray", "scalar"): np._core.multiarray.scalar,
+    **{
+        (module, name): getattr(_MULTIARRAY, name)
+        for module in ("numpy.core.multiarray", "numpy._core.multiarray")
+        for name in ("_reconstruct", "scalar")
+    },
 }
 
 
