@@ -7,7 +7,6 @@ import torch
 from typer.testing import CliRunner
 
 from vse_ray.cli.main import app
-from vse_ray.data.store import load_captions
 from vse_ray.losses import make_loss
 from vse_ray.models import build_model, model_class
 from vse_ray.train.batches import BatchBuilder, TableBatches
@@ -16,7 +15,10 @@ from vse_ray.train.recipe import load_recipe, recipe_names
 from vse_ray.train.training_data import TrainingData
 
 TINY = ["batch_size=16", "embed_dim=32", "word_dim=16", "epochs=1", "cs_ks=[5, 10]", "ncs_ks=[1, 5]"]
-TINY_MODEL = {"sgraf": ["model_params.n_regions=5", "model_params.sim_dim=8"]}  # the tiny store has 5 regions
+TINY_MODEL = {  # the tiny store has 5 regions and 10 concept words
+    "sgraf": ["model_params.n_regions=5", "model_params.sim_dim=8"],
+    "cvse": ["model_params.n_regions=5", "model_params.n_concepts=6", "model_params.concept_dim=8"],
+}
 
 
 def test_the_papers_rows_are_there():
@@ -33,6 +35,9 @@ def test_the_papers_rows_are_there():
         "sgr_sam_f30k",
         "saf_sam_f30k",
         "sgraf_saf_lseh_f30k",
+        "cvse_sam_f30k",
+        "cvse_sam_f30k_10pct",
+        "cvse_sam_f30k_25pct",
     } <= set(recipe_names())
 
 
@@ -63,7 +68,7 @@ def test_every_recipe_builds_and_trains_one_step(
     builder = BatchBuilder(
         data.train_images, loss.relevance_source, data.references, data.doc_freq, model.caption_ids
     )
-    rows = next(iter(TableBatches(load_captions(str(folder), "train"), 16, 0).epoch_batches(1)))
+    rows = next(iter(TableBatches(data.train_captions, 16, 0).epoch_batches(1)))  # the recipe's images
     value = train_step(
         model, loss, torch.optim.Adam(model.parameters(), lr=cfg.lr), builder(rows), cfg.grad_clip
     )

@@ -24,6 +24,7 @@ from torch import nn
 
 from vse_ray.losses import make_loss
 from vse_ray.models import build_model, official_names
+from vse_ray.models.training_output import split_output
 from vse_ray.train.batches import TrainBatch
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.engine import train_step
@@ -70,6 +71,55 @@ _SGRAF_NOISY_MEANS = (
 )
 
 
+_CVSE_MODULES = {
+    "img_enc.": "image_encoder.",
+    "txt_enc.": "text_encoder.",
+    "C_GCN.gc1.weight": "gcn.weight1",
+    "C_GCN.gc2.weight": "gcn.weight2",
+}
+_CVSE_ATTENTION = {
+    "fc1.": "local.0.",
+    "embedding_1.1.": "local.1.",
+    "fc2.": "glob.0.",
+    "embedding_2.1.": "glob.1.",
+}
+_CVSE_CONSENSUS = {
+    "fc1.": "concept.0.",
+    "embedding_1.1.": "concept.1.",
+    "fc2.": "instance.0.",
+    "embedding_2.1.": "instance.1.",
+    "fc3.": "score.",
+}
+_CVSE_PARTS = {
+    "V_self_atten_enhance.": ("image_attention.", {**_CVSE_ATTENTION, "fc3.": "common."}),
+    "T_self_atten_enhance.": ("text_attention.", {**_CVSE_ATTENTION, "fc3.": "common."}),
+    "V_consensus_level_embedding.": ("image_consensus.", _CVSE_CONSENSUS),
+    "T_consensus_level_embedding.": ("text_consensus.", _CVSE_CONSENSUS),
+}
+
+
+_CVSE_NOISY_MEANS = (
+    "V_self_atten_enhance.embedding_2.1.running_mean",
+    *(f"{side}_consensus_level_embedding.embedding_{k}.1.running_mean" for side in "VT" for k in (1, 2)),
+)
+
+
+def cvse_name(name: str) -> str | None:
+    """vse_ray's key of an official CVSE parameter; None for the parts its forward never calls (the visual
+    attention's fc2_2 and fc4, the GCN's joint_att_emb) and the GCN's adjacency (a constant here)."""
+    if name in ("token_concepts", "concept_inputs", "adjacency"):
+        return name  # stored under vse_ray's names by the fixture script
+    for official, ours in _CVSE_MODULES.items():
+        if name.startswith(official):
+            return ours + name.removeprefix(official)
+    for official, (ours, parts) in _CVSE_PARTS.items():
+        rest = name.removeprefix(official)
+        if name.startswith(official):
+            part = next((p for p in parts if rest.startswith(p)), None)
+            return None if part is None else ours + parts[part] + rest.removeprefix(part)
+    return None
+
+
 CASES = {
     "vse_inf_bigru": Case(
         "vse_inf_bigru.npz",
@@ -87,6 +137,8 @@ CASES = {
     "sgraf_saf": Case(
         "sgraf_saf.npz", "sgraf", _sizes, official_names.SGRAF.ours, follows_noise=_SGRAF_NOISY_MEANS
     ),
+    "cvse": Case("cvse_step.npz", "cvse", _sizes, cvse_name, follows_noise=_CVSE_NOISY_MEANS),
+    "cvse_sam": Case("cvse_sam_step.npz", "cvse", _sizes, cvse_name, follows_noise=_CVSE_NOISY_MEANS),
 }
 
 
@@ -128,7 +180,7 @@ def _config(meta: dict) -> TrainConfig:
     return TrainConfig(
         data_dir="unused",
         loss=meta["loss"],
-        loss_params=margin,
+        loss_params=meta.get("loss_params", margin),
         warmup_loss=meta["warmup_loss"],
         warmup_params=margin,
         optimizer=meta["optimizer"],
@@ -147,7 +199,7 @@ def _train_batch(b: dict[str, np.ndarray], cfg: TrainConfig) -> TrainBatch:
         lengths=torch.from_numpy(b["lengths"]),
         # negatives "diagonal" (the official codes): the engine gives the loss no image ids
         image_ids=None if cfg.negatives == "diagonal" else torch.from_numpy(b["image_ids"]),
-        relevance=None,
+        relevance=torch.from_numpy(b["relevance"]) if "relevance" in b else None,
     ).to(DEVICE)
 
 
@@ -189,8 +241,11 @@ def step_parity(case: Case) -> dict[str, tuple[float, float]]:
     probe = copy.deepcopy(model)
     _with_batch_masks(probe, first)
     batch = _train_batch(first, cfg)
-    sims = probe(batch.images, batch.tokens, batch.lengths)
-    loss = _loss(cfg, meta, 0).from_similarity(sims, image_ids=batch.image_ids)
+    output = split_output(probe(batch.images, batch.tokens, batch.lengths))
+    loss_fn = _loss(cfg, meta, 0)
+    loss = output.total(
+        loss_fn.from_similarity(output.sims, relevance=batch.relevance, image_ids=batch.image_ids)
+    )
     loss.backward()
     official_grads = fx.group("grad1")
     scale = max(float(np.abs(g).max()) for g in official_grads.values())

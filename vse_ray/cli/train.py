@@ -66,6 +66,8 @@ def train(
     word_dim: Annotated[int, _opt("word_dim")] = field_default("word_dim"),
     embed_dim: Annotated[int, _opt("embed_dim")] = field_default("embed_dim"),
     no_imgnorm: Annotated[bool, typer.Option(help="Do not L2-normalise image embeddings (VSE0).")] = False,
+    train_fraction: Annotated[float, _opt("train_fraction")] = field_default("train_fraction"),
+    concept_vectors: Annotated[str, _opt("concept_vectors")] = field_default("concept_vectors"),
     finetune: Annotated[bool, _opt("finetune")] = field_default("finetune"),
     cnn: Annotated[str, _opt("cnn")] = field_default("cnn"),
     cnn_weights: Annotated[str, _opt("cnn_weights")] = field_default("cnn_weights"),

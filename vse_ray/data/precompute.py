@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vse_ray.data.caption_stage import caption_columns, run_caption_stage
+from vse_ray.data.concepts import write_concepts
 from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
 from vse_ray.data.image_io import FileImages, SyntheticImages
 from vse_ray.data.image_stage import run_image_stage
@@ -168,6 +169,11 @@ def precompute(
     }
     timed("captions", lambda: run_caption_stage(columns, config, options, folder))
     write_rejects(folder, rejects)
+
+    start = time.perf_counter()
+    if "train" in config.splits:
+        write_concepts(folder)  # CVSE's concept vocabulary, labels and graph
+    seconds["concepts"] = time.perf_counter() - start
 
     start = time.perf_counter()
     skipped = run_relevance_stage(folder, config.splits, config.relevance_sources, options.relevance_block)

@@ -33,6 +33,8 @@ from typing import ClassVar
 import numpy as np
 from torch import Tensor, nn
 
+from vse_ray.models.training_output import TrainingOutput
+
 MODEL_KINDS = ("embedding", "similarity")
 FEATURE_LAYOUTS = ("pooled", "regions", "pixels")
 
@@ -67,6 +69,8 @@ class RetrievalModel(nn.Module):
     input_layouts: ClassVar[tuple[str, ...]] = ()
     # TrainConfig fields passed to the constructor as keywords of the same name (besides model_params).
     config_fields: ClassVar[tuple[str, ...]] = ()
+    # Parameter-name prefixes left out of gradient-norm clipping (as a reference code clips them).
+    unclipped: ClassVar[tuple[str, ...]] = ()
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -80,7 +84,8 @@ class RetrievalModel(nn.Module):
     @staticmethod
     def check_pretrained(**model_params: object) -> None:
         """Raise FileNotFoundError (one line saying how to provide them) when pretrained weights these
-        `model_params` need are not on this machine; checked before training starts. Default: none needed."""
+        `model_params` (with the model's `config_fields`) need are not on this machine, or ValueError when
+        files they name do not fit; checked before training starts. Default: none needed."""
 
     def encode_images(self, images: Tensor) -> Tensor:
         """Image input in ``feature_layout`` → (B, E) embeddings or (B, R, E) region features."""
@@ -121,8 +126,11 @@ class RetrievalModel(nn.Module):
         tokens: Tensor,
         lengths: Tensor,
         gather: Callable[[Tensor], Tensor] | None = None,
-    ) -> Tensor:
+    ) -> Tensor | TrainingOutput:
         """(B, B) similarities of a training batch: ``score(encode_images(...), encode_captions(...))``.
+
+        A model that trains with loss terms of its own returns them with the similarities in a
+        `TrainingOutput` (`vse_ray.models.training_output`), which the training step adds to the run's loss.
 
         ``gather`` (DDP, embedding models only) maps this worker's (B, E) embeddings to the (W·B, E) global
         batch (``vse_ray.train.gather``), so the result is the (W·B, W·B) matrix of every worker's pairs.

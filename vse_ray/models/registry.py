@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from vse_ray.models.base import RetrievalModel
+from vse_ray.models.cvse import CVSEModel
 from vse_ray.models.scan import SCANModel
 from vse_ray.models.sgraf import SGRAFModel
 from vse_ray.models.vse import VSEModel
@@ -15,6 +16,7 @@ MODELS: dict[str, type[RetrievalModel]] = {
     "vse_inf": VSEInfModel,
     "scan": SCANModel,
     "sgraf": SGRAFModel,
+    "cvse": CVSEModel,
 }
 MODEL_NAMES = tuple(MODELS)
 DEFAULT_MODEL = "vsepp"

@@ -57,7 +57,7 @@ class TrainConfig:
 
     data_dir: str = _field("", "Precompute output folder.", "run", warmup=True)
     model: str = _field(
-        "vsepp", "vsepp (pooled features or finetune) | vse_inf (regions) | scan | sgraf.", warmup=True
+        "vsepp", "vsepp (pooled features or finetune) | vse_inf (regions) | scan | sgraf | cvse.", warmup=True
     )
     model_params: dict[str, Any] = _field({}, "Model options (e.g. region_drop, text_encoder).", warmup=True)
     loss: str = _field("vsepp", "vse0|vsepp|ladder|ladder_auto|sam|bcls|lseh.", "run", study=True)
@@ -98,10 +98,21 @@ class TrainConfig:
     train_images: int = _field(
         0, "Train on the captions of the first N images (0: all).", study=True, warmup=True
     )
+    train_fraction: float = _field(
+        1.0,
+        "Train on this fraction of the train images, drawn at random with the run's seed (1: all).",
+        study=True,
+        warmup=True,
+    )
     shuffle_relevance: bool = _field(False, "Permute the loss's relevance vectors (a control).", study=True)
     word_dim: int = _field(300, "Word embedding size.", warmup=True)
     embed_dim: int = _field(1024, "Joint embedding size.", warmup=True)
     normalize_image: bool = _field(True, "L2-normalise image embeddings (False: VSE0).", warmup=True)
+    concept_vectors: str = _field(
+        "",
+        "CVSE: GloVe text file or released *_glove_word2vec.pkl of the concepts ('': random).",
+        warmup=True,
+    )
     finetune: bool = _field(False, "Fine-tune a CNN on the stored raw images.", warmup=True)
     cnn: str = _field("resnet152", "CNN to fine-tune: small|resnet18|...|vgg19.", warmup=True)
     cnn_weights: str | None = _field("IMAGENET1K_V1", "torchvision weights, or none.", warmup=True)
@@ -161,6 +172,11 @@ class TrainConfig:
             raise ValueError(f"warmup_epochs: must be an integer in [0, epochs], got {self.warmup_epochs!r}")
         if type(self.train_images) is not int or self.train_images < 0:
             raise ValueError(f"train_images: must be an integer >= 0 (0 = all), got {self.train_images!r}")
+        fraction = self.train_fraction
+        if isinstance(fraction, bool) or not isinstance(fraction, int | float) or not 0 < fraction <= 1:
+            raise ValueError(f"train_fraction: must be a number in (0, 1], got {fraction!r}")
+        if self.concept_vectors and not Path(self.concept_vectors).is_file():
+            raise ValueError(f"concept_vectors: no such file: {self.concept_vectors}")
         if self.init_checkpoint and not Path(self.init_checkpoint).exists():
             raise ValueError(f"init_checkpoint: no such file or folder: {self.init_checkpoint}")
         if self.batch_size < 2:

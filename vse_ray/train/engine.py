@@ -18,6 +18,7 @@ from torch import nn
 from vse_ray.evaluation.embed import evaluate_split
 from vse_ray.losses import make_loss
 from vse_ray.models import build_model
+from vse_ray.models.training_output import split_output
 from vse_ray.tracking.checkpoint import load_checkpoint, save_checkpoint
 from vse_ray.tracking.relevance_histogram import RelevanceHistogram
 from vse_ray.train.batches import BatchBuilder, BatchSource, TableBatches, TrainBatch
@@ -69,23 +70,34 @@ def train_step(
 ) -> torch.Tensor:
     """One SGD step: the model's (B, B) similarities, their loss, backward, clip the gradient norm, update.
 
+    A model whose forward returns a `TrainingOutput` adds its own loss terms to the run's loss.
+
     With `world_size` > 1 (embedding models: see `gathers`) the similarities and the loss span the global
     batch (`vse_ray.train.gather`) and the loss is scaled by `world_size` for backward, so DDP's averaged
     gradient is the one-process gradient of that batch.
     """
     if world_size > 1:
         gather = partial(gather_with_local_grad, rank=rank, world_size=world_size)
-        sims = model(batch.images, batch.tokens, batch.lengths, gather=gather)
+        output = split_output(model(batch.images, batch.tokens, batch.lengths, gather=gather))
     else:
-        sims = model(batch.images, batch.tokens, batch.lengths)
-    loss = loss_fn.from_similarity(sims, relevance=batch.relevance, image_ids=batch.image_ids)
+        output = split_output(model(batch.images, batch.tokens, batch.lengths))
+    loss = output.total(
+        loss_fn.from_similarity(output.sims, relevance=batch.relevance, image_ids=batch.image_ids)
+    )
     optimizer.zero_grad(set_to_none=True)
     if not torch.isfinite(loss):
         return loss.detach()
     (loss * world_size).backward()
-    nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    nn.utils.clip_grad_norm_(clipped_parameters(model), grad_clip)
     optimizer.step()
     return loss.detach()
+
+
+def clipped_parameters(model: nn.Module) -> list[nn.Parameter]:
+    """The parameters whose gradient norm a step clips: all but those the model leaves out (`unclipped`)."""
+    inner = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
+    skip = getattr(inner, "unclipped", ())
+    return [p for name, p in inner.named_parameters() if not (skip and name.startswith(skip))]
 
 
 def _gathered(model: nn.Module, ctx: WorkerContext) -> int:

@@ -15,7 +15,7 @@ def check_training(cfg: TrainConfig) -> VerifiedData:
     """Validate a training before Ray or MLflow start: every field, the loss and its hyper-parameters
     (``make_loss``), the data folder against its manifest (finished precompute, row counts, checksums),
     that the folder holds the image input the model reads (pooled, regions or pixels), and that pretrained
-    weights the model needs (VSE∞'s BERT) are on this machine.
+    weights or files the model needs (VSE∞'s BERT, CVSE's concepts) are there.
 
     Returns:
         The verified data folder (its ``mlflow_params()`` go on the run).
@@ -30,7 +30,8 @@ def check_training(cfg: TrainConfig) -> VerifiedData:
     if cfg.run_name is not None:
         check_folder_name(cfg.run_name, "run_name")  # Ray Train's folder under storage_path
         quote_value(cfg.run_name, "run_name")  # and a value of MLflow filters
-    model_class(cfg.model).check_pretrained(**cfg.model_params)
     verified = verify_data_dir(cfg.data_dir, splits=("train", "val"))
     check_data_for_model(cfg.data_dir, cfg.model, cfg.finetune)
+    cls = model_class(cfg.model)
+    cls.check_pretrained(**{**{name: getattr(cfg, name) for name in cls.config_fields}, **cfg.model_params})
     return verified

@@ -19,6 +19,18 @@ def first_images(table: pa.Table, n_images: int) -> pa.Table:
     return table.filter(pa.array(np.isin(table["image_id"].to_numpy(), ids[:n_images])))
 
 
+def image_fraction(table: pa.Table, fraction: float, seed: int) -> pa.Table:
+    """The captions of round(`fraction` × images) images drawn uniformly without replacement (seeded); all
+    rows when `fraction` is 1. SAM's low-data rows (Table 2) train on 10 % and 25 % of the images."""
+    if fraction >= 1:
+        return table
+    image_ids = table["image_id"].to_numpy()
+    ids = np.unique(image_ids)
+    count = max(1, round(fraction * len(ids)))
+    chosen = np.random.default_rng(seed).choice(ids, size=count, replace=False)
+    return table.filter(pa.array(np.isin(image_ids, chosen)))
+
+
 def shuffled_relevance(table: pa.Table, column: str, seed: int) -> pa.Table:
     """``table`` with the rows of relevance ``column`` permuted across captions (seeded).
 
@@ -32,8 +44,9 @@ def shuffled_relevance(table: pa.Table, column: str, seed: int) -> pa.Table:
 
 
 def select_train_captions(table: pa.Table, cfg: TrainConfig, relevance_source: str | None) -> pa.Table:
-    """Apply ``cfg.train_images`` and ``cfg.shuffle_relevance`` to the train captions of a run."""
-    table = first_images(table, cfg.train_images)
+    """Apply ``cfg.train_images``, ``cfg.train_fraction`` and ``cfg.shuffle_relevance`` to the train captions
+    of a run."""
+    table = image_fraction(first_images(table, cfg.train_images), cfg.train_fraction, cfg.seed)
     if not cfg.shuffle_relevance:
         return table
     if relevance_source not in VECTOR_COLUMN:

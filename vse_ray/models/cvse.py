@@ -1,0 +1,232 @@
+"""CVSE: Consensus-aware Visual-Semantic Embedding (Wang et al., ECCV 2020), as released code trains it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from vse_ray.data.concepts import DEFAULT_CONCEPTS, ConceptGraph, concept_adjacency, concepts_of_split
+from vse_ray.data.store import load_vocab
+from vse_ray.losses import make_loss
+from vse_ray.models.cross_attention import l2_normalize, length_mask
+from vse_ray.models.cvse_modules import (
+    ConceptGCN,
+    ConsensusLevel,
+    GuidedTextSelfAttention,
+    normalized_adjacency,
+)
+from vse_ray.models.region_input import check_region_features
+from vse_ray.models.region_word import RegionWordModel
+from vse_ray.models.sgraf_modules import VisualSelfAttention
+from vse_ray.models.training_output import TrainingOutput
+
+
+class CVSEModel(RegionWordModel):
+    """Instance-level and consensus-level embeddings of images and captions, fused.
+
+    - Instance level (Sec. 3.1): regions W_v f_r and Bi-GRU words, each L2-normalised, reduced by
+      self-attention guided by their mean (`VisualSelfAttention`, `GuidedTextSelfAttention`).
+    - Consensus level (Secs. 3.2-3.3): the K concepts' input vectors (GloVe, or random offline) go through
+      two graph convolutions over the re-weighted co-occurrence graph (`ConceptGCN`); each instance vector
+      predicts a distribution over the concepts (`ConsensusLevel`) and the consensus vector is the concepts
+      weighted by it. A caption mixes in its concept labels (the concept words it holds) with `label_ratio`.
+    - Fusion (Sec. 3.4): l2norm(α · instance + (1 - α) · consensus), α = `fuse_alpha`; retrieval scores the
+      fused vectors by cosine.
+
+    Training (Sec. 3.5, the released weights): the run's loss on the fused similarities × `fused_weight`
+    (3), plus VSE++ ranking losses (max of hinges, margin `rank_margin`, only the pair's own column is
+    positive) on the instance level × `instance_weight` (5) and the consensus level × `consensus_weight` (1),
+    plus `kl_weight` (2) × KL(p_caption ‖ p_image) summed over the batch, the caption's concept distribution
+    as the target (gradients flow into both, as released).
+
+    Args:
+        vocab_size, feature_dim, word_dim, embed_dim: vocabulary, region feature size D, word size, E.
+        data_dir: precompute folder whose train captions give the concepts (`concepts.npz` when present) and
+            whose vocabulary maps caption tokens to concepts; "" builds a placeholder graph (weights loaded
+            afterwards from a state dict).
+        concepts: a concept file instead: an `.npz` written by `ConceptGraph.save`, or a folder of the
+            released concept files (`vse_ray.official.cvse_concepts`).
+        concept_vectors: GloVe text file or the released `*_glove_word2vec.pkl`; "" starts them random.
+        n_concepts, concept_dim: K (300) and the size of the concept input vectors (300).
+        n_regions: regions per image (the visual self-attention's batch norm has one channel per region).
+        dropout: of the word embeddings and the self-attention branches (0.4).
+        label_ratio: weight r of a caption's concept labels in its concept distribution (0.35).
+        fuse_alpha: α of the fusion (0.75).
+        fused_weight, instance_weight, consensus_weight, kl_weight, rank_margin: the training loss above.
+    """
+
+    kind: ClassVar[str] = "embedding"
+    feature_layout: ClassVar[str] = "regions"
+    config_fields: ClassVar[tuple[str, ...]] = ("data_dir", "concept_vectors")
+    unclipped: ClassVar[tuple[str, ...]] = ("gcn.",)  # the released step clips every module but the GCN
+    adjacency: Tensor  # (K, K) normalised concept graph
+    concept_inputs: Tensor  # (K, concept_dim) concept input vectors
+    token_concepts: Tensor  # (vocab_size,) concept index of each token id, -1: none
+
+    def __init__(
+        self,
+        *,
+        vocab_size: int,
+        feature_dim: int,
+        word_dim: int = 300,
+        embed_dim: int = 1024,
+        data_dir: str = "",
+        concepts: str = "",
+        concept_vectors: str = "",
+        n_concepts: int = DEFAULT_CONCEPTS,
+        concept_dim: int = 300,
+        n_regions: int = 36,
+        dropout: float = 0.4,
+        label_ratio: float = 0.35,
+        fuse_alpha: float = 0.75,
+        fused_weight: float = 3.0,
+        instance_weight: float = 5.0,
+        consensus_weight: float = 1.0,
+        kl_weight: float = 2.0,
+        rank_margin: float = 0.2,
+    ) -> None:
+        super().__init__(vocab_size, feature_dim, word_dim, embed_dim, True, dropout, n_regions)
+        self.image_attention = VisualSelfAttention(embed_dim, n_regions, dropout)
+        self.text_attention = GuidedTextSelfAttention(embed_dim, dropout)
+        self.gcn = ConceptGCN(concept_dim, embed_dim)
+        self.image_consensus = ConsensusLevel(embed_dim)
+        self.text_consensus = ConsensusLevel(embed_dim)
+        self.label_ratio, self.fuse_alpha = label_ratio, fuse_alpha
+        self.term_weights = {
+            "instance_rank": instance_weight,
+            "consensus_rank": consensus_weight,
+            "concept_kl": kl_weight,
+        }
+        self.fused_weight = fused_weight
+        self.rank_loss = make_loss("vsepp", margin=rank_margin)
+        graph, token_concepts, vectors = _concept_inputs(
+            data_dir, concepts, concept_vectors, n_concepts, concept_dim, vocab_size
+        )
+        adjacency = concept_adjacency(graph.counts, graph.cooccurrence) if graph else np.identity(n_concepts)
+        self.register_buffer("adjacency", normalized_adjacency(adjacency))
+        self.register_buffer("concept_inputs", vectors)
+        self.register_buffer("token_concepts", token_concepts)
+
+    @staticmethod
+    def check_pretrained(  # type: ignore[override]  # the base takes any model_params
+        data_dir: str = "",
+        concepts: str = "",
+        concept_vectors: str = "",
+        n_concepts: int = DEFAULT_CONCEPTS,
+        **_: object,
+    ) -> None:
+        """Before training starts: the concept graph is read (ValueError naming the file, or the concept
+        count the data cannot give) and the concept vectors' file exists."""
+        _concept_graph(data_dir, concepts, n_concepts)
+        if concept_vectors and not Path(concept_vectors).is_file():
+            raise FileNotFoundError(f"concept_vectors {concept_vectors}: no such file")
+
+    def concepts(self) -> Tensor:
+        """(K, E) unit concept representations from the GCN."""
+        return self.gcn(self.concept_inputs, self.adjacency)
+
+    def caption_labels(self, tokens: Tensor, lengths: Tensor) -> Tensor:
+        """(B, K) 0/1: the concepts whose words the caption holds."""
+        concept = self.token_concepts[tokens]
+        present = (concept >= 0) & length_mask(lengths.to(tokens.device), tokens.shape[1])
+        labels = torch.zeros(len(tokens), len(self.concept_inputs), device=tokens.device)
+        return labels.scatter_reduce(1, concept.clamp(min=0), present.float(), reduce="amax")
+
+    def image_levels(self, images: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """(B, R, D) regions → instance, consensus vectors (B, E) and concept distribution (B, K)."""
+        check_region_features(images, type(self).__name__, self.n_regions)
+        instance = self.image_attention(self.image_encoder(images))
+        consensus, scores = self.image_consensus(instance, self.concepts())
+        return instance, consensus, scores
+
+    def caption_levels(self, tokens: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """(B, L) tokens, (B,) lengths → instance, consensus vectors (B, E), concept distribution (B, K)."""
+        words = self.text_encoder(tokens, lengths)
+        instance = self.text_attention(words, length_mask(lengths.to(words.device), words.shape[1]))
+        labels = self.caption_labels(tokens[:, : words.shape[1]], lengths)
+        consensus, scores = self.text_consensus(instance, self.concepts(), labels, self.label_ratio)
+        return instance, consensus, scores
+
+    def fuse(self, instance: Tensor, consensus: Tensor) -> Tensor:
+        """(B, E) fused vectors: l2norm(α · instance + (1 - α) · consensus)."""
+        return l2_normalize(self.fuse_alpha * instance + (1 - self.fuse_alpha) * consensus)
+
+    def encode_images(self, images: Tensor) -> Tensor:
+        """(B, R, D) region features → (B, E) fused embeddings."""
+        return self.fuse(*self.image_levels(images)[:2])
+
+    def encode_captions(self, tokens: Tensor, lengths: Tensor) -> Tensor:
+        """(B, L) token ids, (B,) lengths → (B, E) fused embeddings."""
+        return self.fuse(*self.caption_levels(tokens, lengths)[:2])
+
+    def forward(
+        self,
+        images: Tensor,
+        tokens: Tensor,
+        lengths: Tensor,
+        gather: Callable[[Tensor], Tensor] | None = None,
+    ) -> TrainingOutput:
+        """The fused (B, B) similarities for the run's loss and CVSE's own weighted terms (see the class)."""
+        img_instance, img_consensus, img_scores = self.image_levels(images)
+        txt_instance, txt_consensus, txt_scores = self.caption_levels(tokens, lengths)
+        img_fused, txt_fused = self.fuse(img_instance, img_consensus), self.fuse(txt_instance, txt_consensus)
+        pairs = {"fused": (img_fused, txt_fused), "instance": (img_instance, txt_instance)}
+        pairs["consensus"] = (img_consensus, txt_consensus)
+        if gather is not None:
+            pairs = {name: (gather(a), gather(b)) for name, (a, b) in pairs.items()}
+        sims = {name: a @ b.T for name, (a, b) in pairs.items()}
+        kl = (torch.xlogy(txt_scores, txt_scores) - txt_scores * img_scores.log()).sum()
+        terms = {
+            "instance_rank": self.rank_loss.from_similarity(sims["instance"]),
+            "consensus_rank": self.rank_loss.from_similarity(sims["consensus"]),
+            "concept_kl": kl,
+        }
+        extra = {name: self.term_weights[name] * value for name, value in terms.items()}
+        return TrainingOutput(sims["fused"], extra, self.fused_weight)
+
+
+def _concept_graph(data_dir: str, concepts: str, k: int) -> ConceptGraph | None:
+    """The `k` concepts of the file or folder `concepts`, else of `data_dir`'s train captions (None: none)."""
+    from vse_ray.official.cvse_concepts import read_official_concepts  # vse_ray.official imports the models
+
+    if not concepts:
+        return concepts_of_split(data_dir, k) if data_dir else None
+    path = Path(concepts)
+    if not path.exists():
+        raise FileNotFoundError(f"concepts {path}: no such file or folder")
+    graph = read_official_concepts(path) if path.is_dir() else ConceptGraph.load(path)
+    if len(graph.words) != k:
+        raise ValueError(f"n_concepts: {k}, but concepts {path} holds {len(graph.words)} concepts")
+    return graph
+
+
+def _concept_inputs(
+    data_dir: str, concepts: str, concept_vectors: str, k: int, concept_dim: int, vocab_size: int
+) -> tuple[ConceptGraph | None, Tensor, Tensor]:
+    """The concept graph (None without data), the (vocab_size,) concept index of each token id (-1: none)
+    and the (K, concept_dim) concept input vectors."""
+    from vse_ray.official.cvse_concepts import read_concept_vectors
+
+    graph = _concept_graph(data_dir, concepts, k)
+    token_concepts = torch.full((vocab_size,), -1, dtype=torch.int64)
+    if graph is not None and data_dir:
+        vocab = load_vocab(data_dir)
+        for index, word in enumerate(graph.words):
+            if vocab.get(word, vocab_size) < vocab_size:
+                token_concepts[vocab[word]] = index
+    if concept_vectors:
+        if graph is None:
+            raise ValueError("concept_vectors: needs the concept words (data_dir or concepts)")
+        vectors = torch.from_numpy(read_concept_vectors(concept_vectors, graph.words))
+        if vectors.shape[1] != concept_dim:
+            raise ValueError(
+                f"concept_vectors {concept_vectors}: size {vectors.shape[1]}, concept_dim {concept_dim}"
+            )
+    else:
+        vectors = torch.randn(k, concept_dim)
+    return graph, token_concepts, vectors
