@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 from mlflow import MlflowClient
-from mlflow.entities import Metric
 
 from vse_ray.data.split_data import SplitData, load_image_store, load_split
 from vse_ray.data.verify import verify_data_dir
@@ -21,8 +20,9 @@ from vse_ray.evaluation.plots import plot_metric_at_k
 from vse_ray.metrics import coco_1k_folds, evaluate_all, mean_over_folds, recall_at_k
 from vse_ray.models import rebuild_model
 from vse_ray.tracking import get_best_checkpoint, resolve_tracking_uri
-from vse_ray.tracking.artifacts import log_figures, log_json
+from vse_ray.tracking.artifacts import log_figures
 from vse_ray.tracking.checkpoint import load_checkpoint
+from vse_ray.tracking.recorder import RunRecorder
 
 PROTOCOLS = ("full", "coco1k", "coco5k")
 CURVE_KS = (1, 2, 3, 5, 10, 20, 50, 100)
@@ -128,7 +128,7 @@ def evaluate_run(
     path.write_text(json.dumps(report.to_dict(), indent=2))
     if run_id is not None and not members:  # an ensemble's numbers are not the run's own
         pixels = data.images.values if data.images.raw else _pixels(data_dir, split)
-        _log_to_run(MlflowClient(uri), run_id, report, sims, data, pixels)
+        _log_to_run(RunRecorder(run_id, uri), report, sims, data, pixels)
     return report
 
 
@@ -141,18 +141,13 @@ def _pixels(data_dir: str, split: str) -> np.ndarray | None:
 
 
 def _log_to_run(
-    client: MlflowClient,
-    run_id: str,
+    recorder: RunRecorder,
     report: EvaluationReport,
     sims: np.ndarray,
     data: SplitData,
     pixels: np.ndarray | None,
 ) -> None:
-    prefix = f"{report.split}_" if report.protocol == "full" else f"{report.split}_{report.protocol}_"
-    rows = [Metric(prefix + k, float(v), 0, 0) for k, v in report.metrics.items() if np.isfinite(v)]
-    for start in range(0, len(rows), 100):
-        client.log_batch(run_id, metrics=rows[start : start + 100])
-    log_json(client, run_id, report.to_dict(), f"evaluation/{report.path.name}")
+    recorder.record_evaluation(report.split, report.protocol, report.to_dict())
     curve = recall_at_k(sims, data.img_of_cap, tuple(k for k in CURVE_KS if k <= min(sims.shape)))
     figures = {
         f"{report.split}_recall_at_k": plot_metric_at_k(curve, "R", f"R@K ({report.split})"),
@@ -160,4 +155,4 @@ def _log_to_run(
         f"{report.split}_ncs_at_k": plot_metric_at_k(report.metrics, "NCS", f"NCS@K ({report.split})"),
         **plot_retrieval_examples(sims, data, report.split, pixels),
     }
-    log_figures(client, run_id, figures, "plots")
+    log_figures(recorder.client, recorder.run_id, figures, "plots")

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from mlflow import MlflowClient
-from mlflow.entities import Metric
 
 from vse_ray.data.config import AUTO, PrecomputeConfig
 from vse_ray.data.precompute import precompute
@@ -35,25 +34,20 @@ from vse_ray.study.summary import (
     SEED_TAG,
     SIZE_TAG,
     STRENGTH_TAG,
-    TEST_PREFIX,
     SummaryCell,
     collect_runs,
-    parent_metrics,
     strength_note,
     summarize,
     summary_csv,
     summary_markdown,
     summary_text,
 )
-from vse_ray.tracking import (
-    get_or_create_experiment,
-    get_or_create_run,
-    log_params_flat,
-    resolve_tracking_uri,
-)
+from vse_ray.tracking import get_or_create_experiment, resolve_tracking_uri
+from vse_ray.tracking import metric_keys as keys
 from vse_ray.tracking.artifacts import log_figures
 from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.filters import tag_equals
+from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.tracking.runs import RUN_NAME_TAG
 from vse_ray.train.config import TrainConfig
 from vse_ray.tune.engine import TuneRun, fit_trials, record_trial
@@ -163,18 +157,13 @@ def open_study(spec: StudySpec, output_dir: str | Path, data_dir: str) -> StudyC
     out = Path(output_dir).expanduser().resolve()
     uri = resolve_tracking_uri(None, out)
     experiment_id = get_or_create_experiment(experiment_name(spec), uri, out)
-    parent = get_or_create_run(experiment_id, spec.name, uri)
-    client = MlflowClient(uri)
-    if not client.get_run(parent).data.params:
+    params = {"study.source": spec.source, "study.baseline": spec.baseline, "study.seeds": spec.seeds}
+    parent = RunRecorder.open(experiment_id, spec.name, uri, params, {BASELINE_TAG: spec.baseline})
+    if not parent.client.list_artifacts(parent.run_id, "study.json"):
         described = {k: v for k, v in dataclasses.asdict(spec).items() if k != "source"}
-        log_params_flat(
-            {"study.source": spec.source, "study.baseline": spec.baseline, "study.seeds": spec.seeds},
-            parent,
-            uri,
-        )
-        client.log_dict(parent, described, "study.json")
-        client.set_tag(parent, BASELINE_TAG, spec.baseline)
-    return StudyContext(spec, out, data_dir, uri, experiment_id, parent)
+        parent.client.log_dict(parent.run_id, described, "study.json")
+    parent_id = parent.run_id
+    return StudyContext(spec, out, data_dir, uri, experiment_id, parent_id)
 
 
 def _stage_failed(results: Any, stage: str) -> None:
@@ -264,27 +253,27 @@ def train_variants(ctx: StudyContext, warmups: dict[tuple[int, int], str]) -> di
 
 
 def test_runs(ctx: StudyContext, trained: dict[str, dict[str, Any]]) -> None:
-    """Score each run's selected (best validation rsum) snapshot on the test split; log `test_*` metrics.
+    """Score each run's selected (best validation rsum) snapshot on the test split and record the evaluation
+    on its run (`test/...` metrics, the full report as artifacts).
 
-    A run that already has them (a resumed study: its trials had all ended before) is not scored again."""
-    client = MlflowClient(ctx.tracking_uri)
+    A run that already has it (a resumed study: its trials had all ended before) is not scored again."""
     splits: dict[bool, SplitData] = {}
     device = scoring_device()
     for item in trained.values():
-        if f"{TEST_PREFIX}rsum" in client.get_run(item["run_id"]).data.metrics:
+        recorder = RunRecorder(item["run_id"], ctx.tracking_uri)
+        if recorder.has_evaluation(keys.TEST):
             continue
         with item["checkpoint"].as_directory() as folder:
             state = load_checkpoint(folder)
         model = rebuild_model(state)
         raw = model.feature_layout == "pixels"
         if raw not in splits:
-            splits[raw] = load_split(ctx.data_dir, "test", raw=raw)
+            splits[raw] = load_split(ctx.data_dir, keys.TEST, raw=raw)
         cfg = TrainConfig.from_dict(state["config"])
         kwargs = {"ks": cfg.eval_ks, "cs_ks": cfg.cs_ks, "ncs_ks": cfg.ncs_ks}
         metrics = evaluate_split(model.to(device), splits[raw], cfg.eval_batch_size, device, kwargs)
-        rows = [Metric(f"test_{k}", float(v), 0, 0) for k, v in metrics.items() if v == v]
-        for start in range(0, len(rows), 100):
-            client.log_batch(item["run_id"], metrics=rows[start : start + 100])
+        report = {"run_id": recorder.run_id, "split": keys.TEST, "protocol": "full", "metrics": metrics}
+        recorder.record_evaluation(keys.TEST, "full", report)
 
 
 def epoch_histories(ctx: StudyContext) -> dict[str, list[list[dict[str, float]]]]:
@@ -299,9 +288,10 @@ def epoch_histories(ctx: StudyContext) -> dict[str, list[list[dict[str, float]]]
         size = int(run.data.tags.get(SIZE_TAG, 0))
         label = row if not size else f"{row}@{size}"
         epochs: dict[int, dict[str, float]] = {}
-        for key in ("rsum", *tradeoff_keys(set(run.data.metrics))):
-            if key in run.data.metrics:
-                for m in client.get_metric_history(run.info.run_id, key):
+        validation = keys.of_split(run.data.metrics, keys.VAL)
+        for key in ("rsum", *tradeoff_keys(set(validation))):
+            if key in validation:
+                for m in client.get_metric_history(run.info.run_id, keys.mlflow_key(key, keys.VAL)):
                     epochs.setdefault(m.step, {"epoch": m.step})[key] = m.value
         out.setdefault(label, []).append([epochs[e] for e in sorted(epochs)])
     return out
@@ -329,9 +319,6 @@ def write_summary(ctx: StudyContext) -> StudyResult:
     client.set_tag(ctx.parent_run_id, STRENGTH_TAG, "weak" if weak else "ok")
     for path in files.values():
         client.log_artifact(ctx.parent_run_id, str(path), "summary")
-    metrics = [Metric(k, v, 0, 0) for k, v in parent_metrics(cells).items()]
-    for start in range(0, len(metrics), 100):
-        client.log_batch(ctx.parent_run_id, metrics=metrics[start : start + 100])
     log_figures(client, ctx.parent_run_id, {"tradeoff": tradeoff_figure(epoch_histories(ctx))}, "plots")
     client.log_dict(ctx.parent_run_id, ctx.seconds, "seconds.json")
     client.set_terminated(ctx.parent_run_id, status="FINISHED")

@@ -23,6 +23,7 @@ HEADLINE = (
     "R_at_1_t2i",
     "CS_at_100_i2t",
     "CS_at_1000_i2t",
+    "CS_at_100_t2i",
     "CS_at_100_i2t_scene",
     "CS_at_1000_i2t_scene",
 )
