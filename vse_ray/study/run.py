@@ -42,13 +42,14 @@ from vse_ray.study.summary import (
     summary_markdown,
     summary_text,
 )
-from vse_ray.tracking import get_or_create_experiment, resolve_tracking_uri
+from vse_ray.tracking import get_or_create_experiment, resolve_tracking_uri, ui_command
 from vse_ray.tracking import metric_keys as keys
 from vse_ray.tracking.artifacts import log_figures
 from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.filters import tag_equals
 from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.tracking.runs import RUN_NAME_TAG
+from vse_ray.tracking.views import comparison_view, save_view, view_url
 from vse_ray.train.config import TrainConfig
 from vse_ray.tune.engine import TuneRun, fit_trials, record_trial
 from vse_ray.tune.mlflow_trials import PARENT_TAG
@@ -101,7 +102,7 @@ class StudyContext:
 
 @dataclass
 class StudyResult:
-    """The summary cells, the MLflow ids, where the tables went and the seconds per stage."""
+    """The summary cells, the MLflow ids and view links, where the tables went and the seconds per stage."""
 
     cells: list[SummaryCell]
     tracking_uri: str
@@ -110,6 +111,8 @@ class StudyResult:
     table: str
     files: dict[str, str]
     seconds: dict[str, float]
+    runs_url: str = ""
+    charts_url: str = ""
 
 
 def _named_params(config: dict[str, Any], *, configs: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -297,6 +300,19 @@ def epoch_histories(ctx: StudyContext) -> dict[str, list[list[dict[str, float]]]
     return out
 
 
+def save_study_view(ctx: StudyContext) -> str:
+    """The MLflow view of the study's loss runs: one row per loss or control (its seeds averaged when there
+    are several), the test headline metrics as columns, best test rsum first; returns its key."""
+    runs = f"{tag_equals(PARENT_TAG, ctx.parent_run_id)} and tags.`{ROW_TAG}` LIKE '%'"
+    state = comparison_view(
+        runs,
+        [keys.mlflow_key(k, keys.TEST) for k in keys.HEADLINE],
+        keys.TEST_RSUM,
+        group_by_tag=ROW_TAG if ctx.spec.seeds > 1 else None,
+    )
+    return save_view(ctx.tracking_uri, ctx.experiment_id, state)
+
+
 def write_summary(ctx: StudyContext) -> StudyResult:
     """Summary table (CSV + Markdown), trade-off plot and per-row metrics on the parent run; returns it."""
     spec = ctx.spec
@@ -323,6 +339,7 @@ def write_summary(ctx: StudyContext) -> StudyResult:
     client.log_dict(ctx.parent_run_id, ctx.seconds, "seconds.json")
     client.set_terminated(ctx.parent_run_id, status="FINISHED")
     table = (weak + "\n" if weak else "") + summary_text(cells, spec.baseline)
+    view = save_study_view(ctx)
     return StudyResult(
         cells,
         ctx.tracking_uri,
@@ -331,6 +348,8 @@ def write_summary(ctx: StudyContext) -> StudyResult:
         table,
         {k: str(v) for k, v in files.items()},
         dict(ctx.seconds),
+        view_url(ctx.tracking_uri, ctx.experiment_id, view),
+        view_url(ctx.tracking_uri, ctx.experiment_id, view, chart=True),
     )
 
 
@@ -387,6 +406,10 @@ def run_study(
     print(f"Full table (every metric, 95 % intervals): {result.files['markdown']}")
     print(f"  as CSV: {result.files['csv']}")
     print(f"  in MLflow: the artifacts summary/ of run {result.parent_run_id}")
+    ui = ui_command(result.tracking_uri)
+    print(f"MLflow: {ui}" if ui else "MLflow:")
+    print(f"  losses side by side: {result.runs_url}")
+    print(f"  as charts: {result.charts_url}")
     print(json.dumps({k: round(v, 1) for k, v in ctx_seconds.items()}))
     return result
 
