@@ -49,7 +49,7 @@ from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.filters import tag_equals
 from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.tracking.runs import RUN_NAME_TAG
-from vse_ray.tracking.views import comparison_view, save_view, view_url
+from vse_ray.tracking.views import RUN_COLOR_TAG, comparison_view, run_color, save_view, view_url
 from vse_ray.train.config import TrainConfig
 from vse_ray.tune.engine import TuneRun, fit_trials, record_trial
 from vse_ray.tune.mlflow_trials import PARENT_TAG
@@ -232,6 +232,7 @@ def train_variants(ctx: StudyContext, warmups: dict[tuple[int, int], str]) -> di
     """Every (train_images, variant, seed) from its seed's warm-up; name -> run id and best snapshot."""
     spec = ctx.spec
     configs, rows = {}, {}
+    colors = {variant.name: run_color(i) for i, variant in enumerate(spec.variants())}
     for size in spec.train_sizes():
         for variant in spec.variants():
             for seed in range(spec.seeds):
@@ -250,6 +251,7 @@ def train_variants(ctx: StudyContext, warmups: dict[tuple[int, int], str]) -> di
         name = result.config[NAMED_TRIAL_KEY]
         cfg = configs[name]
         tags = {ROW_TAG: rows[name], SEED_TAG: str(cfg.seed), SIZE_TAG: str(cfg.train_images)}
+        tags[RUN_COLOR_TAG] = colors[rows[name]]
         run_id, checkpoint = record_trial(run, result, tags)
         trained[name] = {"run_id": run_id, "checkpoint": checkpoint}
     return trained

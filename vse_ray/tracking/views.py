@@ -18,6 +18,20 @@ from mlflow import MlflowClient
 
 from vse_ray.tracking.uri import runs_table_url
 
+RUN_COLOR_TAG = "mlflow.runColor"  # a run's colour in the page's table and charts
+# Matplotlib's tab10: one colour per row of a comparison (the seeds of a loss share theirs).
+PALETTE = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#d62728",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#7f7f7f",
+    "#bcbd22",
+    "#17becf",
+)
 SHARE_TAG_PREFIX = "mlflow.sharedViewState."
 SHARE_URL_PARAM = "viewStateShareKey"
 MODE_URL_PARAM = "compareRunsMode"
@@ -26,6 +40,11 @@ MODE_URL_PARAM = "compareRunsMode"
 def _column(kind: str, key: str) -> str:
     """The page's name of a column: ``metrics.`test/rsum```, ``params.`lr```, ``tags.`...```."""
     return f"{kind}.`{key}`"
+
+
+def run_color(index: int) -> str:
+    """The colour of the ``index``-th row of a comparison."""
+    return PALETTE[index % len(PALETTE)]
 
 
 def comparison_view(
