@@ -80,15 +80,16 @@ def test_console_table_fits_120_columns_with_every_headline_metric():
     assert "±" not in one.split("One seed")[0] and "One seed" in one
 
 
-def test_runs_are_read_back_from_their_test_groups(mlflow_uri):
+def test_runs_are_read_back_from_their_test_groups(mlflow_uri, tmp_path):
     """collect_runs reads what the run recorder wrote: `test/...` and `test_scene/...` as evaluation keys."""
     from mlflow import MlflowClient
 
     from vse_ray.tracking.recorder import RunRecorder
+    from vse_ray.tracking.runs import get_or_create_experiment
     from vse_ray.tune.mlflow_trials import PARENT_TAG
 
     client = MlflowClient(mlflow_uri)
-    experiment = client.create_experiment("study")
+    experiment = get_or_create_experiment("study", mlflow_uri, tmp_path)  # artifacts under tmp_path
     parent = client.create_run(experiment).info.run_id
     tags = {PARENT_TAG: parent, ROW_TAG: "bcls", SEED_TAG: "1", SIZE_TAG: "0"}
     run = RunRecorder.open(experiment, "bcls-s1", mlflow_uri, {"loss": "bcls"}, tags)
