@@ -128,9 +128,10 @@ def test_recorded_checkpoint_and_saved_view(mlflow_uri, tmp_path):
     }
     files = {a.path for a in client.list_artifacts(recorder.run_id)}
     assert files == {"checkpoint", "config.json", "deviations.md", "metrics.json", "metrics.csv"}
-    state = comparison_view("tags.`vse_ray.study.row` LIKE '%'", ["test/rsum"], "test/rsum", ["lr"], "row")
+    state = comparison_view("tags.`row` LIKE '%'", ["test/rsum"], "test/rsum", ["lr"], "row", ["bcls"])
     assert state["selectedColumns"] == ["metrics.`test/rsum`", "params.`lr`"]
     assert state["groupBy"]["groupByKeys"] == [{"mode": "tag", "groupByData": "row"}]
+    assert state["groupsExpanded"] == {"tag.row.bcls": False}  # one row per loss, its seeds folded
     key = save_view(mlflow_uri, exp, state)
     assert json.loads(client.get_experiment(exp).tags[SHARE_TAG_PREFIX + key]) == state
     assert view_url(mlflow_uri, exp, key, chart=True) == (

@@ -311,6 +311,7 @@ def save_study_view(ctx: StudyContext) -> str:
         [keys.mlflow_key(k, keys.TEST) for k in keys.HEADLINE],
         keys.TEST_RSUM,
         group_by_tag=ROW_TAG if ctx.spec.seeds > 1 else None,
+        groups=[variant.name for variant in ctx.spec.variants()],
     )
     return save_view(ctx.tracking_uri, ctx.experiment_id, state)
 

@@ -53,6 +53,7 @@ def comparison_view(
     order_by: str,
     params: Sequence[str] = (),
     group_by_tag: str | None = None,
+    groups: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The runs page state that compares the runs of ``search_filter`` at a glance.
 
@@ -63,6 +64,7 @@ def comparison_view(
         params: param columns after the metrics.
         group_by_tag: one row per value of this tag, its metrics averaged over the runs that share it (the
             seeds of a loss); charts then draw one bar per group.
+        groups: values of ``group_by_tag`` whose rows start collapsed (the page expands a group by default).
     """
     state: dict[str, Any] = {
         "searchFilter": search_filter,
@@ -79,7 +81,8 @@ def comparison_view(
             "aggregateFunction": "average",
             "groupByKeys": [{"mode": "tag", "groupByData": group_by_tag}],
         }
-        state["groupsExpanded"] = {}
+        # the page's id of a group: `<mode>.<key>.<value>`
+        state["groupsExpanded"] = {f"tag.{group_by_tag}.{value}": False for value in groups}
     return state
 
 
