@@ -76,9 +76,7 @@ def test_text_fits_the_width_and_shortens_long_values(experiment, shared_mlflow_
     text = runs_table(runs, "val/R_at_1_i2t", params="all", metrics=["val/medr_i2t"])
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= 120
-    assert (
-        lines[0].split()[:2] == ["run", "status"] and "val/R@1 i2t" in lines[0] and "val/medr i2t" in lines[0]
-    )
+    assert lines[0].split()[:2] == ["run", "status"] and "R@1 i2t" in lines[0] and "medr i2t" in lines[0]
     assert "/data/flickr" in lines[2] and "…" in lines[2] and LONG_DIR not in text
     min_rows = _json(runs_table(runs, "val/R_at_1_i2t", mode="min", limit=2, params="none", fmt="json"))
     assert [r["run"] for r in min_rows] == ["a", "sweep (best)"] and "lr" not in min_rows[0]
@@ -93,7 +91,7 @@ def test_csv_markdown_and_json_give_the_same_numbers(experiment, shared_mlflow_u
     as_csv = list(csv.DictReader(io.StringIO(runs_table(runs, fmt="csv"))))
     lines = runs_table(runs, fmt="markdown").splitlines()
     header = [c.strip() for c in lines[0].strip("| ").split(" | ")]
-    assert header == ["run", "status", "lr", "val/rsum", "val/R@1 i2t"] and lines[1].startswith(
+    assert header == ["run", "status", "lr", "rsum", "R@1 i2t"] and lines[1].startswith(
         "| --- | --- | ---: |"
     )
     markdown = [
@@ -103,7 +101,7 @@ def test_csv_markdown_and_json_give_the_same_numbers(experiment, shared_mlflow_u
     for js, cs, md in zip(as_json, as_csv, markdown, strict=True):
         assert js["run"] == cs["run"] == md["run"]
         assert js["lr"] == float(cs["lr"]) == float(md["lr"])
-        for key, title in (("val/rsum", "val/rsum"), ("val/R_at_1_i2t", "val/R@1 i2t")):
+        for key, title in (("val/rsum", "rsum"), ("val/R_at_1_i2t", "R@1 i2t")):
             if js[key] is None:
                 assert (cs[key], md[title]) == ("", "-")
             else:
@@ -138,7 +136,7 @@ def test_compare_command(experiment, shared_mlflow_uri):
     md = CliRunner().invoke(
         app, [*base, "--format", "markdown", "--columns", "val/medr_i2t", "--params", "none"]
     )
-    assert md.output.splitlines()[0] == "| run | status | val/rsum | val/R@1 i2t | val/medr i2t |"
+    assert md.output.splitlines()[0] == "| run | status | rsum | R@1 i2t | medr i2t |"
     bad = CliRunner().invoke(app, ["compare", "--experiment", "nope", "--tracking-uri", shared_mlflow_uri])
     assert bad.exit_code != 0 and "not found" in bad.output
     bad_format = CliRunner().invoke(app, [*base, "--format", "html"])
