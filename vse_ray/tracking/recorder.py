@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,7 @@ def log_epoch_metrics(
     return count
 
 
-def _table_csv(rows: list[Mapping[str, Any]]) -> str:
+def _table_csv(rows: Sequence[Mapping[str, Any]]) -> str:
     """Rows of dicts as CSV, columns in first-seen order."""
     out = io.StringIO()
     columns = list(dict.fromkeys(k for r in rows for k in r))
