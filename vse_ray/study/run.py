@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +27,7 @@ from vse_ray.data.store import load_manifest
 from vse_ray.evaluation.embed import evaluate_split, scoring_device
 from vse_ray.log_file import route_library_logs
 from vse_ray.models import rebuild_model
-from vse_ray.study.plots import tradeoff_figure, tradeoff_keys
+from vse_ray.study.plots import tradeoff_figure
 from vse_ray.study.spec import StudySpec, Variant
 from vse_ray.study.summary import (
     BASELINE_TAG,
@@ -47,7 +48,7 @@ from vse_ray.tracking import metric_keys as keys
 from vse_ray.tracking.artifacts import log_figures
 from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.filters import tag_equals
-from vse_ray.tracking.recorder import RunRecorder
+from vse_ray.tracking.recorder import METRICS_ARTIFACT, RunRecorder
 from vse_ray.tracking.runs import RUN_NAME_TAG
 from vse_ray.tracking.views import RUN_COLOR_TAG, comparison_view, run_color, save_view, view_url
 from vse_ray.train.config import TrainConfig
@@ -282,7 +283,8 @@ def test_runs(ctx: StudyContext, trained: dict[str, dict[str, Any]]) -> None:
 
 
 def epoch_histories(ctx: StudyContext) -> dict[str, list[list[dict[str, float]]]]:
-    """row -> per run (seed) -> per epoch validation metrics, from the child runs' MLflow histories."""
+    """row -> per run (seed) -> per epoch validation metrics (every metric, the run's `metrics.json`), the
+    epochs after the shared warm-up."""
     client = MlflowClient(ctx.tracking_uri)
     query = tag_equals(PARENT_TAG, ctx.parent_run_id)
     out: dict[str, list[list[dict[str, float]]]] = {}
@@ -292,13 +294,11 @@ def epoch_histories(ctx: StudyContext) -> dict[str, list[list[dict[str, float]]]
             continue
         size = int(run.data.tags.get(SIZE_TAG, 0))
         label = row if not size else f"{row}@{size}"
-        epochs: dict[int, dict[str, float]] = {}
-        validation = keys.of_split(run.data.metrics, keys.VAL)
-        for key in ("rsum", *tradeoff_keys(set(validation))):
-            if key in validation:
-                for m in client.get_metric_history(run.info.run_id, keys.mlflow_key(key, keys.VAL)):
-                    epochs.setdefault(m.step, {"epoch": m.step})[key] = m.value
-        out.setdefault(label, []).append([epochs[e] for e in sorted(epochs)])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = client.download_artifacts(run.info.run_id, METRICS_ARTIFACT, tmp)
+            history = json.loads(Path(path).read_text())["history"]
+        epochs = [e for e in history if e["epoch"] > ctx.spec.warmup_epochs]
+        out.setdefault(label, []).append(epochs)
     return out
 
 

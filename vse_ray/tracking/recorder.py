@@ -30,6 +30,7 @@ from vse_ray.tracking.checkpoint import CHECKPOINT_FILE
 from vse_ray.tracking.runs import CHECKPOINT_ARTIFACT_DIR, get_or_create_run
 
 _BATCH = 100  # MLflow's log_batch takes at most 1000 metrics and 100 params
+METRICS_ARTIFACT = "metrics.json"  # the selected snapshot's metrics and every epoch's, every metric
 
 
 def _client(tracking_uri: str | None) -> MlflowClient:
@@ -143,7 +144,7 @@ class RunRecorder:
             lines = "".join(f"- {d}\n" for d in config["deviations"])
             text = f"# Deviations from the official code\n\n{lines}"
             self.client.log_text(self.run_id, text, "deviations.md")
-        self.client.log_dict(self.run_id, {"best": dict(best), "history": history}, "metrics.json")
+        self.client.log_dict(self.run_id, {"best": dict(best), "history": history}, METRICS_ARTIFACT)
         self.client.log_text(self.run_id, _table_csv(history), "metrics.csv")
         checkpoint = Path(checkpoint_dir) / CHECKPOINT_FILE
         self.client.log_artifact(self.run_id, str(checkpoint), CHECKPOINT_ARTIFACT_DIR)

@@ -141,7 +141,8 @@ def record_trial(
     if recorder.has_checkpoint():
         return recorder.run_id, checkpoint
     recorder.set_tags(tags or {})
+    with result.checkpoint.as_directory() as latest:  # its history holds every epoch of the trial
+        last = load_checkpoint(latest)
     with checkpoint.as_directory() as folder:
-        state = load_checkpoint(folder)
-        recorder.record_checkpoint(folder, best, state["history"], state["config"])
+        recorder.record_checkpoint(folder, best, last["history"], last["config"])
     return recorder.run_id, checkpoint
