@@ -28,7 +28,7 @@ ROW_TAG, SEED_TAG, SIZE_TAG, BASELINE_TAG = (
     "vse_ray.study.baseline",
 )
 STRENGTH_TAG = "vse_ray.study.strength"  # "weak" when the baseline is below min_baseline_rsum, else "ok"
-# Columns of the Markdown table (all metrics go to the CSV); absent ones are left out.
+# Columns of the Markdown table (the CSV has every test metric the runs logged); absent ones are left out.
 TABLE_METRICS = (
     ("rsum", "rsum"),
     ("R@1 i2t", "R_at_1_i2t"),
