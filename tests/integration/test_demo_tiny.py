@@ -35,8 +35,11 @@ def test_tiny_demo_end_to_end(ray_session, tmp_path, capsys, empty_cwd):
     assert sorted(r.info.run_name for r in runs) == ["bcls-s0", "bcls-shuffled-s0", "vsepp-s0", "warmup-s0"]
     for run in runs:
         if run.info.run_name != "warmup-s0":  # the shared warm-up is epoch 1; each loss logs its epoch 2
-            assert [m.step for m in client.get_metric_history(run.info.run_id, "rsum")] == [2]
-            assert 0 <= run.data.metrics["test_R_at_10_t2i"] <= 100
+            assert [m.step for m in client.get_metric_history(run.info.run_id, "val/rsum")] == [2]
+            assert 0 <= run.data.metrics["test/R_at_1_t2i"] <= 100
+            assert "test/R_at_10_t2i" not in run.data.metrics  # in the report artifact, not a metric
+            report = client.list_artifacts(run.info.run_id, "evaluation")
+            assert {a.path for a in report} == {"evaluation/test_full.json", "evaluation/test_full.csv"}
             checkpoint = client.list_artifacts(run.info.run_id, "checkpoint")  # for `evaluate --run`
             assert [a.path for a in checkpoint] == ["checkpoint/model.pt"]
     out = capsys.readouterr().out
@@ -53,7 +56,8 @@ def test_tiny_demo_end_to_end(ray_session, tmp_path, capsys, empty_cwd):
         and f"Full table (every metric, 95 % intervals): {result.files['markdown']}" in out
     )
     assert "Chance level" in out and "mlflow ui --backend-store-uri sqlite:///" in out
-    assert f"#/experiments/{result.experiment_id}/runs" in out and "bcls-shuffled" in out
+    assert f"#/experiments/{result.experiment_id}/runs?viewStateShareKey=" in out and "bcls-shuffled" in out
+    assert result.runs_url in out and result.charts_url.endswith("&compareRunsMode=CHART")
     written = {p.name for p in (tmp_path / "demo").iterdir()}
     assert written == {"data", "logs", "mlartifacts", "mlflow.db", "ray_results", "studies"}
     assert stray_files(empty_cwd) == []  # everything under --output-dir

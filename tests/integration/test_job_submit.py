@@ -73,4 +73,4 @@ def test_precompute_and_train_jobs_reach_mlflow(local_head, tmp_path):
     experiment = client.get_experiment_by_name("job-submit")
     (run,) = client.search_runs([experiment.experiment_id])
     assert run.info.status == "FINISHED" and run.data.params["loss"] == "vsepp"
-    assert [m.step for m in client.get_metric_history(run.info.run_id, "rsum")] == [1]
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "val/rsum")] == [1]

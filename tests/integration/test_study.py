@@ -3,6 +3,9 @@ test scores, summary in MLflow, and `--summary` reading it back."""
 
 from __future__ import annotations
 
+import json
+from urllib.parse import parse_qs
+
 import pytest
 from mlflow import MlflowClient
 
@@ -10,6 +13,8 @@ from tests.conftest import stray_files
 from tests.model.tiny_store import write_tiny_store
 from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.study import parse_study, run_study, study_summary
+from vse_ray.study.summary import ROW_TAG
+from vse_ray.tracking.views import RUN_COLOR_TAG, SHARE_TAG_PREFIX, SHARE_URL_PARAM
 from vse_ray.tune.mlflow_trials import PARENT_TAG
 
 pytestmark = [pytest.mark.ray]
@@ -44,26 +49,31 @@ def test_tiny_study_end_to_end(ray_session, tmp_path, capsys, empty_cwd):
         + [f"{v}-s{s}" for v in ("vsepp", "ladder", "ladder-shuffled") for s in (0, 1)]
     )
     for run in children:
-        epochs = [m.step for m in client.get_metric_history(run.info.run_id, "rsum")]
+        epochs = [m.step for m in client.get_metric_history(run.info.run_id, "val/rsum")]
         if run.info.run_name.startswith("warmup"):
             assert epochs == [1]
             continue
         assert epochs == [2]  # every loss starts from its seed's warm-up (epoch 1) and trains epoch 2
-        assert "test_rsum" in run.data.metrics and run.data.params["warmup_epochs"] == "1"
+        assert "test/rsum" in run.data.metrics and run.data.params["warmup_epochs"] == "1"
+        assert run.data.tags[RUN_COLOR_TAG].startswith("#")
         assert run.data.params["shuffle_relevance"] == str(run.info.run_name.startswith("ladder-shuffled"))
 
+    printed = capsys.readouterr().out
     rows = {(c.row, c.metric): c for c in result.cells}
     assert rows[("vsepp", "rsum")].diff is None and rows[("vsepp", "rsum")].value.n == 2
     ladder = rows[("ladder", "rsum")]
     assert ladder.diff is not None and ladder.diff.n == 2
-    parent = client.get_run(result.parent_run_id)
-    assert parent.data.metrics["ladder/rsum_diff"] == pytest.approx(ladder.diff.mean)
+    view = parse_qs(result.runs_url.partition("?")[2])[SHARE_URL_PARAM][0]
+    state = json.loads(client.get_experiment(result.experiment_id).tags[SHARE_TAG_PREFIX + view])
+    shown = client.search_runs([result.experiment_id], state["searchFilter"])
+    assert sorted(r.info.run_name for r in shown) == [n for n in names if not n.startswith("warmup")]
+    assert state["groupBy"]["groupByKeys"] == [{"mode": "tag", "groupByData": ROW_TAG}]  # seeds averaged
+    assert "metrics.`test/rsum`" in state["selectedColumns"] and result.runs_url in printed
     artifacts = {a.path for a in client.list_artifacts(result.parent_run_id, "summary")}
     assert artifacts == {"summary/summary.csv", "summary/summary.md"}
     assert [a.path for a in client.list_artifacts(result.parent_run_id, "plots")] == ["plots/tradeoff.png"]
     assert set(result.seconds) >= {"data", "warm-up", "train", "test", "total"}
 
-    printed = capsys.readouterr().out
     again = study_summary(spec, tmp_path / "out")
     assert again == result.table and again in printed
 
@@ -74,15 +84,15 @@ def test_tiny_study_end_to_end(ray_session, tmp_path, capsys, empty_cwd):
     assert {p: p.stat().st_mtime_ns for p in uploaded} == uploaded  # nor uploaded again
     assert rerun.table == result.table and rerun.parent_run_id == result.parent_run_id
     for run in children:
-        assert len(client.get_metric_history(run.info.run_id, "rsum")) == 1
+        assert len(client.get_metric_history(run.info.run_id, "val/rsum")) == 1
         if not run.info.run_name.startswith("warmup"):
-            assert len(client.get_metric_history(run.info.run_id, "test_rsum")) == 1
+            assert len(client.get_metric_history(run.info.run_id, "test/rsum")) == 1
     assert stray_files(empty_cwd) == []  # everything under the output folder
 
     tested = next(run for run in children if run.info.run_name == "ladder-s1")
     report = evaluate_run(tested.info.run_id, tracking_uri=result.tracking_uri, output_dir=tmp_path / "out")
     assert report.run_id == tested.info.run_id and report.metrics["rsum"] == pytest.approx(
-        tested.data.metrics["test_rsum"], rel=1e-5
+        tested.data.metrics["test/rsum"], rel=1e-5
     )
 
 

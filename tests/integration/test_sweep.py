@@ -66,14 +66,14 @@ def test_sweep_interrupt_resume_and_mlflow(ray_session, tmp_path, mlflow_uri, ca
     trials = client.search_runs([second.experiment_id], f"tags.`{PARENT_TAG}` = '{second.parent_run_id}'")
     assert len(trials) == 2 and len({t.data.params["lr"] for t in trials}) == 2
     for run in trials:
-        epochs = sorted(m.step for m in client.get_metric_history(run.info.run_id, "rsum"))
+        epochs = sorted(m.step for m in client.get_metric_history(run.info.run_id, "val/rsum"))
         assert epochs in ([1, 2], [1])  # ASHA may stop the second trial after its first epoch
         expected = ("FINISHED", "completed") if epochs == [1, 2] else ("KILLED", "early_stopped")
         assert (run.info.status, run.data.tags[STOP_TAG]) == expected
         assert run.data.params["loss"] == "lseh" and 0.16 <= float(run.data.params["loss.margin"]) <= 0.21
 
-    best_rsum = max(m.value for t in trials for m in client.get_metric_history(t.info.run_id, "rsum"))
-    assert parent.data.metrics["best_rsum"] == pytest.approx(best_rsum)
+    best_rsum = max(m.value for t in trials for m in client.get_metric_history(t.info.run_id, "val/rsum"))
+    assert parent.data.metrics["best_val/rsum"] == pytest.approx(best_rsum)
     assert second.best_metrics["rsum"] == pytest.approx(best_rsum)
     best_run = client.get_run(second.best_run_id)
     assert parent.data.params["best.lr"] == best_run.data.params["lr"]
@@ -94,6 +94,7 @@ def test_sweep_interrupt_resume_and_mlflow(ray_session, tmp_path, mlflow_uri, ca
     evaluated = CliRunner().invoke(app, [*evaluate, "--output-dir", str(tmp_path)])
     assert evaluated.exit_code == 0, evaluated.output
     assert "rsum" in evaluated.output and f"{second.best_run_id}_test_full.json" in evaluated.output
+    assert "test/rsum" in client.get_run(second.best_run_id).data.metrics  # the recorder's test group
 
     compare = CliRunner().invoke(app, ["compare", "--experiment", "sweep-test", "--tracking-uri", mlflow_uri])
     lines = compare.output.splitlines()

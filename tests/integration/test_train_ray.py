@@ -32,7 +32,7 @@ def _cfg(tiny_dir, tmp_path, mlflow_uri, **overrides) -> TrainConfig:
 
 
 def _epochs_in_mlflow(uri: str, run_id: str) -> list[int]:
-    return sorted(m.step for m in MlflowClient(uri).get_metric_history(run_id, "rsum"))
+    return sorted(m.step for m in MlflowClient(uri).get_metric_history(run_id, "val/rsum"))
 
 
 def test_ddp_fit_logs_mlflow_and_evaluate_cli(ray_session, tiny_dir, tmp_path, mlflow_uri, empty_cwd, capsys):
@@ -53,7 +53,8 @@ def test_ddp_fit_logs_mlflow_and_evaluate_cli(ray_session, tiny_dir, tmp_path, m
     assert run.data.params["data.train_images"] == "96" and run.data.params["data.val_captions"] == "100"
     assert run.data.params["data.manifest_sha256"] == verify_data_dir(tiny_dir).manifest_sha256
     artifacts = {a.path for a in client.list_artifacts(result.run_id)}
-    assert {"config.json", "metrics.json", "checkpoint", "plots"} <= artifacts
+    assert {"config.json", "metrics.json", "metrics.csv", "checkpoint", "plots"} <= artifacts
+    assert run.data.metrics["val/best_rsum"] == pytest.approx(max(m["rsum"] for m in result.history))
     plots = {a.path for a in client.list_artifacts(result.run_id, "plots")}
     assert "plots/batch_relevance_histogram.png" in plots and "plots/val_cs_at_k.png" in plots
 
@@ -73,8 +74,10 @@ def test_ddp_fit_logs_mlflow_and_evaluate_cli(ray_session, tiny_dir, tmp_path, m
     report = json.loads((tmp_path / "ev" / "reports" / f"{result.run_id}_test_full.json").read_text())
     assert report["split"] == "test" and 0 <= report["metrics"]["R_at_1_t2i"] <= 100
     logged = client.get_run(result.run_id).data.metrics
-    assert logged["test_rsum"] == pytest.approx(report["metrics"]["rsum"])
-    assert "test_CS_at_10_i2t" in logged and "test_NCS_at_5_t2i" in logged
+    assert logged["test/rsum"] == pytest.approx(report["metrics"]["rsum"])
+    assert "test/R_at_1_t2i" in logged and "test/NCS_at_5_t2i" not in logged  # headline metrics only
+    evaluation = {a.path for a in client.list_artifacts(result.run_id, "evaluation")}
+    assert evaluation == {"evaluation/test_full.json", "evaluation/test_full.csv"}
     assert list((tmp_path / "out" / "mlartifacts").rglob("metrics.json"))
     assert stray_files(empty_cwd) == []  # train and evaluate wrote only under their output folders
 

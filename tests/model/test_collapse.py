@@ -31,7 +31,7 @@ def test_progress_prints_one_warning_line(tmp_path):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     client = MlflowClient(uri)
     run_id = client.create_run(client.create_experiment("e")).info.run_id
-    for name, value in (("rsum", 10.0), ("train_loss", 51.2), ("collapsed", 1.0)):
+    for name, value in (("val/rsum", 10.0), ("train/loss", 51.2), ("train/collapsed", 1.0)):
         client.log_metric(run_id, name, value, step=1)
     out = io.StringIO()
     progress = EpochProgress(run_id, uri, 3, stream=out)

@@ -69,13 +69,74 @@ def test_run_reuse_params_and_exactly_once_epochs(mlflow_uri, tmp_path):
     assert get_or_create_run(exp, "tiny-vsepp-s0", mlflow_uri) == run
     assert get_or_create_run(exp, "tiny-sam-s0", mlflow_uri) != run
     log_params_flat({f"p{i}": i for i in range(150)}, run, mlflow_uri)
-    history = [{"epoch": e, "rsum": 10.0 * e, "R_at_1_i2t": e, "note": "x"} for e in (1, 2, 3)]
+    history = [
+        {
+            "epoch": e,
+            "train_loss": 1.0 / e,
+            "rsum": 10.0 * e,
+            "R_at_1_i2t": e,
+            "NCS_at_10_i2t": 0.1,
+            "note": "x",
+        }
+        for e in (1, 2, 3)
+    ]
     assert log_epoch_metrics(history[:2], run, mlflow_uri) == 2
     assert log_epoch_metrics(history, run, mlflow_uri) == 1  # a retried worker re-sends epochs 1-2
     client = MlflowClient(mlflow_uri)
-    assert sorted(m.step for m in client.get_metric_history(run, "rsum")) == [1, 2, 3]
-    assert sorted(m.value for m in client.get_metric_history(run, "R_at_1_i2t")) == [1, 2, 3]
+    assert sorted(m.step for m in client.get_metric_history(run, "val/rsum")) == [1, 2, 3]
+    assert sorted(m.value for m in client.get_metric_history(run, "val/R_at_1_i2t")) == [1, 2, 3]
+    assert set(client.get_run(run).data.metrics) == {"train/loss", "val/rsum", "val/R_at_1_i2t"}
     assert len(client.get_run(run).data.params) == 150
+
+
+def test_metric_keys_group_by_split_and_source():
+    from vse_ray.tracking import metric_keys as keys
+
+    assert keys.mlflow_key("rsum", "test") == "test/rsum"
+    assert keys.mlflow_key("CS_at_100_i2t_scene", "test") == "test_scene/CS_at_100_i2t"
+    assert keys.mlflow_key("CS_at_100_i2t", "test", "coco1k") == "test_coco1k/CS_at_100_i2t"
+    for name in ("test/rsum", "test_scene/CS_at_100_i2t", "test_coco1k_scene/tau_i2t"):
+        split, _, rest = name.partition("/")
+        protocol = "coco1k" if "coco1k" in split else "full"
+        key = keys.evaluation_key(name, "test", protocol)
+        assert key is not None and keys.mlflow_key(key, "test", protocol) == name
+    assert keys.evaluation_key("val/rsum", "test") is None and keys.evaluation_key("rsum", "test") is None
+    evaluation = {"rsum": 1.0, "R_at_5_i2t": 2.0, "CS_at_1000_i2t_scene": float("nan"), "CS_at_100_i2t": 0.5}
+    assert keys.headline(evaluation, "test") == {"test/rsum": 1.0, "test/CS_at_100_i2t": 0.5}
+    assert keys.epoch_metrics({"epoch": 2, "train_loss": 0.5, "lr": 1e-3, "rsum": 7.0}) == {
+        "train/loss": 0.5,
+        "train/lr": 1e-3,
+        "val/rsum": 7.0,
+    }
+
+
+def test_recorded_checkpoint_and_saved_view(mlflow_uri, tmp_path):
+    from vse_ray.tracking.recorder import RunRecorder
+    from vse_ray.tracking.views import SHARE_TAG_PREFIX, comparison_view, save_view, view_url
+
+    exp = get_or_create_experiment("recorded", mlflow_uri, tmp_path)
+    recorder = RunRecorder.open(exp, "r", mlflow_uri, {"lr": 0.1}, {"vse_ray.study.row": "bcls"})
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "model.pt").write_bytes(b"weights")
+    assert not recorder.has_checkpoint()
+    history = [{"epoch": 1, "rsum": 5.0, "NCS_at_10_i2t": 0.2}, {"epoch": 2, "rsum": 7.0}]
+    recorder.record_checkpoint(tmp_path / "ckpt", history[1], history, {"deviations": ["x"]})
+    client = MlflowClient(mlflow_uri)
+    assert recorder.has_checkpoint() and client.get_run(recorder.run_id).data.metrics == {
+        "val/best_rsum": 7.0,
+        "val/best_epoch": 2.0,
+    }
+    files = {a.path for a in client.list_artifacts(recorder.run_id)}
+    assert files == {"checkpoint", "config.json", "deviations.md", "metrics.json", "metrics.csv"}
+    state = comparison_view("tags.`row` LIKE '%'", ["test/rsum"], "test/rsum", ["lr"], "row", ["bcls"])
+    assert state["selectedColumns"] == ["metrics.`test/rsum`", "params.`lr`"]
+    assert state["groupBy"]["groupByKeys"] == [{"mode": "tag", "groupByData": "row"}]
+    assert state["groupsExpanded"] == {"tag.row.bcls": False}  # one row per loss, its seeds folded
+    key = save_view(mlflow_uri, exp, state)
+    assert json.loads(client.get_experiment(exp).tags[SHARE_TAG_PREFIX + key]) == state
+    assert view_url(mlflow_uri, exp, key, chart=True) == (
+        f"http://127.0.0.1:5000/#/experiments/{exp}/runs?viewStateShareKey={key}&compareRunsMode=CHART"
+    )
 
 
 def test_run_names_with_quotes_find_their_run(mlflow_uri, tmp_path):
@@ -91,7 +152,7 @@ def test_get_best_run(mlflow_uri, tmp_path):
     exp = get_or_create_experiment("best", mlflow_uri, tmp_path)
     runs = {name: get_or_create_run(exp, name, mlflow_uri) for name in ("a", "b", "c")}
     for name, rsum in (("a", 100.0), ("b", 250.0)):
-        log_epoch_metrics([{"epoch": 1, "rsum": rsum}], runs[name], mlflow_uri)
+        log_epoch_metrics([{"epoch": 1, "train_loss": 1.0, "rsum": rsum}], runs[name], mlflow_uri)
     assert get_best_run("best", tracking_uri=mlflow_uri).info.run_id == runs["b"]
 
 

@@ -71,4 +71,4 @@ def test_precompute_and_train_jobs_on_two_nodes(cluster, ray_session, tmp_path):
     client = MlflowClient(uri)
     (run,) = client.search_runs([client.get_experiment_by_name("two-nodes").experiment_id])
     assert run.info.status == "FINISHED" and run.data.params["num_workers"] == "2"
-    assert [m.step for m in client.get_metric_history(run.info.run_id, "rsum")] == [1]
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "val/rsum")] == [1]

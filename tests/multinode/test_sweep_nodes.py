@@ -50,5 +50,5 @@ def test_sweep_on_two_nodes_stopped_and_restored(cluster, tiny_dir, tmp_path):
     runs = client.search_runs([second["experiment_id"]], f"tags.`{PARENT_TAG}` = '{second['parent_run_id']}'")
     assert len(runs) == 3 and len({r.data.params["lr"] for r in runs}) == 3  # each trial once
     for run in runs:
-        assert [m.step for m in client.get_metric_history(run.info.run_id, "rsum")] == [1]
+        assert [m.step for m in client.get_metric_history(run.info.run_id, "val/rsum")] == [1]
         assert run.info.status == "FINISHED"

@@ -57,7 +57,7 @@ def test_ddp_on_two_nodes_equals_one_worker_over_the_global_batches(cluster, tin
 
 
 def _epochs_in_mlflow(uri: str, run_id: str) -> list[int]:
-    return sorted(m.step for m in MlflowClient(uri).get_metric_history(run_id, "rsum"))
+    return sorted(m.step for m in MlflowClient(uri).get_metric_history(run_id, "val/rsum"))
 
 
 def test_worker_node_lost_mid_epoch_resumes_from_checkpoint(cluster, tiny_dir, tmp_path):

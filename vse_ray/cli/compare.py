@@ -8,12 +8,13 @@ import typer
 
 from vse_ray.reporting import DEFAULT_WIDTH, FORMATS
 from vse_ray.tracking import resolve_tracking_uri
+from vse_ray.tracking.metric_keys import VAL_RSUM
 from vse_ray.tune.runs_table import DEFAULT_METRICS, fetch_runs, runs_table
 
 
 def compare(
     experiment: Annotated[str, typer.Option(help="MLflow experiment name (default of a run: its dataset).")],
-    metric: Annotated[str, typer.Option(help="Metric to sort by (best first).")] = "rsum",
+    metric: Annotated[str, typer.Option(help="Metric to sort by (best first).")] = VAL_RSUM,
     mode: Annotated[str, typer.Option(help="'max' or 'min': which end of --metric is best.")] = "max",
     tracking_uri: Annotated[
         str | None,

@@ -10,7 +10,6 @@ from __future__ import annotations
 from vse_ray.demo.settings import DemoSettings
 from vse_ray.demo.table import chance_levels
 from vse_ray.study.run import StudyResult, run_study
-from vse_ray.tracking import runs_table_url, ui_command
 
 
 def run_demo(settings: DemoSettings | None = None) -> StudyResult:
@@ -21,6 +20,4 @@ def run_demo(settings: DemoSettings | None = None) -> StudyResult:
     result = run_study(spec, s.output_dir, ray_options=ray_options)
     chance = chance_levels(s.n_test, 5 * s.n_test)
     print(f"Chance level (test, {s.n_test} images): rsum {chance['rsum']:.1f}")
-    print("MLflow: " + ui_command(result.tracking_uri))
-    print("then open " + runs_table_url(result.tracking_uri, result.experiment_id))
     return result

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 from mlflow import MlflowClient
-from mlflow.entities import Metric
 
 from vse_ray.data.shards import sha256_file
 from vse_ray.data.split_data import SplitData, load_image_store, load_split
@@ -23,9 +22,10 @@ from vse_ray.evaluation.plots import plot_metric_at_k
 from vse_ray.metrics import coco_1k_folds, evaluate_all, mean_over_folds, recall_at_k
 from vse_ray.models import rebuild_model
 from vse_ray.tracking import get_best_checkpoint, resolve_tracking_uri
-from vse_ray.tracking.artifacts import log_figures, log_json
+from vse_ray.tracking.artifacts import log_figures
 from vse_ray.tracking.checkpoint import CHECKPOINT_FILE, load_checkpoint
-from vse_ray.tracking.runs import get_or_create_experiment, get_or_create_run, log_params_flat
+from vse_ray.tracking.recorder import RunRecorder
+from vse_ray.tracking.runs import get_or_create_experiment
 
 PROTOCOLS = ("full", "coco1k", "coco5k")
 # The MLflow experiment of evaluations of a checkpoint file (an imported model, a copied checkpoint): one run
@@ -140,30 +140,26 @@ def evaluate_run(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report.to_dict(), indent=2))
     if not members:  # an ensemble's numbers are not the run's own
-        client = MlflowClient(uri)
-        target = run_id or _checkpoint_run(client, uri, output_dir, Path(checkpoint), state)
+        recorder = (
+            RunRecorder(run_id, uri) if run_id else _checkpoint_run(uri, output_dir, Path(checkpoint), state)
+        )
         pixels = data.images.values if data.images.raw else _pixels(data_dir, split)
-        _log_to_run(client, target, report, sims, data, pixels)
+        _log_to_run(recorder, report, sims, data, pixels)
         if run_id is None:
-            client.set_terminated(target)
+            recorder.client.set_terminated(recorder.run_id)
     return report
 
 
-def _checkpoint_run(
-    client: MlflowClient, uri: str, output_dir: str, checkpoint: Path, state: dict[str, Any]
-) -> str:
+def _checkpoint_run(uri: str, output_dir: str, checkpoint: Path, state: dict[str, Any]) -> RunRecorder:
     """The run of `checkpoint` in :data:`CHECKPOINT_EXPERIMENT`, named after its folder (or file) and the
     first digits of its sha256, created with the model's name, arguments and origin as parameters."""
     file = checkpoint / CHECKPOINT_FILE if checkpoint.is_dir() else checkpoint
     name = f"{checkpoint.stem}-{sha256_file(file)[:8]}"
     experiment = get_or_create_experiment(CHECKPOINT_EXPERIMENT, uri, output_dir)
-    run_id = get_or_create_run(experiment, name, uri)
     origin = state.get("imported_from", {})
     params = {"model": state["model_name"], **state["model_args"], "checkpoint": str(file)}
     params.update({f"imported_{k}": v for k, v in origin.items()})
-    if not client.get_run(run_id).data.params:
-        log_params_flat(params, run_id, uri)
-    return run_id
+    return RunRecorder.open(experiment, name, uri, params)
 
 
 def _pixels(data_dir: str, split: str) -> np.ndarray | None:
@@ -175,18 +171,13 @@ def _pixels(data_dir: str, split: str) -> np.ndarray | None:
 
 
 def _log_to_run(
-    client: MlflowClient,
-    run_id: str,
+    recorder: RunRecorder,
     report: EvaluationReport,
     sims: np.ndarray,
     data: SplitData,
     pixels: np.ndarray | None,
 ) -> None:
-    prefix = f"{report.split}_" if report.protocol == "full" else f"{report.split}_{report.protocol}_"
-    rows = [Metric(prefix + k, float(v), 0, 0) for k, v in report.metrics.items() if np.isfinite(v)]
-    for start in range(0, len(rows), 100):
-        client.log_batch(run_id, metrics=rows[start : start + 100])
-    log_json(client, run_id, report.to_dict(), f"evaluation/{report.path.name}")
+    recorder.record_evaluation(report.split, report.protocol, report.to_dict())
     curve = recall_at_k(sims, data.img_of_cap, tuple(k for k in CURVE_KS if k <= min(sims.shape)))
     figures = {
         f"{report.split}_recall_at_k": plot_metric_at_k(curve, "R", f"R@K ({report.split})"),
@@ -194,4 +185,4 @@ def _log_to_run(
         f"{report.split}_ncs_at_k": plot_metric_at_k(report.metrics, "NCS", f"NCS@K ({report.split})"),
         **plot_retrieval_examples(sims, data, report.split, pixels),
     }
-    log_figures(client, run_id, figures, "plots")
+    log_figures(recorder.client, recorder.run_id, figures, "plots")

@@ -13,12 +13,17 @@ _PERCENT_OR_RANK = re.compile(r"(^|/)((ECCV_)?(true)?R_at_\d|rsum|medr|meanr)")
 
 
 def metric_title(key: str) -> str:
-    """Short header of a metric key: ``_at_`` becomes ``@`` and the direction suffix a separate word."""
-    title = key.replace("_at_", "@")
+    """Short header of a metric key: ``_at_`` becomes ``@`` and the direction suffix a separate word; the
+    group of an MLflow name follows as words, validation left out (``test_scene/CS_at_100_i2t`` is
+    ``CS@100 i2t test scene``, ``val/rsum`` is ``rsum``)."""
+    group, _, name = key.rpartition("/")
+    title = name.replace("_at_", "@")
     for direction in DIRECTIONS:
         if title.endswith(f"_{direction}"):
-            return f"{title.removesuffix(f'_{direction}')} {direction}"
-    return title
+            title = f"{title.removesuffix(f'_{direction}')} {direction}"
+            break
+    words = [word for word in group.split("_") if word and word != "val"]
+    return " ".join([title, *words])
 
 
 def metric_number(value: float, key: str | None = None) -> str:

@@ -12,13 +12,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mlflow import MlflowClient
-from mlflow.entities import Metric
 
 from vse_ray.data.config import AUTO, PrecomputeConfig
 from vse_ray.data.precompute import precompute
@@ -27,7 +27,7 @@ from vse_ray.data.store import load_captions, load_manifest
 from vse_ray.evaluation.embed import evaluate_split, scoring_device
 from vse_ray.log_file import route_library_logs
 from vse_ray.models import rebuild_model
-from vse_ray.study.plots import tradeoff_figure, tradeoff_keys
+from vse_ray.study.plots import tradeoff_figure
 from vse_ray.study.spec import StudySpec, Variant
 from vse_ray.study.summary import (
     BASELINE_TAG,
@@ -35,26 +35,22 @@ from vse_ray.study.summary import (
     SEED_TAG,
     SIZE_TAG,
     STRENGTH_TAG,
-    TEST_PREFIX,
     SummaryCell,
     collect_runs,
-    parent_metrics,
     strength_note,
     summarize,
     summary_csv,
     summary_markdown,
     summary_text,
 )
-from vse_ray.tracking import (
-    get_or_create_experiment,
-    get_or_create_run,
-    log_params_flat,
-    resolve_tracking_uri,
-)
+from vse_ray.tracking import get_or_create_experiment, resolve_tracking_uri, ui_command
+from vse_ray.tracking import metric_keys as keys
 from vse_ray.tracking.artifacts import log_figures
 from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.filters import tag_equals
+from vse_ray.tracking.recorder import METRICS_ARTIFACT, RunRecorder
 from vse_ray.tracking.runs import RUN_NAME_TAG
+from vse_ray.tracking.views import RUN_COLOR_TAG, comparison_view, run_color, save_view, view_url
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.train_captions import first_images
 from vse_ray.tune.engine import TuneRun, fit_trials, record_trial
@@ -110,7 +106,7 @@ class StudyContext:
 
 @dataclass
 class StudyResult:
-    """The summary cells, the MLflow ids, where the tables went and the seconds per stage."""
+    """The summary cells, the MLflow ids and view links, where the tables went and the seconds per stage."""
 
     cells: list[SummaryCell]
     tracking_uri: str
@@ -119,6 +115,8 @@ class StudyResult:
     table: str
     files: dict[str, str]
     seconds: dict[str, float]
+    runs_url: str = ""
+    charts_url: str = ""
 
 
 def _named_params(config: dict[str, Any], *, configs: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -166,18 +164,13 @@ def open_study(spec: StudySpec, output_dir: str | Path, data_dir: str) -> StudyC
     out = Path(output_dir).expanduser().resolve()
     uri = resolve_tracking_uri(None, out)
     experiment_id = get_or_create_experiment(experiment_name(spec), uri, out)
-    parent = get_or_create_run(experiment_id, spec.name, uri)
-    client = MlflowClient(uri)
-    if not client.get_run(parent).data.params:
+    params = {"study.source": spec.source, "study.baseline": spec.baseline, "study.seeds": spec.seeds}
+    parent = RunRecorder.open(experiment_id, spec.name, uri, params, {BASELINE_TAG: spec.baseline})
+    if not parent.client.list_artifacts(parent.run_id, "study.json"):
         described = {k: v for k, v in dataclasses.asdict(spec).items() if k != "source"}
-        log_params_flat(
-            {"study.source": spec.source, "study.baseline": spec.baseline, "study.seeds": spec.seeds},
-            parent,
-            uri,
-        )
-        client.log_dict(parent, described, "study.json")
-        client.set_tag(parent, BASELINE_TAG, spec.baseline)
-    return StudyContext(spec, out, data_dir, uri, experiment_id, parent)
+        parent.client.log_dict(parent.run_id, described, "study.json")
+    parent_id = parent.run_id
+    return StudyContext(spec, out, data_dir, uri, experiment_id, parent_id)
 
 
 def _stage_failed(results: Any, stage: str) -> None:
@@ -257,6 +250,7 @@ def train_variants(ctx: StudyContext, warmups: dict[tuple[int, int], str]) -> di
     """Every (train_images, variant, seed) from its seed's warm-up; name -> run id and best snapshot."""
     spec = ctx.spec
     configs, rows = {}, {}
+    colors = {variant.name: run_color(i) for i, variant in enumerate(spec.variants())}
     for size in spec.train_sizes():
         for variant in spec.variants():
             for seed in range(spec.seeds):
@@ -276,37 +270,39 @@ def train_variants(ctx: StudyContext, warmups: dict[tuple[int, int], str]) -> di
         name = result.config[NAMED_TRIAL_KEY]
         cfg = configs[name]
         tags = {ROW_TAG: rows[name], SEED_TAG: str(cfg.seed), SIZE_TAG: str(cfg.train_images)}
+        tags[RUN_COLOR_TAG] = colors[rows[name]]
         run_id, checkpoint = record_trial(run, result, tags)
         trained[name] = {"run_id": run_id, "checkpoint": checkpoint}
     return trained
 
 
 def test_runs(ctx: StudyContext, trained: dict[str, dict[str, Any]]) -> None:
-    """Score each run's selected (best validation rsum) snapshot on the test split; log `test_*` metrics.
+    """Score each run's selected (best validation rsum) snapshot on the test split and record the evaluation
+    on its run (`test/...` metrics, the full report as artifacts).
 
-    A run that already has them (a resumed study: its trials had all ended before) is not scored again."""
-    client = MlflowClient(ctx.tracking_uri)
+    A run that already has it (a resumed study: its trials had all ended before) is not scored again."""
     splits: dict[bool, SplitData] = {}
     device = scoring_device()
     for item in trained.values():
-        if f"{TEST_PREFIX}rsum" in client.get_run(item["run_id"]).data.metrics:
+        recorder = RunRecorder(item["run_id"], ctx.tracking_uri)
+        if recorder.has_evaluation(keys.TEST):
             continue
         with item["checkpoint"].as_directory() as folder:
             state = load_checkpoint(folder)
         model = rebuild_model(state)
         raw = model.feature_layout == "pixels"
         if raw not in splits:
-            splits[raw] = load_split(ctx.data_dir, "test", raw=raw)
+            splits[raw] = load_split(ctx.data_dir, keys.TEST, raw=raw)
         cfg = TrainConfig.from_dict(state["config"])
         kwargs = {"ks": cfg.eval_ks, "cs_ks": cfg.cs_ks, "ncs_ks": cfg.ncs_ks}
         metrics = evaluate_split(model.to(device), splits[raw], cfg.eval_batch_size, device, kwargs)
-        rows = [Metric(f"test_{k}", float(v), 0, 0) for k, v in metrics.items() if v == v]
-        for start in range(0, len(rows), 100):
-            client.log_batch(item["run_id"], metrics=rows[start : start + 100])
+        report = {"run_id": recorder.run_id, "split": keys.TEST, "protocol": "full", "metrics": metrics}
+        recorder.record_evaluation(keys.TEST, "full", report)
 
 
 def epoch_histories(ctx: StudyContext) -> dict[str, list[list[dict[str, float]]]]:
-    """row -> per run (seed) -> per epoch validation metrics, from the child runs' MLflow histories."""
+    """row -> per run (seed) -> per epoch validation metrics (every metric, the run's `metrics.json`), the
+    epochs after the shared warm-up."""
     client = MlflowClient(ctx.tracking_uri)
     query = tag_equals(PARENT_TAG, ctx.parent_run_id)
     out: dict[str, list[list[dict[str, float]]]] = {}
@@ -316,13 +312,26 @@ def epoch_histories(ctx: StudyContext) -> dict[str, list[list[dict[str, float]]]
             continue
         size = int(run.data.tags.get(SIZE_TAG, 0))
         label = row if not size else f"{row}@{size}"
-        epochs: dict[int, dict[str, float]] = {}
-        for key in ("rsum", *tradeoff_keys(set(run.data.metrics))):
-            if key in run.data.metrics:
-                for m in client.get_metric_history(run.info.run_id, key):
-                    epochs.setdefault(m.step, {"epoch": m.step})[key] = m.value
-        out.setdefault(label, []).append([epochs[e] for e in sorted(epochs)])
+        with tempfile.TemporaryDirectory() as tmp:
+            path = client.download_artifacts(run.info.run_id, METRICS_ARTIFACT, tmp)
+            history = json.loads(Path(path).read_text())["history"]
+        epochs = [e for e in history if e["epoch"] > ctx.spec.warmup_epochs]
+        out.setdefault(label, []).append(epochs)
     return out
+
+
+def save_study_view(ctx: StudyContext) -> str:
+    """The MLflow view of the study's loss runs: one row per loss or control (its seeds averaged when there
+    are several), the test headline metrics as columns, best test rsum first; returns its key."""
+    runs = f"{tag_equals(PARENT_TAG, ctx.parent_run_id)} and tags.`{ROW_TAG}` LIKE '%'"
+    state = comparison_view(
+        runs,
+        [keys.mlflow_key(k, keys.TEST) for k in keys.HEADLINE],
+        keys.TEST_RSUM,
+        group_by_tag=ROW_TAG if ctx.spec.seeds > 1 else None,
+        groups=[variant.name for variant in ctx.spec.variants()],
+    )
+    return save_view(ctx.tracking_uri, ctx.experiment_id, state)
 
 
 def write_summary(ctx: StudyContext) -> StudyResult:
@@ -347,13 +356,11 @@ def write_summary(ctx: StudyContext) -> StudyResult:
     client.set_tag(ctx.parent_run_id, STRENGTH_TAG, "weak" if weak else "ok")
     for path in files.values():
         client.log_artifact(ctx.parent_run_id, str(path), "summary")
-    metrics = [Metric(k, v, 0, 0) for k, v in parent_metrics(cells).items()]
-    for start in range(0, len(metrics), 100):
-        client.log_batch(ctx.parent_run_id, metrics=metrics[start : start + 100])
     log_figures(client, ctx.parent_run_id, {"tradeoff": tradeoff_figure(epoch_histories(ctx))}, "plots")
     client.log_dict(ctx.parent_run_id, ctx.seconds, "seconds.json")
     client.set_terminated(ctx.parent_run_id, status="FINISHED")
     table = (weak + "\n" if weak else "") + summary_text(cells, spec.baseline)
+    view = save_study_view(ctx)
     return StudyResult(
         cells,
         ctx.tracking_uri,
@@ -362,6 +369,8 @@ def write_summary(ctx: StudyContext) -> StudyResult:
         table,
         {k: str(v) for k, v in files.items()},
         dict(ctx.seconds),
+        view_url(ctx.tracking_uri, ctx.experiment_id, view),
+        view_url(ctx.tracking_uri, ctx.experiment_id, view, chart=True),
     )
 
 
@@ -422,6 +431,10 @@ def run_study(
     print(f"Full table (every metric, 95 % intervals): {result.files['markdown']}")
     print(f"  as CSV: {result.files['csv']}")
     print(f"  in MLflow: the artifacts summary/ of run {result.parent_run_id}")
+    ui = ui_command(result.tracking_uri)
+    print(f"MLflow: {ui}" if ui else "MLflow:")
+    print(f"  losses side by side: {result.runs_url}")
+    print(f"  as charts: {result.charts_url}")
     print(json.dumps({k: round(v, 1) for k, v in ctx_seconds.items()}))
     return result
 

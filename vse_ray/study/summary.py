@@ -1,8 +1,8 @@
 """The study summary: per row (loss or control) and metric, mean ± std and a 95 % t-interval over seeds,
 and the paired difference from the baseline (same seed, same warm-up) with its interval.
 
-Everything is read back from MLflow (the child runs' `test_*` metrics and tags), so `vse-ray study --summary`
-prints the same table without retraining.
+Everything is read back from MLflow (the child runs' `test/...` metrics and tags), so
+`vse-ray study --summary` prints the same table without retraining.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from mlflow import MlflowClient
 
 from vse_ray.reporting import DEFAULT_WIDTH, Column, metric_number, render_table
 from vse_ray.study.stats import Interval, paired_interval, t_interval
+from vse_ray.tracking import metric_keys
 from vse_ray.tracking.filters import tag_equals
 from vse_ray.tune.mlflow_trials import PARENT_TAG
 
@@ -27,8 +28,7 @@ ROW_TAG, SEED_TAG, SIZE_TAG, BASELINE_TAG = (
     "vse_ray.study.baseline",
 )
 STRENGTH_TAG = "vse_ray.study.strength"  # "weak" when the baseline is below min_baseline_rsum, else "ok"
-TEST_PREFIX = "test_"
-# Columns of the Markdown table (all metrics go to the CSV); absent ones are left out.
+# Columns of the Markdown table (the CSV has every test metric the runs logged); absent ones are left out.
 TABLE_METRICS = (
     ("rsum", "rsum"),
     ("R@1 i2t", "R_at_1_i2t"),
@@ -80,7 +80,7 @@ def collect_runs(tracking_uri: str, experiment_id: str, parent_run_id: str) -> l
     records = []
     for run in runs:
         tags, metrics = run.data.tags, run.data.metrics
-        tested = {k.removeprefix(TEST_PREFIX): v for k, v in metrics.items() if k.startswith(TEST_PREFIX)}
+        tested = metric_keys.of_split(metrics, metric_keys.TEST)
         if ROW_TAG in tags and tested:
             records.append(
                 RunRecord(tags[ROW_TAG], int(tags[SEED_TAG]), int(tags[SIZE_TAG]), tested, run.info.run_id)
@@ -254,22 +254,6 @@ def _legend(baseline: str) -> str:
         "warm-up) [95 % t-interval]; * = its 95 % t-interval excludes 0 (outside the seed noise; "
         "needs 2+ seeds)"
     )
-
-
-def parent_metrics(cells: list[SummaryCell]) -> dict[str, float]:
-    """`<row>[-n<N>]/<metric>` (mean) and `<row>[-n<N>]/<metric>_diff` for the table's metrics.
-
-    N is the `train_images` value; the names use only characters MLflow accepts in a metric name."""
-    keys = {key for _, key in TABLE_METRICS}
-    out = {}
-    for c in cells:
-        if c.metric not in keys:
-            continue
-        row = c.row if not c.train_images else f"{c.row}-n{c.train_images}"
-        out[f"{row}/{c.metric}"] = c.value.mean
-        if c.diff is not None:
-            out[f"{row}/{c.metric}_diff"] = c.diff.mean
-    return {k: v for k, v in out.items() if math.isfinite(v)}
 
 
 def strength_note(cells: list[SummaryCell], baseline: str, minimum: float) -> str | None:

@@ -1,18 +1,15 @@
-"""One MLflow run per training: find-or-create, params, per-epoch metrics exactly once, best run."""
+"""Finding MLflow runs: experiments and runs by name (created when missing), the best run, its checkpoint."""
 
 from __future__ import annotations
 
-import math
-import time
-from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import mlflow
 from mlflow import MlflowClient
-from mlflow.entities import Metric, Param, Run
+from mlflow.entities import Run
 
 from vse_ray.tracking.filters import tag_equals
+from vse_ray.tracking.metric_keys import VAL_RSUM
 
 RUN_NAME_TAG = "vse_ray.run_name"
 CHECKPOINT_ARTIFACT_DIR = "checkpoint"
@@ -58,52 +55,7 @@ def get_or_create_run(experiment_id: str, run_name: str, tracking_uri: str | Non
     return run.info.run_id
 
 
-def log_params_flat(
-    params: dict[str, Any], run_id: str | None = None, tracking_uri: str | None = None
-) -> None:
-    """Log scalar params (values as strings, ≤ 6000 chars) to `run_id`, or to the active run."""
-    items = [Param(str(k), str(v)[:6000]) for k, v in params.items()]
-    if run_id is None:
-        mlflow.log_params({p.key: p.value for p in items})
-        return
-    client = _client(tracking_uri)
-    for start in range(0, len(items), _BATCH):
-        client.log_batch(run_id, params=items[start : start + _BATCH])
-
-
-def logged_epochs(client: MlflowClient, run_id: str) -> set[int]:
-    """Epochs already logged to the run (steps of its `rsum` history)."""
-    return {m.step for m in client.get_metric_history(run_id, "rsum")}
-
-
-def log_epoch_metrics(
-    history: Iterable[dict[str, Any]], run_id: str, tracking_uri: str | None = None, prefix: str = ""
-) -> int:
-    """Log each epoch's numeric metrics with step = epoch, skipping epochs the run already has.
-
-    Retried or resumed trainings re-send epochs; this keeps every epoch exactly once. Returns how many
-    epochs were logged.
-    """
-    client = _client(tracking_uri)
-    done = logged_epochs(client, run_id)
-    now, count = int(time.time() * 1000), 0
-    for metrics in history:
-        epoch = int(metrics["epoch"])
-        if epoch in done:
-            continue
-        rows = [
-            Metric(f"{prefix}{k}", float(v), now, epoch)
-            for k, v in metrics.items()
-            if k != "epoch" and isinstance(v, int | float) and math.isfinite(float(v))
-        ]
-        for start in range(0, len(rows), _BATCH):
-            client.log_batch(run_id, metrics=rows[start : start + _BATCH])
-        done.add(epoch)
-        count += 1
-    return count
-
-
-def get_best_run(experiment: str, metric: str = "rsum", tracking_uri: str | None = None) -> Run:
+def get_best_run(experiment: str, metric: str = VAL_RSUM, tracking_uri: str | None = None) -> Run:
     """The run of `experiment` (name or id) with the highest `metric` (its last logged value)."""
     client = _client(tracking_uri)
     found = client.get_experiment_by_name(experiment) or client.get_experiment(experiment)

@@ -9,6 +9,8 @@ from typing import TextIO
 
 from mlflow import MlflowClient
 
+from vse_ray.tracking.metric_keys import EPOCH_KEYS, VAL_RSUM
+
 COLLAPSE_WARNING = (
     "warning: epoch {epoch}: the loss sits at its collapse value (2·B·margin: the hardest negative scores as "
     "the positive); warm up first, e.g. --warmup-epochs 2 (sum of hinges) or longer"
@@ -35,7 +37,7 @@ class EpochProgress:
         self._last = time.time()
 
     def __enter__(self) -> EpochProgress:
-        self._seen = {m.step for m in self.client.get_metric_history(self.run_id, "rsum")}
+        self._seen = {m.step for m in self.client.get_metric_history(self.run_id, VAL_RSUM)}
         self._last = time.time()
         self._thread.start()
         return self
@@ -51,12 +53,13 @@ class EpochProgress:
 
     def poll(self) -> None:
         """Print the epochs logged since the last call."""
-        rsum = {m.step: m for m in self.client.get_metric_history(self.run_id, "rsum")}
+        rsum = {m.step: m for m in self.client.get_metric_history(self.run_id, VAL_RSUM)}
         new = sorted(set(rsum) - self._seen)
         if not new:
             return
-        losses = {m.step: m.value for m in self.client.get_metric_history(self.run_id, "train_loss")}
-        collapsed = {m.step for m in self.client.get_metric_history(self.run_id, "collapsed") if m.value}
+        history = self.client.get_metric_history
+        losses = {m.step: m.value for m in history(self.run_id, EPOCH_KEYS["train_loss"])}
+        collapsed = {m.step for m in history(self.run_id, EPOCH_KEYS["collapsed"]) if m.value}
         for epoch in new:
             logged = rsum[epoch].timestamp / 1000
             seconds, self._last = max(logged - self._last, 0.0), max(logged, self._last)

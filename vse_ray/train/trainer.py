@@ -9,17 +9,17 @@ from typing import Any
 
 import ray
 import ray.train
-from mlflow import MlflowClient
 from ray.train.torch import TorchTrainer
 
-from vse_ray.tracking import get_or_create_experiment, get_or_create_run, log_epoch_metrics, log_params_flat
+from vse_ray.tracking import get_or_create_experiment
 from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.code_version import code_version
+from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.preflight import check_training
 from vse_ray.train.progress import EpochProgress
 from vse_ray.train.reporter import Reporter
-from vse_ray.train.run_artifacts import log_training_artifacts
+from vse_ray.train.run_artifacts import log_training_plots
 from vse_ray.train.worker import train_loop_per_worker
 
 
@@ -85,28 +85,27 @@ def fit(
     cfg = cfg.resolved()
     data = check_training(cfg)
     experiment_id = get_or_create_experiment(cfg.experiment, cfg.tracking_uri, cfg.output_dir)
-    run_id = get_or_create_run(experiment_id, cfg.run_name, cfg.tracking_uri)
-    client = MlflowClient(cfg.tracking_uri)
-    if not client.get_run(run_id).data.params:
-        params = {**cfg.to_flat_dict(), **data.mlflow_params(), "code_version": code_version()}
-        log_params_flat(params, run_id, cfg.tracking_uri)
+    params = {**cfg.to_flat_dict(), **data.mlflow_params(), "code_version": code_version()}
+    recorder = RunRecorder.open(experiment_id, cfg.run_name, cfg.tracking_uri, params)
+    run_id = recorder.run_id
     try:
         trainer = build_trainer(cfg, callbacks=callbacks, mlflow_run_id=run_id, wrap_reporter=wrap_reporter)
         with EpochProgress(run_id, cfg.tracking_uri, cfg.epochs):
             result = trainer.fit()
     except (KeyboardInterrupt, SystemExit) as stop:  # Ray Train's SIGINT handler ends in sys.exit
-        client.set_terminated(run_id, status="KILLED")
+        recorder.finish("KILLED")
         raise KeyboardInterrupt from stop
     except Exception:
-        client.set_terminated(run_id, status="FAILED")
+        recorder.finish("FAILED")
         raise
     with result.checkpoint.as_directory() as latest_dir:
         latest = load_checkpoint(latest_dir)
-    log_epoch_metrics(latest["history"], run_id, cfg.tracking_uri)
+    recorder.log_epochs(latest["history"])
     best_checkpoint, best_metrics = max(result.best_checkpoints, key=lambda item: item[1]["rsum"])
     best_dir = _local_dir(best_checkpoint)
-    log_training_artifacts(cfg, run_id, best_dir, latest, best_metrics)
-    client.set_terminated(run_id, status="FINISHED")
+    recorder.record_checkpoint(best_dir, best_metrics, latest["history"], cfg.to_dict())
+    log_training_plots(recorder, latest, best_metrics)
+    recorder.finish()
     return TrainResult(
         run_id, experiment_id, cfg.tracking_uri, dict(best_metrics), best_dir, latest["history"]
     )

@@ -6,7 +6,7 @@ from functools import partial
 from typing import Any
 
 from vse_ray.tracking.checkpoint import load_checkpoint
-from vse_ray.tracking.runs import log_epoch_metrics
+from vse_ray.tracking.recorder import log_epoch_metrics
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.engine import WorkerContext, run_training
 from vse_ray.train.reporter import RayTrainReporter

@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from mlflow import MlflowClient
-from mlflow.entities import Metric
 from ray import tune
 
-from vse_ray.tracking.checkpoint import CHECKPOINT_FILE
+from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.filters import tag_equals
-from vse_ray.tracking.runs import CHECKPOINT_ARTIFACT_DIR
+from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.tune.mlflow_trials import PARENT_TAG, TRIAL_TAG, TUNE_BOOKKEEPING_KEYS, MLflowTrialsCallback
 
 
@@ -133,21 +132,17 @@ def record_trial(
 ) -> tuple[str, tune.Checkpoint]:
     """The MLflow run of an ended trial and its best checkpoint, recorded on that run once.
 
-    The first call sets ``tags``, uploads the checkpoint as the run's ``checkpoint/`` artifact (what
-    ``vse-ray evaluate --run`` loads, as for a ``train`` run), then logs ``best_<metric>`` and ``best_epoch``:
-    last, so a run that has ``best_<metric>`` has the rest and a resumed driver skips it.
+    The first call sets ``tags`` and records the checkpoint as a ``train`` run's
+    (:meth:`~vse_ray.tracking.recorder.RunRecorder.record_checkpoint`: what ``vse-ray evaluate --run``
+    loads); a run that has it already (a resumed driver) is left as it is.
     """
-    metric = run.metric or "rsum"
-    run_id = trial_run_id(run, result)
-    checkpoint, best = best_checkpoint(result, metric, run.mode)
-    client = MlflowClient(run.tracking_uri)
-    if f"best_{metric}" in client.get_run(run_id).data.metrics:
-        return run_id, checkpoint
-    for tag, value in (tags or {}).items():
-        client.set_tag(run_id, tag, value)
+    recorder = RunRecorder(trial_run_id(run, result), run.tracking_uri)
+    checkpoint, best = best_checkpoint(result, run.metric or "rsum", run.mode)
+    if recorder.has_checkpoint():
+        return recorder.run_id, checkpoint
+    recorder.set_tags(tags or {})
+    with result.checkpoint.as_directory() as latest:  # its history holds every epoch of the trial
+        last = load_checkpoint(latest)
     with checkpoint.as_directory() as folder:
-        client.log_artifact(run_id, str(Path(folder) / CHECKPOINT_FILE), CHECKPOINT_ARTIFACT_DIR)
-    best_metrics = [Metric(f"best_{metric}", float(best[metric]), 0, 0)]
-    best_metrics.append(Metric("best_epoch", float(best["epoch"]), 0, 0))
-    client.log_batch(run_id, metrics=best_metrics)
-    return run_id, checkpoint
+        recorder.record_checkpoint(folder, best, last["history"], last["config"])
+    return recorder.run_id, checkpoint

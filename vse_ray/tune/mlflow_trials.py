@@ -9,7 +9,7 @@ from mlflow import MlflowClient
 from ray.tune import Callback
 from ray.tune.result import AUTO_RESULT_KEYS
 
-from vse_ray.tracking import get_or_create_run, log_epoch_metrics, log_params_flat
+from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.tracking.tags import (  # noqa: F401 (re-exported)
     BEST_METRIC,
     BEST_PARAM,
@@ -63,18 +63,15 @@ class MLflowTrialsCallback(Callback):
         params = self.trial_params(trial.config)
         self._epochs[trial.trial_id] = int(params["epochs"])
         name = self.run_name(trial.config) if self.run_name else f"{self.sweep_name}/{trial.trial_id}"
-        run_id = get_or_create_run(self.experiment_id, name, self.tracking_uri)
-        client = MlflowClient(self.tracking_uri)
-        client.set_tag(run_id, PARENT_TAG, self.parent_run_id)
-        client.set_tag(run_id, TRIAL_TAG, trial.trial_id)
-        log_params_flat(params, run_id, self.tracking_uri)
-        self.runs[trial.trial_id] = run_id
+        tags = {PARENT_TAG: self.parent_run_id, TRIAL_TAG: trial.trial_id}
+        recorder = RunRecorder.open(self.experiment_id, name, self.tracking_uri, params, tags)
+        self.runs[trial.trial_id] = recorder.run_id
         self._open.add(trial.trial_id)
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
         if trial.trial_id in self._open and "epoch" in result:
             metrics = {k: v for k, v in result.items() if k not in TUNE_BOOKKEEPING_KEYS}
-            log_epoch_metrics([metrics], self.runs[trial.trial_id], self.tracking_uri)
+            RunRecorder(self.runs[trial.trial_id], self.tracking_uri).log_epochs([metrics])
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         epochs_done = int((trial.last_result or {}).get("epoch", 0))

@@ -14,13 +14,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from vse_ray.reporting import Column, metric_column, render_table
+from vse_ray.tracking import metric_keys as keys
 from vse_ray.tracking.filters import tag_equals
 from vse_ray.tracking.tags import BEST_METRIC, BEST_PARAM, PARENT_TAG, SWEEP_PARAM
 
 if TYPE_CHECKING:
     from mlflow.entities import Run
 
-DEFAULT_METRICS = ("rsum", "R_at_1_i2t", "R_at_1_t2i", "CS_at_100_i2t", "NCS_at_10_i2t")
+DEFAULT_METRICS = tuple(
+    keys.mlflow_key(k) for k in ("rsum", "R_at_1_i2t", "R_at_1_t2i", "CS_at_100_i2t", "CS_at_100_i2t_scene")
+)
 PARAM_CHOICES = ("differ", "all", "none")
 _INT = re.compile(r"[+-]?\d+")
 
@@ -77,7 +80,7 @@ def run_row(run: Run) -> RunRow:
 
 def runs_table(
     runs: Sequence[Run],
-    metric: str = "rsum",
+    metric: str = keys.VAL_RSUM,
     mode: str = "max",
     metrics: Sequence[str] = (),
     params: str = "differ",

@@ -23,12 +23,20 @@ from vse_ray.tracking import (
     get_or_create_run,
     log_epoch_metrics,
     log_params_flat,
-    runs_table_url,
     ui_command,
 )
+from vse_ray.tracking import metric_keys as keys
 from vse_ray.tracking.filters import tag_equals
+from vse_ray.tracking.views import comparison_view, save_view, view_url
 from vse_ray.tune.engine import TuneRun, fit_trials, record_trial, saved_trial_statuses
-from vse_ray.tune.mlflow_trials import BEST_METRIC, BEST_PARAM, STOP_TAG, TRIAL_TAG, TUNE_BOOKKEEPING_KEYS
+from vse_ray.tune.mlflow_trials import (
+    BEST_METRIC,
+    BEST_PARAM,
+    PARENT_TAG,
+    STOP_TAG,
+    TRIAL_TAG,
+    TUNE_BOOKKEEPING_KEYS,
+)
 from vse_ray.tune.search_space import SearchSpace, load_search_space
 from vse_ray.tune.space_checks import check_search_space, trial_config
 from vse_ray.tune.sweep_config import SweepConfig
@@ -54,7 +62,7 @@ class SweepResult:
         best_metrics: its metrics at that best epoch.
         best_checkpoint: the checkpoint of that trial closest to the best epoch (None if none kept).
         parent_run_id / best_run_id / experiment_id: MLflow ids.
-        tracking_uri / runs_url: where to look (the runs table of the experiment).
+        tracking_uri / runs_url / charts_url: where to look (a view of the trials: table and charts).
         report: the JSON report of all of the above, in the sweep folder (also on the parent run).
     """
 
@@ -73,6 +81,7 @@ class SweepResult:
     experiment_id: str
     tracking_uri: str
     runs_url: str
+    charts_url: str = ""
     report: str = ""
 
 
@@ -147,6 +156,19 @@ def run_sweep(cfg: SweepConfig) -> SweepResult:
     return _finish(results, planned, space, base, run)
 
 
+def save_sweep_view(run: TuneRun, space: SearchSpace) -> str:
+    """The MLflow view of a sweep's trials: one row per trial with its searched params, the best validation
+    rsum first; returns its key."""
+    headline = [keys.mlflow_key(k) for k in keys.HEADLINE]
+    state = comparison_view(
+        tag_equals(PARENT_TAG, run.parent_run_id),
+        [keys.BEST_RSUM, *headline, keys.TEST_RSUM],
+        keys.BEST_RSUM,
+        params=list(dict.fromkeys(["loss", *sorted(space.tuned_params())])),
+    )
+    return save_view(run.tracking_uri, run.experiment_id, state)
+
+
 def _parent_run(
     experiment_id: str, name: str, uri: str, cfg: SweepConfig, space: SearchSpace, data: VerifiedData
 ) -> str:
@@ -216,6 +238,7 @@ def _finish(
             client.set_tag(parent, f"vse_ray.{key}", best[key] or "")
     client.set_tag(parent, STOP_TAG, "completed" if finished else "interrupted")
     client.set_terminated(parent, status="FINISHED" if finished else "KILLED")
+    view = save_sweep_view(run, space)
     result = SweepResult(
         name=name,
         path=str(path),
@@ -226,7 +249,8 @@ def _finish(
         parent_run_id=parent,
         experiment_id=experiment_id,
         tracking_uri=uri,
-        runs_url=runs_table_url(uri, experiment_id),
+        runs_url=view_url(uri, experiment_id, view),
+        charts_url=view_url(uri, experiment_id, view, chart=True),
         **best,
     )
     document = report_document(result)
@@ -295,6 +319,8 @@ def sweep_summary(result: SweepResult, space: SearchSpace) -> str:
     ui = ui_command(result.tracking_uri)
     lines.append(f"MLflow (parent run {result.parent_run_id}): {ui}" if ui else "MLflow:")
     lines.append(f"  then open {result.runs_url}")
+    if result.charts_url:
+        lines.append(f"  as charts: {result.charts_url}")
     return "\n".join(lines)
 
 

@@ -10,8 +10,11 @@ from scipy import stats
 
 from vse_ray.study.summary import (
     HEADLINE_METRICS,
+    ROW_TAG,
+    SEED_TAG,
+    SIZE_TAG,
     RunRecord,
-    parent_metrics,
+    collect_runs,
     summarize,
     summary_csv,
     summary_markdown,
@@ -43,7 +46,7 @@ def test_cells_pair_by_seed_and_match_scipy():
     assert cells[("bcls", "CS_at_100_i2t")].diff.mean == pytest.approx(0.0)
 
 
-def test_tables_and_parent_metrics():
+def test_tables():
     cells = summarize(_records(), "vsepp", ["vsepp", "bcls", "bcls-shuffled"])
     text = summary_text(cells, "vsepp").splitlines()
     assert text[0].split() == ["run", "rsum", "CS@100"]  # the Δ goes under its value; 3 seeds everywhere
@@ -55,8 +58,6 @@ def test_tables_and_parent_metrics():
     assert "| bcls | 3 | 310.0 ± 4.6 [" in markdown and "+5.0 [+2.5, +7.5]*" in markdown
     rows = list(csv.DictReader(io.StringIO(summary_csv(cells))))
     assert len(rows) == 6 and rows[0]["outside_seed_noise"] in ("", "True", "False")
-    metrics = parent_metrics(cells)
-    assert metrics["bcls/rsum_diff"] == pytest.approx(5.0) and "vsepp/rsum_diff" not in metrics
 
 
 def test_console_table_fits_120_columns_with_every_headline_metric():
@@ -79,17 +80,31 @@ def test_console_table_fits_120_columns_with_every_headline_metric():
     assert "±" not in one.split("One seed")[0] and "One seed" in one
 
 
-def test_parent_metrics_of_a_train_images_axis_are_valid_mlflow_names(mlflow_uri):
+def test_runs_are_read_back_from_their_test_groups(mlflow_uri, tmp_path):
+    """collect_runs reads what the run recorder wrote: `test/...` and `test_scene/...` as evaluation keys."""
     from mlflow import MlflowClient
-    from mlflow.entities import Metric
 
-    records = [RunRecord(r.row, r.seed, 250, r.metrics) for r in _records()]
-    metrics = parent_metrics(summarize(records, "vsepp"))
-    assert metrics["bcls-n250/rsum_diff"] == pytest.approx(5.0)
+    from vse_ray.tracking.recorder import RunRecorder
+    from vse_ray.tracking.runs import get_or_create_experiment
+    from vse_ray.tune.mlflow_trials import PARENT_TAG
+
     client = MlflowClient(mlflow_uri)
-    run = client.create_run(client.create_experiment("names")).info.run_id
-    client.log_batch(run, metrics=[Metric(k, v, 0, 0) for k, v in metrics.items()])  # the real store's check
-    assert set(client.get_run(run).data.metrics) == set(metrics)
+    experiment = get_or_create_experiment("study", mlflow_uri, tmp_path)  # artifacts under tmp_path
+    parent = client.create_run(experiment).info.run_id
+    tags = {PARENT_TAG: parent, ROW_TAG: "bcls", SEED_TAG: "1", SIZE_TAG: "0"}
+    run = RunRecorder.open(experiment, "bcls-s1", mlflow_uri, {"loss": "bcls"}, tags)
+    evaluation = {"rsum": 300.0, "CS_at_100_i2t": 0.5, "CS_at_100_i2t_scene": 0.4, "NCS_at_10_i2t": 0.2}
+    run.record_evaluation("test", "full", {"metrics": evaluation})
+    assert set(client.get_run(run.run_id).data.metrics) == {
+        "test/rsum",
+        "test/CS_at_100_i2t",
+        "test_scene/CS_at_100_i2t",
+    }  # headline metrics only; the full report is an artifact
+    artifacts = {a.path for a in client.list_artifacts(run.run_id, "evaluation")}
+    assert artifacts == {"evaluation/test_full.json", "evaluation/test_full.csv"}
+    [record] = collect_runs(mlflow_uri, experiment, parent)
+    assert (record.row, record.seed) == ("bcls", 1)
+    assert record.metrics == {"rsum": 300.0, "CS_at_100_i2t": 0.5, "CS_at_100_i2t_scene": 0.4}
 
 
 def test_tradeoff_plot_uses_the_cs_keys_logged():
