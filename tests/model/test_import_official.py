@@ -19,7 +19,7 @@ from vse_ray.cli.main import app
 from vse_ray.evaluation.evaluate import CHECKPOINT_EXPERIMENT
 from vse_ray.models import rebuild_model
 from vse_ray.official.torch_file import load_torch_file
-from vse_ray.tracking import resolve_tracking_uri
+from vse_ray.tracking import metric_keys, resolve_tracking_uri
 from vse_ray.tracking.checkpoint import load_checkpoint
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "official"
@@ -132,7 +132,7 @@ def test_imported_checkpoint_evaluates_end_to_end(tmp_path, monkeypatch):
     (run,) = client.search_runs([client.get_experiment_by_name(CHECKPOINT_EXPERIMENT).experiment_id])
     assert run.info.run_name.startswith("imported-") and run.info.status == "FINISHED"
     assert run.data.params["model"] == "vse_inf" and run.data.params["imported_format"] == "vse_infty_bigru"
-    assert "test_rsum" in run.data.metrics
+    assert metric_keys.TEST_RSUM in run.data.metrics
 
 
 def test_existing_output_is_not_overwritten(tmp_path):
