@@ -15,7 +15,9 @@ lists every layout it can be built for in ``input_layouts``.
 
 ``forward(images, tokens, lengths)`` is the training step's call: the (B, B) similarity matrix of a batch,
 row b's positive in column b, which every loss takes through ``loss.from_similarity(sims, relevance, ids)``.
-Evaluation encodes each side once and calls ``score`` on query × gallery chunks.
+Evaluation encodes each side once and calls ``score`` on query × gallery chunks. A model that trains with a
+term of its own beside the matching loss (VSRN's caption generation) computes it in ``forward`` and hands it
+to the training step through ``auxiliary_loss``; the step adds it to the loss, unscaled and unreported.
 
 ``caption_ids(tokens, texts)`` is the one place that decides which ids ``encode_captions`` reads: the stored
 vocabulary ids by default, or ids the model derives from the caption texts (VSE∞'s BERT wordpieces).
@@ -127,9 +129,25 @@ class RetrievalModel(nn.Module):
         ``gather`` (DDP, embedding models only) maps this worker's (B, E) embeddings to the (W·B, E) global
         batch (``vse_ray.train.gather``), so the result is the (W·B, W·B) matrix of every worker's pairs.
         """
-        img, txt = self.encode_images(images), self.encode_captions(tokens, lengths)
+        return self.batch_scores(self.encode_images(images), self.encode_captions(tokens, lengths), lengths, gather)
+
+    def batch_scores(
+        self,
+        img: Tensor,
+        txt: Tensor,
+        lengths: Tensor,
+        gather: Callable[[Tensor], Tensor] | None = None,
+    ) -> Tensor:
+        """`forward`'s similarities from the batch's encoded images and captions (gathered first when
+        `gather` is given)."""
         if gather is not None:
             if self.kind != "embedding":
                 raise ValueError(f"{type(self).__name__}: only embedding models gather across workers")
             img, txt = gather(img), gather(txt)
         return self.score(img, txt, lengths)
+
+    def auxiliary_loss(self) -> Tensor | None:
+        """A training term of the model's own, which the training step adds to the loss before backward:
+        computed by the last `forward` in training mode and handed out once (VSRN's caption generation).
+        None: the model has none."""
+        return None

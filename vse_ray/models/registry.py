@@ -9,12 +9,14 @@ from vse_ray.models.scan import SCANModel
 from vse_ray.models.sgraf import SGRAFModel
 from vse_ray.models.vse import VSEModel
 from vse_ray.models.vse_inf import VSEInfModel
+from vse_ray.models.vsrn import VSRNModel
 
 MODELS: dict[str, type[RetrievalModel]] = {
     "vsepp": VSEModel,
     "vse_inf": VSEInfModel,
     "scan": SCANModel,
     "sgraf": SGRAFModel,
+    "vsrn": VSRNModel,
 }
 MODEL_NAMES = tuple(MODELS)
 DEFAULT_MODEL = "vsepp"

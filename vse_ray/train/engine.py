@@ -16,7 +16,7 @@ from torch import nn
 
 from vse_ray.evaluation.embed import evaluate_split
 from vse_ray.losses import make_loss
-from vse_ray.models import build_model
+from vse_ray.models import RetrievalModel, build_model
 from vse_ray.tracking.checkpoint import load_checkpoint, save_checkpoint
 from vse_ray.tracking.relevance_histogram import RelevanceHistogram
 from vse_ray.train.batches import BatchBuilder, BatchSource, TableBatches, TrainBatch
@@ -68,6 +68,10 @@ def train_step(
 ) -> torch.Tensor:
     """One SGD step: the model's (B, B) similarities, their loss, backward, clip the gradient norm, update.
 
+    A model's own training term (`RetrievalModel.auxiliary_loss`, e.g. VSRN's caption generation) joins the
+    loss for backward; it is local to this worker's pairs, so DDP's average needs no scaling of it. The
+    returned value is the matching loss alone (what the loss's collapse value and the reports compare).
+
     With `world_size` > 1 (embedding models: see `gathers`) the similarities and the loss span the global
     batch (`vse_ray.train.gather`) and the loss is scaled by `world_size` for backward, so DDP's averaged
     gradient is the one-process gradient of that batch.
@@ -78,13 +82,21 @@ def train_step(
     else:
         sims = model(batch.images, batch.tokens, batch.lengths)
     loss = loss_fn.from_similarity(sims, relevance=batch.relevance, image_ids=batch.image_ids)
+    extra = _auxiliary_loss(model)
     optimizer.zero_grad(set_to_none=True)
     if not torch.isfinite(loss):
         return loss.detach()
-    (loss * world_size).backward()
+    objective = loss * world_size
+    (objective if extra is None else objective + extra).backward()
     nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
     optimizer.step()
     return loss.detach()
+
+
+def _auxiliary_loss(model: nn.Module) -> torch.Tensor | None:
+    """The training term `model` computed in its last forward, if it is a `RetrievalModel` that has one."""
+    inner = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
+    return inner.auxiliary_loss() if isinstance(inner, RetrievalModel) else None
 
 
 def _gathered(model: nn.Module, ctx: WorkerContext) -> int:
