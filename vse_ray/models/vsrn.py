@@ -2,11 +2,13 @@
 Matching", ICCV 2019), an embedding model whose image side reasons over region features.
 
 - Regions (Sec. 3.1): V = W_f φ + b_f for the R region features φ (``variant="coco"`` then L2-normalises
-  each region, as the reference code does on COCO).
+  them as the reference code does on COCO: each feature channel over the regions, see below).
 - Region relationship reasoning (Sec. 3.2, eq. 1-3): four residual graph convolutions, each
   V* = W_r (R V W_g) + V with the affinity R = (V W_φ)(V W_θ)ᵀ / R_count (the reference implementation's
   ``Rs_GCN``: 1×1 convolutions φ, θ, g, and W_r a linear layer followed by BatchNorm whose scale and shift
-  start at 0, so every layer starts as the identity). The reasoned regions are L2-normalised.
+  start at 0, so every layer starts as the identity). The reasoned regions are L2-normalised as in the
+  reference code, whose ``l2norm`` normalises dimension 1 of (B, R, E): each feature channel over the R
+  regions, not each region.
 - Global semantic reasoning (Sec. 3.2, eq. 4-5): a GRU over the reasoned regions in their stored order; its
   last hidden state is the image (``variant="f30k"`` passes it through BatchNorm first, as the reference
   code does on Flickr30K), L2-normalised.
@@ -71,8 +73,8 @@ class ReasoningImageEncoder(nn.Module):
         check_region_features(regions, "vsrn")
         features = self.fc(regions)
         if self.normalize_regions:
-            features = l2_normalize(features)
-        reasoned = l2_normalize(self.reasoning(features))
+            features = l2_normalize(features, dim=1)
+        reasoned = l2_normalize(self.reasoning(features), dim=1)
         _, hidden = self.rnn(reasoned)
         return l2_normalize(self.bn(hidden[0])), reasoned
 
