@@ -29,6 +29,8 @@ from vse_ray.train.config import TrainConfig
 from vse_ray.train.engine import train_step
 from vse_ray.train.optim import build_optimizer
 
+from tests.parity.vsrn_names import vsrn_name
+
 # VSE_RAY_TEST_DEVICE=cuda runs the same comparisons on a GPU (the fixtures were made on the CPU), in full
 # float32: cuDNN's TF32 (on by default for its RNNs and convolutions) rounds inputs to 10 mantissa bits.
 DEVICE = torch.device(os.environ.get("VSE_RAY_TEST_DEVICE", "cpu"))
@@ -137,6 +139,13 @@ CASES = {
     "scan_t2i_avg": Case("scan_t2i_avg.npz", "scan", _sizes, _encoder_name),
     "sgraf_sgr": Case("sgraf_sgr.npz", "sgraf", _sizes, _sgraf_name, follows_noise=_SGRAF_NOISY_MEANS[:1]),
     "sgraf_saf": Case("sgraf_saf.npz", "sgraf", _sizes, _sgraf_name, follows_noise=_SGRAF_NOISY_MEANS),
+    "vsrn_f30k": Case(
+        "vsrn_f30k.npz",
+        "vsrn",
+        _sizes,
+        vsrn_name,
+        follows_noise=tuple(f"img_enc.Rs_GCN_{k}.W.1.running_mean" for k in range(1, 5)),
+    ),
 }
 
 
@@ -165,9 +174,9 @@ def _load(case: Case) -> tuple[Fixture, nn.Module]:
     state = model.state_dict()
     for name, value in fx.group("init").items():
         key = case.rename(name)
-        if key is not None:
-            assert state[key].shape == value.shape, name
-            state[key] = torch.from_numpy(value)
+        if key is not None:  # same numbers; a 1×1 convolution's weight read as a linear layer's
+            assert state[key].numel() == value.size, name
+            state[key] = torch.from_numpy(value).reshape(state[key].shape)
     model.load_state_dict(state)
     return fx, model.to(DEVICE).train()
 
@@ -223,7 +232,8 @@ def _max_diff(
         key = case.rename(name)
         if key is None or name in skip:
             continue
-        diff = float(np.abs(ours[key].detach().cpu().numpy() - expected).max())
+        mine = ours[key].detach().cpu().numpy()
+        diff = float(np.abs(mine - expected.reshape(mine.shape)).max())
         worst_abs = max(worst_abs, diff)
         worst_rel = max(worst_rel, diff / max(float(np.abs(expected).max()), 1e-30))
     return worst_abs, worst_rel
@@ -241,7 +251,8 @@ def step_parity(case: Case) -> dict[str, tuple[float, float]]:
     batch = _train_batch(first, cfg)
     sims = probe(batch.images, batch.tokens, batch.lengths)
     loss = _loss(cfg, meta, 0).from_similarity(sims, image_ids=batch.image_ids)
-    loss.backward()
+    extra = probe.auxiliary_loss()  # the model's own term (VSRN: caption generation), logged apart
+    (loss if extra is None else loss + extra).backward()
     official_grads = fx.group("grad1")
     scale = max(float(np.abs(g).max()) for g in official_grads.values())
     noise = {n for n, g in official_grads.items() if np.abs(g).max() < NOISE_GRADIENT * scale}
@@ -249,6 +260,9 @@ def step_parity(case: Case) -> dict[str, tuple[float, float]]:
     grad_diff = _max_diff(grads, official_grads, case, set())[0]
     diffs = {"loss 1": (abs(loss.item() - fx.losses[0]), abs(loss.item() - fx.losses[0]) / abs(fx.losses[0]))}
     diffs["grads 1"] = (grad_diff, grad_diff / scale)
+    if extra is not None:
+        expected = float(fx.arrays["caption_losses"][0])
+        diffs["aux loss 1"] = (abs(extra.item() - expected), abs(extra.item() - expected) / abs(expected))
     optimizer, _ = build_optimizer(cfg, model)
     losses = []
     for step in range(5):
@@ -296,6 +310,7 @@ def check_parity(name: str, case: Case) -> None:
     print(f"\n{name}: " + ", ".join(f"{k} {a:.1e} (rel {r:.1e})" for k, (a, r) in diffs.items()))
     lr = Fixture(FIXTURES / case.fixture).meta["lr"]
     assert diffs["loss 1"][1] < RTOL and diffs["losses 1-5"][1] < RTOL, diffs
+    assert diffs.get("aux loss 1", (0, 0))[1] < RTOL, diffs
     assert diffs["grads 1"][1] < RTOL, diffs
     # Adam's first steps are about lr x sign(gradient): rounding noise in a near-zero gradient entry moves
     # that weight by a visible fraction of lr, so weights agree to RTOL or to a small part of one step.
