@@ -47,7 +47,11 @@ def loaded(tiny_data_dir, tiny_region_dir, tmp_path_factory):
             TrainingData.load(tiny_config(folder, out, model=model, loss="sam"), "cider"),
             load_captions(str(folder), "train"),
         )
-        for model, folder in (("vsepp", tiny_data_dir), ("vse_inf", tiny_region_dir), ("vsrn", tiny_region_dir))
+        for model, folder in (
+            ("vsepp", tiny_data_dir),
+            ("vse_inf", tiny_region_dir),
+            ("vsrn", tiny_region_dir),
+        )
     }
 
 

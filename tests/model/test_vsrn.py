@@ -1,4 +1,4 @@
-"""VSRN (Li et al., ICCV 2019): forward parity with the official code, the caption targets, the training term."""
+"""VSRN (Li et al., ICCV 2019): forward parity with the official code, caption targets, the training term."""
 
 from __future__ import annotations
 
@@ -29,7 +29,9 @@ def _official_model(variant: str) -> tuple[torch.nn.Module, dict[str, np.ndarray
     prefix = f"{variant}/weights/"
     weights = {vsrn_name(k.removeprefix(prefix)): v for k, v in arrays.items() if k.startswith(prefix)}
     assert set(weights) == {k for k in state if not k.endswith("num_batches_tracked")}
-    model.load_state_dict({**state, **{k: torch.from_numpy(v).reshape(state[k].shape) for k, v in weights.items()}})
+    model.load_state_dict(
+        {**state, **{k: torch.from_numpy(v).reshape(state[k].shape) for k, v in weights.items()}}
+    )
     return model.eval(), {k.removeprefix(f"{variant}/"): v for k, v in arrays.items()}
 
 
@@ -40,7 +42,9 @@ def test_forward_matches_the_official_code(variant: str) -> None:
         img, regions = model.image_encoder(torch.from_numpy(fx["images"]))
         txt = model.encode_captions(torch.from_numpy(fx["tokens"]), torch.from_numpy(fx["lengths"]))
         sims = model.score(img, txt)
-        caption = model.captioner.loss(regions, torch.from_numpy(fx["tokens"][:4]), torch.from_numpy(fx["lengths"][:4]))
+        caption = model.captioner.loss(
+            regions, torch.from_numpy(fx["tokens"][:4]), torch.from_numpy(fx["lengths"][:4])
+        )
     diffs = {
         "img_emb": np.abs(img.numpy() - fx["img_emb"]).max(),
         "cap_emb": np.abs(txt.numpy() - fx["cap_emb"]).max(),
@@ -67,7 +71,9 @@ def test_caption_targets_follow_the_reference_loader() -> None:
 
 
 def test_caption_term_is_handed_out_once_in_training_only() -> None:
-    model = build_model("vsrn", vocab_size=12, feature_dim=6, word_dim=4, embed_dim=8, caption_hidden=5, max_len=6)
+    model = build_model(
+        "vsrn", vocab_size=12, feature_dim=6, word_dim=4, embed_dim=8, caption_hidden=5, max_len=6
+    )
     images = torch.randn(3, 4, 6)
     tokens = torch.tensor([[START, 5, 6, END], [START, 7, END, 0], [START, END, 0, 0]])
     lengths = torch.tensor([4, 3, 2])

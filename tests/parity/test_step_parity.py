@@ -22,14 +22,13 @@ import pytest
 import torch
 from torch import nn
 
+from tests.parity.vsrn_names import vsrn_name
 from vse_ray.losses import make_loss
 from vse_ray.models import build_model
 from vse_ray.train.batches import TrainBatch
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.engine import train_step
 from vse_ray.train.optim import build_optimizer
-
-from tests.parity.vsrn_names import vsrn_name
 
 # VSE_RAY_TEST_DEVICE=cuda runs the same comparisons on a GPU (the fixtures were made on the CPU), in full
 # float32: cuDNN's TF32 (on by default for its RNNs and convolutions) rounds inputs to 10 mantissa bits.

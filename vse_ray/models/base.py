@@ -129,7 +129,9 @@ class RetrievalModel(nn.Module):
         ``gather`` (DDP, embedding models only) maps this worker's (B, E) embeddings to the (W·B, E) global
         batch (``vse_ray.train.gather``), so the result is the (W·B, W·B) matrix of every worker's pairs.
         """
-        return self.batch_scores(self.encode_images(images), self.encode_captions(tokens, lengths), lengths, gather)
+        return self.batch_scores(
+            self.encode_images(images), self.encode_captions(tokens, lengths), lengths, gather
+        )
 
     def batch_scores(
         self,

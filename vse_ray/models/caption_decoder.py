@@ -98,7 +98,7 @@ class CaptionDecoder(nn.Module):
         return F.log_softmax(self.out(torch.cat(states, dim=1)), dim=2)
 
     def loss(self, regions: Tensor, tokens: Tensor, lengths: Tensor) -> Tensor:
-        """Caption-generation loss L_G of the captions (B, L) with lengths (B,) given their images' regions."""
+        """Caption-generation loss L_G of captions (B, L) with lengths (B,) given their images' regions."""
         labels, mask = caption_targets(tokens, lengths, self.max_len)
         logprobs = self(regions, labels)
         target_logp = logprobs.gather(2, labels[:, 1:, None]).squeeze(2)

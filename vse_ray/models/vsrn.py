@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import torch
 from torch import Tensor, nn
 
 from vse_ray.models.base import RetrievalModel
@@ -54,7 +53,7 @@ class RegionGraphReasoning(nn.Module):
 
 
 class ReasoningImageEncoder(nn.Module):
-    """(B, R, D) regions → ((B, E) image embeddings, (B, R, E) reasoned regions) (see the module docstring)."""
+    """(B, R, D) regions → ((B, E) image embeddings, (B, R, E) reasoned regions) (module docstring)."""
 
     def __init__(self, feature_dim: int, embed_dim: int, variant: str):
         super().__init__()
