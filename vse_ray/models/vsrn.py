@@ -22,13 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
 from torch import Tensor, nn
 
 from vse_ray.models.base import RetrievalModel
 from vse_ray.models.caption_decoder import CaptionDecoder
 from vse_ray.models.normalize import l2_normalize
 from vse_ray.models.region_input import check_region_features
+from vse_ray.models.sgraf_modules import xavier_linear
 from vse_ray.models.text_encoder import GRUTextEncoder
 
 VSRN_VARIANTS = ("f30k", "coco")
@@ -60,10 +60,7 @@ class ReasoningImageEncoder(nn.Module):
         if variant not in VSRN_VARIANTS:
             raise ValueError(f"variant: must be one of {VSRN_VARIANTS}, got {variant!r}")
         self.normalize_regions = variant == "coco"
-        self.fc = nn.Linear(feature_dim, embed_dim)
-        bound = float(np.sqrt(6.0) / np.sqrt(feature_dim + embed_dim))
-        nn.init.uniform_(self.fc.weight, -bound, bound)
-        nn.init.zeros_(self.fc.bias)
+        self.fc = xavier_linear(feature_dim, embed_dim)
         self.reasoning = nn.Sequential(*(RegionGraphReasoning(embed_dim) for _ in range(REASONING_LAYERS)))
         self.rnn = nn.GRU(embed_dim, embed_dim, batch_first=True)
         self.bn = nn.BatchNorm1d(embed_dim) if variant == "f30k" else nn.Identity()
