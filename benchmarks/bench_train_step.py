@@ -1,8 +1,8 @@
 """Whole training step per loss (GRU + projection + loss, forward + backward + Adam, plus building the batch
 relevance the loss needs) at B = 128 with the VSE++ dims, as ratios to VSE++ in the same run (target ≤ 1.3×).
 Then the model: a VSE∞ step on R = 36 region features (B, 36, 2048) against a VSE++ step on pooled features,
-both with the VSE++ loss, the same batch and embedding size (target ≤ 1.5×); and a VSRN step (its caption
-decoder and loss included, at its defaults) on the same regions, as a ratio to the VSE∞ step.
+both with the VSE++ loss, the same batch and embedding size (target ≤ 1.5×); `--region-models cvse` also times
+those region models on the same batch, as ratios to VSE∞.
 
 Captions come from the Flickr30K file when present (5 per image: the batch takes one caption of each of B
 images as hypotheses and all 5 as CIDEr references); otherwise random word sequences stand in.
@@ -59,9 +59,15 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--dim", type=int, default=1024, help="joint embedding / GRU size D")
     parser.add_argument("--word-dim", type=int, default=300, help="word embedding size")
     parser.add_argument("--feature-dim", type=int, default=2048, help="image feature size (ResNet-152)")
-    parser.add_argument("--regions", type=int, default=36, help="regions per image (VSE∞, VSRN)")
+    parser.add_argument("--regions", type=int, default=36, help="regions per image for the VSE∞ step")
     parser.add_argument("--repeats", type=int, default=10, help="timed steps per loss")
     parser.add_argument("--models-only", action="store_true", help="time only the VSE∞ / VSE++ comparison")
+    parser.add_argument(
+        "--region-models",
+        nargs="*",
+        default=[],
+        help="also time these region models (e.g. cvse) against VSE∞",
+    )
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--device", default="cpu", help="device of the model and batch (cpu, cuda)")
     parser.add_argument("--seed", type=int, default=0)
@@ -111,8 +117,9 @@ def make_step(
     world_size: int = 1,
 ) -> Callable[[], None]:
     """A closure running one relevance build + training step for loss `name` on its own model copy
-    (VSE++ on pooled features, or VSE∞ / VSRN on `args.regions` regions per image). With `world_size` > 1
-    it is DDP rank `rank`'s step on its `rows`: rows and embeddings are gathered into the global batch."""
+    (VSE++ on pooled features, or a region model such as VSE∞ on `args.regions` regions per image). With
+    `world_size` > 1 it is DDP rank `rank`'s step on its `rows`: rows and embeddings are gathered into the
+    global batch."""
     torch.manual_seed(args.seed)
     shape = (
         (args.batch, args.feature_dim)
@@ -248,7 +255,7 @@ def main() -> None:
             ratio = ms / medians["vsepp"]
             flag = "" if ratio <= TARGET else "  (over target)"
             print(f"{name:>12}  {ms:8.1f}  {ratio:8.2f}{flag}")
-    models = {m: make_step("vsepp", rows, groups, args, m) for m in ("vsepp", "vse_inf", "vsrn")}
+    models = {m: make_step("vsepp", rows, groups, args, m) for m in ("vsepp", "vse_inf", *args.region_models)}
     medians = round_robin_median_ms(models, args.repeats, warmup=1)
     ratio = medians["vse_inf"] / medians["vsepp"]
     print(
@@ -256,10 +263,10 @@ def main() -> None:
         f"vse_inf {medians['vse_inf']:.1f} ms on ({args.batch}, {args.regions}, {args.feature_dim}): "
         f"{ratio:.2f}× (target ≤ {MODEL_TARGET})"
     )
-    print(
-        f"vsrn (graph reasoning + caption decoder, same regions and D) {medians['vsrn']:.1f} ms: "
-        f"{medians['vsrn'] / medians['vse_inf']:.2f}× the vse_inf step"
-    )
+    for name in args.region_models:
+        print(
+            f"{name} {medians[name]:.1f} ms on the same batch: {medians[name] / medians['vse_inf']:.2f}× VSE∞"
+        )
 
 
 if __name__ == "__main__":
