@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from vse_ray.cli.main import app
 from vse_ray.data.store import load_captions
+from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.losses import make_loss
 from vse_ray.models import build_model, model_class
 from vse_ray.train.batches import BatchBuilder, TableBatches
@@ -80,12 +81,15 @@ def test_every_recipe_builds_and_trains_one_step(
 
 @pytest.mark.usefixtures("one_torch_thread")
 def test_a_vsrn_recipe_trains_one_epoch_on_regions(tiny_region_dir, tmp_path):
-    """VSRN + LSEH as its recipe sets it (caption decoder and its loss included), one epoch end to end."""
+    """VSRN + LSEH as its recipe sets it (caption decoder and its loss included): one epoch, then the blocked
+    evaluation of its checkpoint."""
     tiny = TINY + TINY_MODEL["vsrn"] + ["model_params.max_len=10"]
     cfg = load_recipe("vsrn_lseh_f30k", str(tiny_region_dir), tiny, output_dir=str(tmp_path)).config
     reporter = LocalReporter(tmp_path / "ckpt")
     run_training(cfg, reporter)
     assert reporter.history[0]["rsum"] > 0 and math.isfinite(reporter.history[0]["train_loss"])
+    report = evaluate_run(str(reporter.checkpoints[0]), split="test", output_dir=str(tmp_path / "e"))
+    assert report.metrics["rsum"] > 0
 
 
 @pytest.mark.parametrize(
