@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from typer.testing import CliRunner
 
 from vse_ray.cli.main import app
+from vse_ray.data.store import load_captions
+from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.losses import make_loss
 from vse_ray.models import build_model, model_class
 from vse_ray.train.batches import BatchBuilder, TableBatches
-from vse_ray.train.engine import train_step
+from vse_ray.train.engine import run_training, train_step
 from vse_ray.train.recipe import load_recipe, recipe_names
+from vse_ray.train.reporter import LocalReporter
 from vse_ray.train.training_data import TrainingData
 
 TINY = ["batch_size=16", "embed_dim=32", "word_dim=16", "epochs=1", "cs_ks=[5, 10]", "ncs_ks=[1, 5]"]
 TINY_MODEL = {  # the tiny store has 5 regions and 10 concept words
     "sgraf": ["model_params.n_regions=5", "model_params.sim_dim=8"],
     "cvse": ["model_params.n_regions=5", "model_params.n_concepts=6", "model_params.concept_dim=8"],
+    "vsrn": ["model_params.caption_hidden=8", "model_params.caption_word_dim=8"],
 }
 
 
@@ -38,6 +44,8 @@ def test_the_papers_rows_are_there():
         "cvse_sam_f30k",
         "cvse_sam_f30k_10pct",
         "cvse_sam_f30k_25pct",
+        "vsrn_lseh_f30k",
+        "vsrn_sam_f30k",
     } <= set(recipe_names())
 
 
@@ -73,6 +81,19 @@ def test_every_recipe_builds_and_trains_one_step(
         model, loss, torch.optim.Adam(model.parameters(), lr=cfg.lr), builder(rows), cfg.grad_clip
     )
     assert torch.isfinite(value)
+
+
+@pytest.mark.usefixtures("one_torch_thread")
+def test_a_vsrn_recipe_trains_one_epoch_on_regions(tiny_region_dir, tmp_path):
+    """VSRN + LSEH as its recipe sets it (caption decoder and its loss included): one epoch, then the blocked
+    evaluation of its checkpoint."""
+    tiny = TINY + TINY_MODEL["vsrn"] + ["model_params.max_len=10"]
+    cfg = load_recipe("vsrn_lseh_f30k", str(tiny_region_dir), tiny, output_dir=str(tmp_path)).config
+    reporter = LocalReporter(tmp_path / "ckpt")
+    run_training(cfg, reporter)
+    assert reporter.history[0]["rsum"] > 0 and math.isfinite(reporter.history[0]["train_loss"])
+    report = evaluate_run(str(reporter.checkpoints[0]), split="test", output_dir=str(tmp_path / "e"))
+    assert report.metrics["rsum"] > 0
 
 
 @pytest.mark.parametrize(

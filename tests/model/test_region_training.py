@@ -47,16 +47,23 @@ def loaded(tiny_data_dir, tiny_region_dir, tmp_path_factory):
             TrainingData.load(tiny_config(folder, out, model=model, loss="sam"), "cider"),
             load_captions(str(folder), "train"),
         )
-        for model, folder in (("vsepp", tiny_data_dir), ("vse_inf", tiny_region_dir))
+        for model, folder in (
+            ("vsepp", tiny_data_dir),
+            ("vse_inf", tiny_region_dir),
+            ("vsrn", tiny_region_dir),
+        )
     }
 
 
-@pytest.mark.parametrize("model_name", ["vsepp", "vse_inf"])
+TINY_PARAMS = {"vsrn": {"caption_hidden": 8, "caption_word_dim": 8, "max_len": 8}}
+
+
+@pytest.mark.parametrize("model_name", ["vsepp", "vse_inf", "vsrn"])
 @pytest.mark.parametrize("loss_name", LOSS_NAMES)
 def test_every_loss_trains_every_model(loaded, model_name, loss_name):
     data, captions = loaded[model_name]
     torch.manual_seed(0)
-    model = build_model(model_name, **data.model_args)
+    model = build_model(model_name, **data.model_args, **TINY_PARAMS.get(model_name, {}))
     loss = make_loss(loss_name)
     builder = BatchBuilder(data.train_images, loss.relevance_source, data.references, data.doc_freq)
     batch = builder(next(iter(TableBatches(captions, 16, 0).epoch_batches(1))))

@@ -22,6 +22,7 @@ import pytest
 import torch
 from torch import nn
 
+from tests.parity.vsrn_names import vsrn_name
 from vse_ray.losses import make_loss
 from vse_ray.models import build_model, official_names
 from vse_ray.models.training_output import split_output
@@ -139,6 +140,13 @@ CASES = {
     ),
     "cvse": Case("cvse_step.npz", "cvse", _sizes, cvse_name, follows_noise=_CVSE_NOISY_MEANS),
     "cvse_sam": Case("cvse_sam_step.npz", "cvse", _sizes, cvse_name, follows_noise=_CVSE_NOISY_MEANS),
+    "vsrn_f30k": Case(
+        "vsrn_f30k.npz",
+        "vsrn",
+        _sizes,
+        vsrn_name,
+        follows_noise=tuple(f"img_enc.Rs_GCN_{k}.W.1.running_mean" for k in range(1, 5)),
+    ),
 }
 
 
@@ -149,7 +157,7 @@ class Fixture:
         with np.load(path) as data:
             self.arrays = {k: data[k] for k in data.files}
         self.meta = json.loads(str(self.arrays["meta"]))
-        self.losses = self.arrays["losses"]
+        self.losses = self.arrays["losses"] + self.arrays.get("caption_losses", 0.0)  # the whole objective
 
     def group(self, prefix: str) -> dict[str, np.ndarray]:
         return {k.split("/", 1)[1]: v for k, v in self.arrays.items() if k.startswith(prefix + "/")}
@@ -167,9 +175,9 @@ def _load(case: Case) -> tuple[Fixture, nn.Module]:
     state = model.state_dict()
     for name, value in fx.group("init").items():
         key = case.rename(name)
-        if key is not None:
-            assert state[key].shape == value.shape, name
-            state[key] = torch.from_numpy(value)
+        if key is not None:  # same numbers; a 1×1 convolution's weight read as a linear layer's
+            assert state[key].numel() == value.size, name
+            state[key] = torch.from_numpy(value).reshape(state[key].shape)
     model.load_state_dict(state)
     return fx, model.to(DEVICE).train()
 
@@ -225,7 +233,8 @@ def _max_diff(
         key = case.rename(name)
         if key is None or name in skip:
             continue
-        diff = float(np.abs(ours[key].detach().cpu().numpy() - expected).max())
+        mine = ours[key].detach().cpu().numpy()
+        diff = float(np.abs(mine - expected.reshape(mine.shape)).max())
         worst_abs = max(worst_abs, diff)
         worst_rel = max(worst_rel, diff / max(float(np.abs(expected).max()), 1e-30))
     return worst_abs, worst_rel
@@ -254,6 +263,9 @@ def step_parity(case: Case) -> dict[str, tuple[float, float]]:
     grad_diff = _max_diff(grads, official_grads, case, set())[0]
     diffs = {"loss 1": (abs(loss.item() - fx.losses[0]), abs(loss.item() - fx.losses[0]) / abs(fx.losses[0]))}
     diffs["grads 1"] = (grad_diff, grad_diff / scale)
+    if "caption_losses" in fx.arrays:  # VSRN's own term, compared on its own too
+        term, expected = output.local_losses["caption"].item(), float(fx.arrays["caption_losses"][0])
+        diffs["caption loss 1"] = (abs(term - expected), abs(term - expected) / abs(expected))
     optimizer, _ = build_optimizer(cfg, model)
     losses = []
     for step in range(5):
@@ -305,6 +317,7 @@ def check_parity(name: str, case: Case) -> None:
     print(f"\n{name}: " + ", ".join(f"{k} {a:.1e} (rel {r:.1e})" for k, (a, r) in diffs.items()))
     lr = Fixture(FIXTURES / case.fixture).meta["lr"]
     assert diffs["loss 1"][1] < RTOL and diffs["losses 1-5"][1] < RTOL, diffs
+    assert diffs.get("aux loss 1", (0, 0))[1] < RTOL, diffs
     assert diffs["grads 1"][1] < RTOL, diffs
     # Adam's first steps are about lr x sign(gradient): rounding noise in a near-zero gradient entry moves
     # that weight by a visible fraction of lr, so weights agree to RTOL or to a small part of one step.

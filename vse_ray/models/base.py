@@ -15,7 +15,9 @@ lists every layout it can be built for in ``input_layouts``.
 
 ``forward(images, tokens, lengths)`` is the training step's call: the (B, B) similarity matrix of a batch,
 row b's positive in column b, which every loss takes through ``loss.from_similarity(sims, relevance, ids)``.
-Evaluation encodes each side once and calls ``score`` on query × gallery chunks.
+Evaluation encodes each side once and calls ``score`` on query × gallery chunks. A model that trains with
+terms of its own beside the matching loss (CVSE's levels, VSRN's caption generation) returns a
+``TrainingOutput`` from its training ``forward`` (``vse_ray.models.training_output``).
 
 ``caption_ids(tokens, texts)`` is the one place that decides which ids ``encode_captions`` reads: the stored
 vocabulary ids by default, or ids the model derives from the caption texts (VSE∞'s BERT wordpieces).
@@ -71,6 +73,9 @@ class RetrievalModel(nn.Module):
     config_fields: ClassVar[tuple[str, ...]] = ()
     # Parameter-name prefixes left out of gradient-norm clipping (as a reference code clips them).
     unclipped: ClassVar[tuple[str, ...]] = ()
+    # Whether the training forward may return a `TrainingOutput` with terms of the model's own: the epoch's
+    # loss is then more than the run's loss, whose collapse value says nothing about it.
+    own_loss_terms: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -135,7 +140,19 @@ class RetrievalModel(nn.Module):
         ``gather`` (DDP, embedding models only) maps this worker's (B, E) embeddings to the (W·B, E) global
         batch (``vse_ray.train.gather``), so the result is the (W·B, W·B) matrix of every worker's pairs.
         """
-        img, txt = self.encode_images(images), self.encode_captions(tokens, lengths)
+        return self.batch_scores(
+            self.encode_images(images), self.encode_captions(tokens, lengths), lengths, gather
+        )
+
+    def batch_scores(
+        self,
+        img: Tensor,
+        txt: Tensor,
+        lengths: Tensor,
+        gather: Callable[[Tensor], Tensor] | None = None,
+    ) -> Tensor:
+        """`forward`'s similarities from the batch's encoded images and captions (gathered first when
+        `gather` is given)."""
         if gather is not None:
             if self.kind != "embedding":
                 raise ValueError(f"{type(self).__name__}: only embedding models gather across workers")

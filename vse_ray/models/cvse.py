@@ -62,6 +62,7 @@ class CVSEModel(RegionWordModel):
 
     kind: ClassVar[str] = "embedding"
     feature_layout: ClassVar[str] = "regions"
+    own_loss_terms: ClassVar[bool] = True
     config_fields: ClassVar[tuple[str, ...]] = ("data_dir", "concept_vectors")
     unclipped: ClassVar[tuple[str, ...]] = ("gcn.",)  # the released step clips every module but the GCN
     adjacency: Tensor  # (K, K) normalised concept graph

@@ -5,6 +5,6 @@ from __future__ import annotations
 import torch
 
 
-def l2_normalize(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
-    """Row-wise x / ||x||_2, safe for zero rows."""
-    return x / x.norm(dim=-1, keepdim=True).clamp(min=eps)
+def l2_normalize(x: torch.Tensor, eps: float = 1e-8, dim: int = -1) -> torch.Tensor:
+    """x / ||x||_2 along `dim` (rows by default), safe for zero vectors."""
+    return x / x.norm(dim=dim, keepdim=True).clamp(min=eps)

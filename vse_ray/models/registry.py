@@ -10,6 +10,7 @@ from vse_ray.models.scan import SCANModel
 from vse_ray.models.sgraf import SGRAFModel
 from vse_ray.models.vse import VSEModel
 from vse_ray.models.vse_inf import VSEInfModel
+from vse_ray.models.vsrn import VSRNModel
 
 MODELS: dict[str, type[RetrievalModel]] = {
     "vsepp": VSEModel,
@@ -17,6 +18,7 @@ MODELS: dict[str, type[RetrievalModel]] = {
     "scan": SCANModel,
     "sgraf": SGRAFModel,
     "cvse": CVSEModel,
+    "vsrn": VSRNModel,
 }
 MODEL_NAMES = tuple(MODELS)
 DEFAULT_MODEL = "vsepp"

@@ -70,7 +70,8 @@ def train_step(
 ) -> torch.Tensor:
     """One SGD step: the model's (B, B) similarities, their loss, backward, clip the gradient norm, update.
 
-    A model whose forward returns a `TrainingOutput` adds its own loss terms to the run's loss.
+    A model whose forward returns a `TrainingOutput` adds its own loss terms to the run's loss; the returned
+    value is that whole objective.
 
     With `world_size` > 1 (embedding models: see `gathers`) the similarities and the loss span the global
     batch (`vse_ray.train.gather`) and the loss is scaled by `world_size` for backward, so DDP's averaged
@@ -81,13 +82,12 @@ def train_step(
         output = split_output(model(batch.images, batch.tokens, batch.lengths, gather=gather))
     else:
         output = split_output(model(batch.images, batch.tokens, batch.lengths))
-    loss = output.total(
-        loss_fn.from_similarity(output.sims, relevance=batch.relevance, image_ids=batch.image_ids)
-    )
+    run_loss = loss_fn.from_similarity(output.sims, relevance=batch.relevance, image_ids=batch.image_ids)
+    loss = output.total(run_loss)
     optimizer.zero_grad(set_to_none=True)
     if not torch.isfinite(loss):
         return loss.detach()
-    (loss * world_size).backward()
+    output.objective(run_loss, world_size).backward()
     nn.utils.clip_grad_norm_(clipped_parameters(model), grad_clip)
     optimizer.step()
     return loss.detach()
