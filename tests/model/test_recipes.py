@@ -9,7 +9,6 @@ import torch
 from typer.testing import CliRunner
 
 from vse_ray.cli.main import app
-from vse_ray.data.store import load_captions
 from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.losses import make_loss
 from vse_ray.models import build_model, model_class

@@ -12,8 +12,8 @@ import torch
 from tests.parity.vsrn_names import vsrn_name
 from vse_ray.data.vocab import END, START
 from vse_ray.models import build_model
-from vse_ray.models.training_output import TrainingOutput
 from vse_ray.models.caption_decoder import caption_targets
+from vse_ray.models.training_output import TrainingOutput
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "official" / "vsrn_forward.npz"

@@ -1,11 +1,12 @@
 """A training forward that brings its own loss terms besides the (B, B) similarities the run's loss scores.
 
 Some models train with terms of their own: CVSE adds ranking losses on its instance- and consensus-level
-embeddings and a KL term between the two modalities' concept predictions (over the gathered global batch, as the
-run's loss), VSRN the caption-generation loss of each worker's own pairs. Their training ``forward`` returns a
-`TrainingOutput`; the training step scores ``sims`` with the run's loss, multiplies it by ``sims_weight`` and adds
-every ``extra_losses`` and ``local_losses`` term (already weighted) before backward. Under DDP the global-batch
-part is scaled by the number of workers like the run's loss (DDP averages gradients); ``local_losses`` are not.
+embeddings and a KL term between the two modalities' concept predictions (over the gathered global batch,
+as the run's loss), VSRN the caption-generation loss of each worker's own pairs. Their training ``forward``
+returns a `TrainingOutput`; the training step scores ``sims`` with the run's loss, multiplies it by
+``sims_weight`` and adds every ``extra_losses`` and ``local_losses`` term (already weighted) before
+backward. Under DDP the global-batch part is scaled by the number of workers like the run's loss (DDP
+averages gradients); ``local_losses`` are not.
 """
 
 from __future__ import annotations
