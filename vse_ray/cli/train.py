@@ -10,7 +10,14 @@ import typer
 
 from vse_ray.cli.options import given_options
 from vse_ray.tracking import runs_table_url, ui_command
-from vse_ray.train.config import NESTED, TrainConfig, field_default, field_help, merge_overrides
+from vse_ray.train.config import (
+    NESTED,
+    CheckedConfig,
+    TrainConfig,
+    field_default,
+    field_help,
+    merge_overrides,
+)
 from vse_ray.train.preflight import check_training
 from vse_ray.train.recipe import check_recipe_data, load_recipe
 
@@ -94,24 +101,25 @@ def train(
     if recipe:
         loaded = load_recipe(recipe, data, items)
         check_recipe_data(loaded, data)
-        cfg = loaded.config
+        cfg: TrainConfig | CheckedConfig = loaded.checked
     else:
         cfg = TrainConfig.from_dict(merge_overrides({"data_dir": data}, items))
-    check_training(cfg)  # fields, loss, data folder, model input: before Ray and MLflow start
-    if cfg.deviations:
-        typer.echo(f"Deviations from the official code ({len(cfg.deviations)}):")
-        for line in cfg.deviations:
+    checked = check_training(cfg)  # fields, loss, data folder, model input: before Ray and MLflow start
+    deviations = checked.config.deviations
+    if deviations:
+        typer.echo(f"Deviations from the official code ({len(deviations)}):")
+        for line in deviations:
             typer.echo(f"  - {line}")
     from vse_ray.ray_session import ensure_ray, quiet_console
     from vse_ray.train.rerun import claim_run
     from vse_ray.train.trainer import fit
 
-    cfg = claim_run(
-        cfg, resume, new_run, wait, notify=typer.echo
-    )  # the run's lock lasts as long as the command
+    planned = claim_run(checked.config, resume, new_run, wait, notify=typer.echo)  # locked for the command
+    if planned.run_name != checked.config.run_name:
+        checked = checked.renamed(planned.run_name)
     ensure_ray(ray_address)
     quiet_console()
-    result = fit(cfg)
+    result = fit(checked)
     best = result.best_metrics
     typer.echo(f"best epoch {best['epoch']}: rsum {best['rsum']:.1f}; checkpoint {result.best_checkpoint}")
     typer.echo(f"MLflow run {result.run_id}: {ui_command(result.tracking_uri)}")
