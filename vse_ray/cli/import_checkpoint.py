@@ -7,14 +7,12 @@ from typing import Annotated
 
 import typer
 
-from vse_ray.tracking.checkpoint import CHECKPOINT_FILE
-
 FORMAT_HELP = "vse_infty_bigru: VSE∞ (github.com/woodfrog/vse_infty, BiGRU branch, region features)."
 
 
 def import_checkpoint(
     checkpoint: Annotated[str, typer.Option(help="The released checkpoint file (e.g. model_best.pth).")],
-    output: Annotated[str, typer.Option(help=f"Folder of the vse_ray checkpoint ({CHECKPOINT_FILE}).")],
+    output: Annotated[str, typer.Option(help="Folder of the vse_ray checkpoint (a new folder).")],
     fmt: Annotated[str, typer.Option("--format", help=FORMAT_HELP)] = "vse_infty_bigru",
     data: Annotated[
         str, typer.Option(help="Precompute folder recorded for `evaluate` (or give --data).")
@@ -23,6 +21,7 @@ def import_checkpoint(
     """Convert a released checkpoint (loaded without arbitrary unpickling) into a vse_ray checkpoint that
     `vse-ray evaluate --run FOLDER` reads."""
     from vse_ray.official import FORMATS
+    from vse_ray.tracking.checkpoint import CHECKPOINT_FILE
 
     if fmt not in FORMATS:
         raise ValueError(f"format: must be one of {sorted(FORMATS)}, got {fmt!r}")

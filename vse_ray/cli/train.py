@@ -18,8 +18,6 @@ from vse_ray.train.config import (
     field_help,
     merge_overrides,
 )
-from vse_ray.train.preflight import check_training
-from vse_ray.train.recipe import check_recipe_data, load_recipe
 
 
 def _opt(name: str, **kwargs: Any) -> Any:
@@ -96,6 +94,12 @@ def train(
     Every TrainConfig field can be set with --set KEY=VALUE. With --recipe, the recipe sets the fields;
     --set overrides it, and options given on the command line override both.
     """
+    from vse_ray.data.verify import data_folder
+
+    data_folder(data)  # a missing folder fails before torch is imported; the whole check is below
+    from vse_ray.train.preflight import check_training
+    from vse_ray.train.recipe import check_recipe_data, load_recipe
+
     # a bad override, recipe or recipe/data mismatch: a ValueError, printed as one line (readable_errors)
     items = [*(set_ or []), *cli_overrides(ctx)]
     if recipe:

@@ -47,11 +47,17 @@ class VerifiedData:
         return params
 
 
-def read_manifest(data_dir: str | Path) -> tuple[dict, str]:
-    """The parsed manifest and the sha256 of its bytes; ValueError naming the folder or file otherwise."""
+def data_folder(data_dir: str | Path) -> Path:
+    """``data_dir`` as a folder that exists; ValueError naming it otherwise."""
     folder = Path(data_dir).expanduser()
     if not folder.is_dir():
         raise ValueError(f"data folder {folder} does not exist (expected a `vse-ray precompute` output)")
+    return folder
+
+
+def read_manifest(data_dir: str | Path) -> tuple[dict, str]:
+    """The parsed manifest and the sha256 of its bytes; ValueError naming the folder or file otherwise."""
+    folder = data_folder(data_dir)
     path = folder / MANIFEST
     if not path.is_file():
         raise ValueError(
