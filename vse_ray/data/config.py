@@ -6,10 +6,10 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, replace
 
+from vse_ray.relevance.sources import RELEVANCE_SOURCES, SOURCES, default_sources
 from vse_ray.tracking.uri import redact_uri
 
 DATASETS = ("synthetic", "karpathy", "precomp")
-RELEVANCE_SOURCES = ("sbert", "cider", "svd", "spice", "scene")
 AUTO = "auto"
 
 
@@ -89,16 +89,18 @@ class PrecomputeConfig:
         synthetic = self.dataset == "synthetic"
         sources = self.relevance_sources
         if sources == AUTO:
-            sources = ("sbert", "cider", "svd", "scene") if synthetic else ("sbert", "cider", "svd")
+            sources = default_sources(synthetic)
         for source in sources:
             if source not in RELEVANCE_SOURCES:
                 raise ValueError(
                     f"relevance_sources: unknown source {source!r}, expected {RELEVANCE_SOURCES}"
                 )
-        if "scene" in sources and not synthetic:
-            raise ValueError(
-                f"relevance_sources: 'scene' needs the synthetic dataset's scenes, got {self.dataset!r}"
-            )
+        for source in sources:
+            if SOURCES[source].synthetic_only and not synthetic:
+                raise ValueError(
+                    f"relevance_sources: {source!r} needs the synthetic dataset's scenes, "
+                    f"got {self.dataset!r}"
+                )
         if "train" not in self.splits:
             raise ValueError(
                 f"splits must include 'train' (vocabulary, SVD and CIDEr df are fitted on it): {self.splits}"

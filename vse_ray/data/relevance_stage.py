@@ -38,6 +38,7 @@ from vse_ray.relevance import (
     spice_matrix,
     tokenize,
 )
+from vse_ray.relevance.sources import SOURCES
 
 EVAL_SPLITS = ("val", "test")
 
@@ -113,17 +114,18 @@ def split_relevance(out: Path, split: str, sources: tuple[str, ...], block: int)
         if folder.exists():
             continue
         folder.parent.mkdir(parents=True, exist_ok=True)
-        if source in ("sbert", "svd"):
-            rows_of = mean_cosine(vectors(captions[source]), img_of_cap, shape[0])
+        kind, column = SOURCES[source].batch, SOURCES[source].column
+        if kind == "cosine":  # image i's row: mean cosine of its captions' vectors
+            rows_of = mean_cosine(vectors(captions[column]), img_of_cap, shape[0])
             write_row_blocks(folder, image_ids, shape[1], ((rows, rows_of(rows)) for rows in slices))
-        elif source == "scene":
-            if "scene" not in captions.column_names:
-                raise ValueError(f"{out / 'captions'}: no 'scene' column; only synthetic data has scenes")
-            rows_of = scene_rows(vectors(captions["scene"]), img_of_cap, shape[0])
+        elif kind == "scene":
+            if column not in captions.column_names:
+                raise ValueError(f"{out / 'captions'}: no {column!r} column; only synthetic data has scenes")
+            rows_of = scene_rows(vectors(captions[column]), img_of_cap, shape[0])
             write_row_blocks(folder, image_ids, shape[1], ((rows, rows_of(rows)) for rows in slices))
-        elif source == "cider" and len(slices) == 1:  # one block: no task start-up cost
+        elif kind == "cider" and len(slices) == 1:  # one block: no task start-up cost
             write_row_blocks(folder, image_ids, shape[1], [(slices[0], cider_matrix(texts, references).T)])
-        elif source == "cider":
+        elif kind == "cider":
             hyps, doc_freq = ray.put(texts), ray.put(cider_doc_freq(references))
             refs = [(rows, _cider_rows.remote(hyps, references[rows], doc_freq)) for rows in slices]
             write_row_blocks(folder, image_ids, shape[1], ((rows, ray.get(ref)) for rows, ref in refs))

@@ -23,8 +23,7 @@ from vse_ray.data.store import (
     read_features_table,
     relevance_sources,
 )
-
-RELEVANCE_SOURCES = ("sbert", "cider", "svd", "spice", "scene")
+from vse_ray.relevance.sources import RELEVANCE_SOURCES
 
 
 @dataclass

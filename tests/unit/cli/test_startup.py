@@ -1,11 +1,11 @@
-"""`vse-ray --help` and the command options load no heavy library: they come in well under a second."""
+"""`vse-ray --help` and the command options load no heavy library (torch, Ray, MLflow, Arrow ...)."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 
-HEAVY = ("torch", "ray", "mlflow", "sklearn", "pyarrow", "pandas", "numpy")
+HEAVY = ("torch", "ray", "mlflow", "sklearn", "pyarrow", "pandas")
 
 
 def _imported_after(code: str) -> list[str]:
