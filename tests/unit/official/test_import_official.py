@@ -12,13 +12,13 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from tests.model import tiny_store
+from tests.support import tiny_store
 from vse_ray.cli.main import app
 from vse_ray.models import rebuild_model
 from vse_ray.official.torch_file import load_torch_file
 from vse_ray.tracking.checkpoint import load_checkpoint
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "official"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "official"
 RELEASED = FIXTURES / "vse_inf_bigru_checkpoint.pth"
 
 

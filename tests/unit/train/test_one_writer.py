@@ -13,8 +13,8 @@ import time
 import pytest
 from mlflow import MlflowClient
 
-from tests.model.test_cli_errors import _one_error_line, _run
-from tests.model.tiny_store import write_tiny_store
+from tests.support.cli import one_error_line, run_cli
+from tests.support.tiny_store import write_tiny_store
 from vse_ray.tracking.lock import LOCK_NAME, FolderLock, release_all
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.rerun import CHANGES_TAG, claim_run, plan_run, record_path
@@ -58,9 +58,9 @@ def test_a_second_train_of_a_held_run_is_one_line(store, tmp_path):
     run = out / "ray_results" / "tiny-vsepp-s0"
     with FolderLock(run):
         start = time.perf_counter()
-        result = _run(["train", "--data", str(store), "--output-dir", str(out), "--epochs", "1"])
+        result = run_cli(["train", "--data", str(store), "--output-dir", str(out), "--epochs", "1"])
         seconds = time.perf_counter() - start
-    _one_error_line(result, f"run 'tiny-vsepp-s0' ({run}) is in use by PID {os.getpid()}", "--run-name")
+    one_error_line(result, f"run 'tiny-vsepp-s0' ({run}) is in use by PID {os.getpid()}", "--run-name")
     assert seconds < 30
 
 
@@ -131,7 +131,7 @@ def test_ctrl_c_on_train_is_one_line_and_marks_the_run_killed(store, tmp_path, m
     monkeypatch.setattr("vse_ray.ray_session.ensure_ray", lambda address=None: None)
     monkeypatch.setattr("vse_ray.train.trainer.build_trainer", lambda *args, **kwargs: Interrupted())
     out = tmp_path / "out"
-    result = _run(["train", "--data", str(store), "--output-dir", str(out), "--epochs", "1"])
+    result = run_cli(["train", "--data", str(store), "--output-dir", str(out), "--epochs", "1"])
     assert result.exit_code == 130, result.output
     assert result.output.splitlines()[-1:] == [  # after MLflow's own store-creation lines
         "stopped by Ctrl-C: run the same command again to resume from the last checkpoint (the MLflow run "
@@ -167,7 +167,7 @@ def test_ctrl_c_on_study_is_one_line_and_marks_its_run_killed(store, tmp_path, m
     path = tmp_path / "tiny.yaml"
     path.write_text(STUDY.format(data_dir=store))
     out = tmp_path / "out"
-    result = _run(["study", str(path), "--output-dir", str(out)])
+    result = run_cli(["study", str(path), "--output-dir", str(out)])
     assert result.exit_code == 130, result.output
     assert result.output.splitlines()[-1] == (
         "stopped by Ctrl-C: run the same command again to resume: finished runs are kept"
@@ -188,7 +188,7 @@ def test_a_full_disk_during_training_is_one_line_naming_the_file(store, tmp_path
 
     monkeypatch.setattr("vse_ray.ray_session.ensure_ray", lambda address=None: None)
     monkeypatch.setattr("vse_ray.train.trainer.build_trainer", lambda *args, **kwargs: Full())
-    result = _run(["train", "--data", str(store), "--output-dir", str(tmp_path / "out"), "--epochs", "1"])
+    result = run_cli(["train", "--data", str(store), "--output-dir", str(tmp_path / "out"), "--epochs", "1"])
     assert result.exit_code == 2, result.output
     assert (
         f"error: no space left on device writing {checkpoint}: free space and run the same command"

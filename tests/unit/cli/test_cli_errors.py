@@ -6,28 +6,15 @@ import json
 import shutil
 
 import pytest
-from typer.testing import CliRunner
 
-from tests.model.tiny_store import write_tiny_store
-from vse_ray.cli.main import app
+from tests.support.cli import one_error_line, run_cli
+from tests.support.tiny_store import write_tiny_store
 from vse_ray.data.verify import verify_data_dir
 
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
     return write_tiny_store(tmp_path_factory.mktemp("cli") / "tiny")
-
-
-def _run(args: list[str]):
-    return CliRunner().invoke(app, args)
-
-
-def _one_error_line(result, *fragments: str) -> str:
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert lines[0].startswith("error: ") and "--debug" in lines[1] and len(lines) == 2, result.output
-    assert all(f in lines[0] for f in fragments), lines[0]
-    return lines[0]
 
 
 @pytest.mark.parametrize(
@@ -41,19 +28,19 @@ def _one_error_line(result, *fragments: str) -> str:
 )
 def test_train_rejects_bad_loss_params_before_anything_starts(store, tmp_path, loss, params, fragment):
     args = ["train", "--data", str(store), "--loss", loss, "--output-dir", str(tmp_path / "out")]
-    result = _run(args + [a for p in params for a in ("--param", p)])
-    _one_error_line(result, fragment)
+    result = run_cli(args + [a for p in params for a in ("--param", p)])
+    one_error_line(result, fragment)
     assert not (tmp_path / "out").exists()  # no MLflow store, no experiment, no Ray results
 
 
 def test_missing_data_folder_names_it(tmp_path):
-    result = _run(["train", "--data", str(tmp_path / "nope"), "--output-dir", str(tmp_path / "out")])
-    _one_error_line(result, str(tmp_path / "nope"), "does not exist")
+    result = run_cli(["train", "--data", str(tmp_path / "nope"), "--output-dir", str(tmp_path / "out")])
+    one_error_line(result, str(tmp_path / "nope"), "does not exist")
     assert not (tmp_path / "out").exists()
 
 
 def test_debug_shows_the_exception(tmp_path):
-    result = _run(["train", "--data", str(tmp_path / "nope"), "--debug"])
+    result = run_cli(["train", "--data", str(tmp_path / "nope"), "--debug"])
     assert result.exit_code != 0 and isinstance(result.exception, ValueError)
 
 
@@ -61,8 +48,8 @@ def test_unfinished_precompute_is_refused(store, tmp_path):
     """The reproduction of the bug: no manifest.json and only part of the caption shards."""
     broken = shutil.copytree(store, tmp_path / "broken")
     (broken / "manifest.json").unlink()
-    result = _run(["train", "--data", str(broken), "--output-dir", str(tmp_path / "out")])
-    _one_error_line(result, "no manifest.json", "did not finish")
+    result = run_cli(["train", "--data", str(broken), "--output-dir", str(tmp_path / "out")])
+    one_error_line(result, "no manifest.json", "did not finish")
     assert not (tmp_path / "out").exists()
 
 
@@ -87,13 +74,13 @@ def test_files_are_checked_against_the_manifest(store, tmp_path):
 
 
 def test_evaluate_unknown_run_creates_no_store(tmp_path):
-    result = _run(["evaluate", "--run", "0123abcd", "--output-dir", str(tmp_path / "out")])
-    _one_error_line(result, "'0123abcd' is neither a checkpoint path nor a run id")
+    result = run_cli(["evaluate", "--run", "0123abcd", "--output-dir", str(tmp_path / "out")])
+    one_error_line(result, "'0123abcd' is neither a checkpoint path nor a run id")
     assert not (tmp_path / "out" / "mlflow.db").exists()
 
 
 def test_demo_rejects_unknown_loss(tmp_path):
-    result = _run(["demo", "--losses", "vsepp,vspp", "--output-dir", str(tmp_path / "demo")])
+    result = run_cli(["demo", "--losses", "vsepp,vspp", "--output-dir", str(tmp_path / "demo")])
     assert result.exit_code != 0 and "vspp" in result.output
     assert not (tmp_path / "demo").exists()
 
@@ -110,6 +97,6 @@ def test_bad_karpathy_json_is_one_line_naming_the_file(tmp_path, content, fragme
     path = tmp_path / "dataset_coco.json"
     path.write_bytes(content)
     args = ["precompute", "--out", str(tmp_path / "o"), "--dataset", "karpathy"]
-    result = _run(args + ["--karpathy-json", str(path), "--image-root", str(tmp_path)])
-    _one_error_line(result, str(path), fragment)
+    result = run_cli(args + ["--karpathy-json", str(path), "--image-root", str(tmp_path)])
+    one_error_line(result, str(path), fragment)
     assert not (tmp_path / "o").exists()

@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.model._xattn_inputs import region_word_batch, token_batch
+from tests.support.xattn_inputs import region_word_batch, token_batch
 from vse_ray.models.sgraf import SGRAFModel
 from vse_ray.models.sgraf_modules import CaptionBatchNorm
 

@@ -1,4 +1,4 @@
-"""Fixtures of the model tests: a tiny precompute folder shared by the session."""
+"""Fixtures shared by the tests (registered in tests/conftest.py): a tiny precompute folder and its config."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.model.tiny_bert import write_tiny_bert
-from tests.model.tiny_store import tiny_config, write_tiny_store
+from tests.support.tiny_bert import write_tiny_bert
+from tests.support.tiny_store import tiny_config, write_tiny_store
 from vse_ray.train.config import TrainConfig
 
 

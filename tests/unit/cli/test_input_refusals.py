@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.data.conftest import write_karpathy, write_precomp
-from tests.model.test_cli_errors import _one_error_line, _run
-from tests.model.tiny_store import write_tiny_store
+from tests.support.cli import one_error_line, run_cli
+from tests.support.tiny_store import write_tiny_store
 from vse_ray.data.verify import check_finite_features, describe_folder
 
 
@@ -24,8 +24,8 @@ def store(tmp_path_factory):
 @pytest.mark.parametrize("name", ["../../x", "a/b", ".hidden"])
 def test_a_run_name_that_leaves_the_output_folder_is_refused(store, tmp_path, name):
     out = tmp_path / "deep" / "out"
-    result = _run(["train", "--data", str(store), "--output-dir", str(out), "--run-name", name])
-    _one_error_line(result, "run_name: expected one folder name", repr(name))
+    result = run_cli(["train", "--data", str(store), "--output-dir", str(out), "--run-name", name])
+    one_error_line(result, "run_name: expected one folder name", repr(name))
     assert not out.exists() and not (tmp_path / "x").exists()
 
 
@@ -38,12 +38,12 @@ def _copy(store, tmp_path):
 def test_a_corrupt_model_file_is_refused_before_ray_starts(store, tmp_path, name):
     data = _copy(store, tmp_path)
     (data / name).write_text((data / name).read_text()[:-5])
-    result = _run(["train", "--data", str(data), "--output-dir", str(tmp_path / "out")])
-    _one_error_line(result, str(data / name), "sha256 differs from manifest.json")
+    result = run_cli(["train", "--data", str(data), "--output-dir", str(tmp_path / "out")])
+    one_error_line(result, str(data / name), "sha256 differs from manifest.json")
     assert not (tmp_path / "out").exists()
     (data / name).unlink()
-    result = _run(["train", "--data", str(data), "--output-dir", str(tmp_path / "out")])
-    _one_error_line(result, str(data / name), "is missing; manifest.json lists it")
+    result = run_cli(["train", "--data", str(data), "--output-dir", str(tmp_path / "out")])
+    one_error_line(result, str(data / name), "is missing; manifest.json lists it")
 
 
 def _karpathy(tmp_path, change):
@@ -80,8 +80,8 @@ def _no_sentid(images):
 def test_karpathy_fields_are_checked_and_ids_are_unique(tmp_path, change, fragment):
     path = _karpathy(tmp_path, change)
     args = ["precompute", "--out", str(tmp_path / "o"), "--dataset", "karpathy", "--karpathy-json", str(path)]
-    result = _run([*args, "--image-root", str(tmp_path / "images"), "--splits", "train,val"])
-    _one_error_line(result, str(path), fragment)
+    result = run_cli([*args, "--image-root", str(tmp_path / "images"), "--splits", "train,val"])
+    one_error_line(result, str(path), fragment)
     assert not (tmp_path / "o").exists()
 
 
@@ -92,15 +92,15 @@ def test_a_missing_train_caption_is_refused_naming_its_image(store, tmp_path):
     pq.write_table(table.slice(1), shard)  # the first image loses one caption
     manifest = json.loads((data / "manifest.json").read_text())
     (data / "manifest.json").write_text(json.dumps({**manifest, **describe_folder(data)}))
-    result = _run(["train", "--data", str(data), "--output-dir", str(tmp_path / "out")])
+    result = run_cli(["train", "--data", str(data), "--output-dir", str(tmp_path / "out")])
     image_id = table["image_id"][0].as_py()
-    _one_error_line(result, "split=train: 1 image(s) have another number of captions", f"image_id {image_id}")
+    one_error_line(result, "split=train: 1 image(s) have another number of captions", f"image_id {image_id}")
 
 
 def test_a_run_name_mlflow_cannot_filter_is_refused_before_ray_starts(store, tmp_path):
     out = tmp_path / "out"
-    result = _run(["train", "--data", str(store), "--output-dir", str(out), "--run-name", 'bob\'s "run"'])
-    _one_error_line(result, "run_name: ", "holds both ' and \"")
+    result = run_cli(["train", "--data", str(store), "--output-dir", str(out), "--run-name", 'bob\'s "run"'])
+    one_error_line(result, "run_name: ", "holds both ' and \"")
     assert not out.exists()
 
 
@@ -109,8 +109,8 @@ def test_a_garbage_or_truncated_shard_is_named(store, tmp_path, content):
     data = _copy(store, tmp_path)
     shard = sorted((data / "captions" / "split=val").glob("part-*.parquet"))[0]
     shard.write_bytes(content)
-    result = _run(["train", "--data", str(data), "--output-dir", str(tmp_path / "out")])
-    _one_error_line(result, str(shard), "not a readable Parquet file")
+    result = run_cli(["train", "--data", str(data), "--output-dir", str(tmp_path / "out")])
+    one_error_line(result, str(shard), "not a readable Parquet file")
 
 
 def _precomp_args(folder, out):
@@ -123,22 +123,22 @@ def test_a_caps_file_that_is_not_utf8_is_named_with_its_line(tmp_path):
     lines = caps.read_text().splitlines()
     lines[6] = "un caf\u00e9"
     caps.write_bytes("\n".join(lines).encode("latin-1"))
-    result = _run([*_precomp_args(folder, tmp_path / "o"), "--splits", "train,val"])
-    _one_error_line(result, str(caps), "line 7 is not UTF-8")
+    result = run_cli([*_precomp_args(folder, tmp_path / "o"), "--splits", "train,val"])
+    one_error_line(result, str(caps), "line 7 is not UTF-8")
     assert not (tmp_path / "o").exists()
 
 
 def test_a_features_file_that_is_not_npy_is_named(tmp_path):
     folder = write_precomp(tmp_path / "pc", {"train": 3, "dev": 2})
     (folder / "dev_ims.npy").write_bytes(b"\x93NUMPY garbage")
-    result = _run([*_precomp_args(folder, tmp_path / "o"), "--splits", "train,val"])
-    _one_error_line(result, str(folder / "dev_ims.npy"), "not a readable .npy array")
+    result = run_cli([*_precomp_args(folder, tmp_path / "o"), "--splits", "train,val"])
+    one_error_line(result, str(folder / "dev_ims.npy"), "not a readable .npy array")
 
 
 def test_a_recipe_with_a_list_for_model_names_file_and_key(store, tmp_path):
     recipe = tmp_path / "mine.yaml"
     recipe.write_text("train:\n  model: [vsepp]\n  loss: vsepp\n")
-    result = _run(
+    result = run_cli(
         ["train", "--data", str(store), "--recipe", str(recipe), "--output-dir", str(tmp_path / "o")]
     )
     assert result.exit_code == 2  # a bad --recipe is a usage error, shown in typer's box
@@ -156,9 +156,9 @@ def test_nan_features_are_caught_by_the_data_check_with_the_row(store, tmp_path)
     pq.write_table(table.set_column(table.schema.get_field_index("feature"), "feature", column), shard)
     manifest = json.loads((data / "manifest.json").read_text())
     (data / "manifest.json").write_text(json.dumps({**manifest, **describe_folder(data)}))
-    result = _run(["train", "--data", str(data), "--output-dir", str(tmp_path / "out")])
+    result = run_cli(["train", "--data", str(data), "--output-dir", str(tmp_path / "out")])
     image_id = table["image_id"][3].as_py()
-    _one_error_line(result, str(shard), f"row 3 (image_id {image_id}) has NaN or infinite features")
+    one_error_line(result, str(shard), f"row 3 (image_id {image_id}) has NaN or infinite features")
     assert not (tmp_path / "out").exists()
 
 

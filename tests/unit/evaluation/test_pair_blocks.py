@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from tests.model._xattn_inputs import token_batch
-from tests.model.tiny_store import tiny_config
+from tests.support.tiny_store import tiny_config
+from tests.support.xattn_inputs import token_batch
 from vse_ray.data.split_data import load_split
 from vse_ray.evaluation.embed import ensemble_similarities, split_similarities
 from vse_ray.evaluation.evaluate import evaluate_run

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 import torch
 
-from tests.model.tiny_store import tiny_config
+from tests.support.tiny_store import tiny_config
 from vse_ray.data.region_rows import RegionRows
 from vse_ray.data.split_data import load_image_store
 from vse_ray.data.store import load_captions
@@ -77,7 +77,7 @@ def test_layout_mismatch_is_named_before_anything_starts(tiny_data_dir, tiny_reg
 
 
 def test_region_count_differing_between_splits(tiny_region_dir, tmp_path):
-    from tests.model.tiny_store import write_tiny_store
+    from tests.support.tiny_store import write_tiny_store
 
     other = write_tiny_store(tmp_path / "r3", regions=3)
     mixed = tmp_path / "mixed"

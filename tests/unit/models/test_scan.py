@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from tests.model._xattn_inputs import region_word_batch, token_batch
+from tests.support.xattn_inputs import region_word_batch, token_batch
 from vse_ray.models.scan import SCANModel, scan_scores
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.model.tiny_store import COLOURS, SHAPES, TEMPLATES
+from tests.support.tiny_store import COLOURS, SHAPES, TEMPLATES
 
 SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
