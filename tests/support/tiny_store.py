@@ -18,9 +18,9 @@ import pyarrow.parquet as pq
 import torch
 from PIL import Image
 
-from vse_ray.data.scene import ObjectGroup, Scene, scene_descriptor
-from vse_ray.data.schema import relevance_table
-from vse_ray.data.verify import describe_folder
+from vse_ray.data.store.schema import relevance_table
+from vse_ray.data.store.verify import describe_folder
+from vse_ray.data.synthetic.scene import ObjectGroup, Scene, scene_descriptor
 from vse_ray.relevance import scene_similarity, tokenize
 from vse_ray.relevance.cider import cider_matrix
 from vse_ray.relevance.cider_doc_freq import cider_doc_freq

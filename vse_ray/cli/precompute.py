@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from vse_ray.cli.options import given_options
-from vse_ray.data.config import AUTO, ExecutionOptions, PrecomputeConfig
+from vse_ray.data.precompute.config import AUTO, ExecutionOptions, PrecomputeConfig
 from vse_ray.relevance.sources import SOURCES
 
 
@@ -135,7 +135,7 @@ def precompute(
         overwrite=overwrite,
     )
     config.resolved()  # bad values fail before Ray starts
-    from vse_ray.data.precompute import precompute as run_precompute
+    from vse_ray.data.precompute.run import precompute as run_precompute
     from vse_ray.disk_full import disk_full_is_an_error
 
     with disk_full_is_an_error(out, "free space and rerun: finished shards are kept"):

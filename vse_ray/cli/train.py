@@ -94,7 +94,7 @@ def train(
     Every TrainConfig field can be set with --set KEY=VALUE. With --recipe, the recipe sets the fields;
     --set overrides it, and options given on the command line override both.
     """
-    from vse_ray.data.verify import data_folder
+    from vse_ray.data.store.verify import data_folder
 
     data_folder(data)  # a missing folder fails before torch is imported; the whole check is below
     from vse_ray.train.preflight import check_training

@@ -11,8 +11,8 @@ import numpy as np
 from mlflow import MlflowClient
 from mlflow.entities import Metric
 
-from vse_ray.data.split_data import SplitData, load_image_store, load_split
-from vse_ray.data.verify import verify_data_dir
+from vse_ray.data.store.split_data import SplitData, load_image_store, load_split
+from vse_ray.data.store.verify import verify_data_dir
 from vse_ray.evaluation.eccv import eccv_positives
 from vse_ray.evaluation.embed import ensemble_similarities, scoring_device
 from vse_ray.evaluation.examples import plot_retrieval_examples

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from vse_ray.data.split_data import ImageStore, pad_tokens
+from vse_ray.data.store.split_data import ImageStore, pad_tokens
 from vse_ray.models.base import AugmentIds
 from vse_ray.relevance import CiderDocFreq, batch_relevance, tokenize
 from vse_ray.relevance.sources import training_source

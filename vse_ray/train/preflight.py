@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from vse_ray.data.verify import VerifiedData, verify_data_dir
+from vse_ray.data.store.verify import VerifiedData, verify_data_dir
 from vse_ray.features import check_weights
 from vse_ray.folder_names import check_folder_name
 from vse_ray.models import model_class

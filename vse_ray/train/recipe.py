@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from vse_ray.data.config import PrecomputeConfig
+from vse_ray.data.precompute.config import PrecomputeConfig
 from vse_ray.losses import loss_hparams
 from vse_ray.models import model_class
 from vse_ray.resources import resource_names, resource_path

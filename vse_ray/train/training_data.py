@@ -9,9 +9,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from vse_ray.data.split_data import ImageStore, SplitData, load_image_store, load_split
-from vse_ray.data.store import load_captions, load_vocab
-from vse_ray.data.vocab import MASK
+from vse_ray.data.precompute.vocab import MASK
+from vse_ray.data.store.readers import load_captions, load_vocab
+from vse_ray.data.store.split_data import ImageStore, SplitData, load_image_store, load_split
 from vse_ray.models import model_class
 from vse_ray.relevance import CiderDocFreq
 from vse_ray.relevance.sources import training_source

@@ -15,7 +15,7 @@ from ray import tune
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
 from ray.tune.search import BasicVariantGenerator
 
-from vse_ray.data.verify import VerifiedData, verify_data_dir
+from vse_ray.data.store.verify import VerifiedData, verify_data_dir
 from vse_ray.reporting import Column, format_cell, metric_column, metric_number, render_table
 from vse_ray.reporting.metric_columns import DIRECTIONS
 from vse_ray.tracking import (

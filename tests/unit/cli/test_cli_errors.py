@@ -9,7 +9,7 @@ import pytest
 
 from tests.support.cli import one_error_line, run_cli
 from tests.support.tiny_store import write_tiny_store
-from vse_ray.data.verify import verify_data_dir
+from vse_ray.data.store.verify import verify_data_dir
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ import pytest
 from tests.data.conftest import write_karpathy, write_precomp
 from tests.support.cli import one_error_line, run_cli
 from tests.support.tiny_store import write_tiny_store
-from vse_ray.data.verify import check_finite_features, describe_folder
+from vse_ray.data.store.verify import check_finite_features, describe_folder
 
 
 @pytest.fixture(scope="module")

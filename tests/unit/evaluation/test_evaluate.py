@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from vse_ray.data.split_data import load_split
+from vse_ray.data.store.split_data import load_split
 from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.evaluation.plots import k_series
 from vse_ray.metrics import evaluate_all

@@ -8,7 +8,7 @@ import torch
 
 from tests.support.tiny_store import tiny_config
 from tests.support.xattn_inputs import token_batch
-from vse_ray.data.split_data import load_split
+from vse_ray.data.store.split_data import load_split
 from vse_ray.evaluation.embed import ensemble_similarities, split_similarities
 from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.evaluation.pair_blocks import check_block_fits, free_memory_bytes, score_matrix

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from vse_ray.cli.main import app
-from vse_ray.data.split_data import load_split
+from vse_ray.data.store.split_data import load_split
 from vse_ray.metrics import evaluate_all
 
 

@@ -12,7 +12,7 @@ import torch
 from typer.testing import CliRunner
 
 from vse_ray.cli.main import app
-from vse_ray.data.split_data import pad_tokens
+from vse_ray.data.store.split_data import pad_tokens
 from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.models import build_model
 from vse_ray.models.bert_text import bert_folder

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from vse_ray.data.config import PrecomputeConfig
+from vse_ray.data.precompute.config import PrecomputeConfig
 from vse_ray.relevance.sources import RELEVANCE_SOURCES, SOURCES, TRAINING_SOURCES, docs_table
 from vse_ray.train.batches import train_columns
 from vse_ray.train.gather import relevance_columns

@@ -8,8 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from vse_ray.data.split_data import ImageStore, pad_tokens
-from vse_ray.data.store import load_captions, load_features
+from vse_ray.data.store.readers import load_captions, load_features
+from vse_ray.data.store.split_data import ImageStore, pad_tokens
 from vse_ray.relevance import scene_similarity, tokenize
 from vse_ray.relevance.cider import cider_matrix
 from vse_ray.train.batches import (

@@ -45,7 +45,7 @@ def test_inactive_and_seeded():
 
 @pytest.mark.parametrize("mask", [0.0, 0.1])
 def test_training_data_adds_a_mask_row_only_when_masking(tiny_data_dir, mask):
-    from vse_ray.data.store import load_vocab
+    from vse_ray.data.store.readers import load_vocab
     from vse_ray.train.config import TrainConfig
     from vse_ray.train.training_data import TrainingData
 

@@ -19,7 +19,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch import nn
 
-from vse_ray.data.store import load_captions
+from vse_ray.data.store.readers import load_captions
 from vse_ray.losses import make_loss
 from vse_ray.models import build_model
 from vse_ray.train.batches import BatchBuilder

@@ -7,7 +7,7 @@ import torch
 from typer.testing import CliRunner
 
 from vse_ray.cli.main import app
-from vse_ray.data.store import load_captions
+from vse_ray.data.store.readers import load_captions
 from vse_ray.losses import make_loss
 from vse_ray.models import build_model, model_class
 from vse_ray.train.batches import BatchBuilder, TableBatches
@@ -158,7 +158,7 @@ def test_recipes_list_their_deviations_and_runs_carry_them():
 
 def test_precompute_takes_the_recipe_block_under_the_given_options():
     from vse_ray.cli.precompute import with_recipe
-    from vse_ray.data.config import PrecomputeConfig
+    from vse_ray.data.precompute.config import PrecomputeConfig
 
     class _Ctx:
         params = {"svd_dim": 128, "dataset": "precomp"}

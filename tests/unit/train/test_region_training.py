@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from tests.support.tiny_store import tiny_config
-from vse_ray.data.region_rows import RegionRows
-from vse_ray.data.split_data import load_image_store
-from vse_ray.data.store import load_captions
+from vse_ray.data.store.readers import load_captions
+from vse_ray.data.store.region_rows import RegionRows
+from vse_ray.data.store.split_data import load_image_store
 from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.losses import LOSS_NAMES, make_loss
 from vse_ray.models import build_model

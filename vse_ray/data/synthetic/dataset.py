@@ -4,7 +4,7 @@ Every image ``i`` of a dataset with seed ``s`` is built from its own generator s
 ``default_rng([s, i, 0])`` (scene), ``[s, i, 1]`` (captions) and ``[s, i, 2]`` (rendering jitter), so any
 image can be generated alone, in any process, in any order, with the same result. Pixels come from the scene
 through :func:`render_scene`; captions come from the scene through
-:func:`~vse_ray.data.scene_captions.describe_scene`.
+:func:`~vse_ray.data.synthetic.scene_captions.describe_scene`.
 
 Knobs (see :func:`generate_synthetic`): split sizes (default 2,000 / 250 / 250 images), ``image_size``
 (default 64 pixels), ``seed``, ``captions_per_image`` (default 5).
@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image, ImageDraw
 
-from vse_ray.data.scene import BACKGROUNDS, COLOURS, Scene, sample_scene
-from vse_ray.data.scene_captions import describe_scene
+from vse_ray.data.synthetic.scene import BACKGROUNDS, COLOURS, Scene, sample_scene
+from vse_ray.data.synthetic.scene_captions import describe_scene
 
 SPLITS = ("train", "val", "test")
 _CENTRES = {

@@ -8,7 +8,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from vse_ray.data.image_io import FileImages, SyntheticImages
+from vse_ray.data.sources.image_io import FileImages, SyntheticImages
 
 SPLIT_NAMES = ("train", "val", "test")
 T = TypeVar("T")
@@ -24,7 +24,8 @@ class SplitSource:
             of a precomp feature file.
         captions: ``captions[k]`` = the captions of image k.
         caption_ids: (n, captions_per_image) int64 unique ids.
-        scenes: (n, D) float32 scene descriptors (:func:`~vse_ray.data.scene.scene_descriptor`) where the
+        scenes: (n, D) float32 scene descriptors
+            (:func:`~vse_ray.data.synthetic.scene.scene_descriptor`) where the
             dataset knows its scenes (synthetic), else None.
     """
 

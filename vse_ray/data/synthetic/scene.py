@@ -1,8 +1,8 @@
 """Scene descriptions of the embedded synthetic dataset: which objects, where, on what background.
 
 A scene is the single source of truth of a synthetic image: the pixels are rendered from it
-(:func:`vse_ray.data.synthetic.render_scene`) and the captions are written from it
-(:func:`vse_ray.data.scene_captions.describe_scene`); neither ever sees the other.
+(:func:`vse_ray.data.synthetic.dataset.render_scene`) and the captions are written from it
+(:func:`vse_ray.data.synthetic.scene_captions.describe_scene`); neither ever sees the other.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# Object kinds, each drawn as its own pictogram (:mod:`vse_ray.data.synthetic`); the ``shape`` of a group.
+# Object kinds, each drawn as its own pictogram (:mod:`vse_ray.data.synthetic.dataset`); a group's ``shape``.
 SHAPES = (
     "ball",
     "box",

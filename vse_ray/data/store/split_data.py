@@ -1,7 +1,7 @@
 """One split of a precompute folder as training and evaluation read it: image side, captions, relevance.
 
 Pooled features and pixels are held in memory; region features are read by row from their shards
-(:class:`~vse_ray.data.region_rows.RegionRows`), so no process holds a whole split of regions.
+(:class:`~vse_ray.data.store.region_rows.RegionRows`), so no process holds a whole split of regions.
 """
 
 from __future__ import annotations
@@ -15,14 +15,14 @@ import pyarrow as pa
 import torch
 from PIL import Image
 
-from vse_ray.data.region_rows import RegionRows
-from vse_ray.data.store import (
+from vse_ray.data.store.readers import (
     load_captions,
     load_features,
     load_relevance,
     read_features_table,
     relevance_sources,
 )
+from vse_ray.data.store.region_rows import RegionRows
 from vse_ray.relevance.sources import RELEVANCE_SOURCES
 
 

@@ -20,8 +20,8 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from vse_ray.data.schema import SCHEMA_VERSION
-from vse_ray.data.shards import sha256_file
+from vse_ray.data.store.schema import SCHEMA_VERSION
+from vse_ray.data.store.shards import sha256_file
 
 MANIFEST = "manifest.json"
 TABLES = ("features", "captions", "relevance")

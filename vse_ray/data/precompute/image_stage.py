@@ -1,7 +1,7 @@
 """Stage 1a: images → ``features/`` (read → decode/resize → CNN actor pool → shards) or given features.
 
 Pooled features and pixels go to Parquet; region features (3-D precomp arrays, CNN grids) to Arrow IPC
-files that training reads by row (see :mod:`vse_ray.data.schema`).
+files that training reads by row (see :mod:`vse_ray.data.store.schema`).
 """
 
 from __future__ import annotations
@@ -13,20 +13,20 @@ import numpy as np
 import ray
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
-from vse_ray.data.image_io import FileImages, SyntheticImages, load_images
-from vse_ray.data.precomp import read_precomp_rows
-from vse_ray.data.ray_stages import (
+from vse_ray.data.precompute.config import ExecutionOptions, PrecomputeConfig
+from vse_ray.data.precompute.ray_stages import (
     dataset_of_shards,
     map_in_actor_pool,
     on_node,
     pool_placement,
     write_shards,
 )
-from vse_ray.data.resources import TASK_CPUS, StageResources, plan_resources
-from vse_ray.data.schema import features_table
-from vse_ray.data.shards import ShardLedger, plan_shards, shard_input
-from vse_ray.data.sources import Source
+from vse_ray.data.precompute.resources import TASK_CPUS, StageResources, plan_resources
+from vse_ray.data.sources.image_io import FileImages, SyntheticImages, load_images
+from vse_ray.data.sources.precomp import read_precomp_rows
+from vse_ray.data.sources.source import Source
+from vse_ray.data.store.schema import features_table
+from vse_ray.data.store.shards import ShardLedger, plan_shards, shard_input
 from vse_ray.features import CNNFeatureExtractor
 
 

@@ -1,4 +1,4 @@
-"""Captions written from a :class:`~vse_ray.data.scene.Scene` alone, led by what the objects are.
+"""Captions written from a :class:`~vse_ray.data.synthetic.scene.Scene` alone, led by what the objects are.
 
 Every caption names every object group by its colour and kind (with its number when there are several) and
 ends with (or starts from) the background, its colour and texture ("on gray stripes", "on a white
@@ -10,7 +10,7 @@ it is a second name of the kind, not a further fact (nothing in the pixels flies
 the same in every caption of an image; what varies is the wording (nouns, group order, sentence structure)
 and which *extra* visible facts are added: sizes, positions and the spatial relation between two groups
 (read from their positions). Every fact a caption states is drawn in the pixels
-(:func:`vse_ray.data.synthetic.render_scene`).
+(:func:`vse_ray.data.synthetic.dataset.render_scene`).
 
 What S-BERT makes of them (``benchmarks/bench_caption_relevance.py``) is in docs/relevance.md, "What S-BERT
 measures on the embedded captions".
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vse_ray.data.scene import ObjectGroup, Scene
+from vse_ray.data.synthetic.scene import ObjectGroup, Scene
 
 
 @dataclass(frozen=True)

@@ -8,19 +8,24 @@ from pathlib import Path
 
 import numpy as np
 
-from vse_ray.data.caption_vectors import CaptionVectorizer
-from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
-from vse_ray.data.ray_stages import dataset_of_shards, map_in_actor_pool, pool_placement, write_shards
-from vse_ray.data.resources import plan_resources
-from vse_ray.data.schema import captions_table
-from vse_ray.data.shards import (
+from vse_ray.data.precompute.caption_vectors import CaptionVectorizer
+from vse_ray.data.precompute.config import ExecutionOptions, PrecomputeConfig
+from vse_ray.data.precompute.ray_stages import (
+    dataset_of_shards,
+    map_in_actor_pool,
+    pool_placement,
+    write_shards,
+)
+from vse_ray.data.precompute.resources import plan_resources
+from vse_ray.data.precompute.vocab import build_vocab
+from vse_ray.data.sources.source import SplitSource
+from vse_ray.data.store.schema import captions_table
+from vse_ray.data.store.shards import (
     ShardLedger,
     plan_shards,
     shard_input,
     write_json_atomic,
 )
-from vse_ray.data.sources import SplitSource
-from vse_ray.data.vocab import build_vocab
 from vse_ray.relevance import TfidfSvd, cider_doc_freq, tokenize
 
 SVD_FILE = "tfidf_svd.npz"

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow.fs as pafs
 from PIL import Image, UnidentifiedImageError
 
-from vse_ray.data.synthetic import synthetic_image
+from vse_ray.data.synthetic.dataset import synthetic_image
 
 
 def png_bytes(pixels: np.ndarray) -> bytes:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vse_ray.data.sources import SPLIT_NAMES, SplitSource, check_captions, select_splits
+from vse_ray.data.sources.source import SPLIT_NAMES, SplitSource, check_captions, select_splits
 
 SPLIT_OF = {
     "train": "train",

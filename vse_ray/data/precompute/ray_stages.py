@@ -12,8 +12,15 @@ import ray
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
-from vse_ray.data.resources import TASK_CPUS, StageResources
-from vse_ray.data.shards import NODE_PREFIX, Shard, ShardLedger, current_node, record_pieces, write_pieces
+from vse_ray.data.precompute.resources import TASK_CPUS, StageResources
+from vse_ray.data.store.shards import (
+    NODE_PREFIX,
+    Shard,
+    ShardLedger,
+    current_node,
+    record_pieces,
+    write_pieces,
+)
 
 POOL_START_TIMEOUT_S = 1800  # an autoscaled GPU node may take minutes to join before its actor starts
 STRICT_SPREAD_WAIT_S = 60  # how long a pool waits for one actor slot per node before settling for less
@@ -46,11 +53,11 @@ def dataset_of_shards(blocks: list[pa.Table]) -> ray.data.Dataset:
     """A dataset of one block per shard, whose operators share the CPUs by our resource plan alone.
 
     Ray Data reserves a share of the cluster for each operator, which on a small node can throttle the
-    tasks beside a pool that holds most CPUs. :func:`~vse_ray.data.resources.plan_resources` already
-    leaves room for the decode and write tasks, so this dataset (its own copy of the context) runs
-    without operator reservations. Its actor pools start every actor before the first block: otherwise
-    the first model copy up takes every block of a small stage while the copies on the other nodes still
-    load, and the pool is not spread over the nodes.
+    tasks beside a pool that holds most CPUs.
+    :func:`~vse_ray.data.precompute.resources.plan_resources` already leaves room for the decode and write
+    tasks, so this dataset (its own copy of the context) runs without operator reservations. Its actor pools
+    start every actor before the first block: otherwise the first model copy up takes every block of a small
+    stage while the copies on the other nodes still load, and the pool is not spread over the nodes.
     """
     ds = ray.data.from_arrow(blocks)
     ds.context.op_resource_reservation_enabled = False

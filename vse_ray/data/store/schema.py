@@ -31,7 +31,7 @@ and ``manifest.json`` records ``dims.regions`` = R, ``dims.feature`` = D and ``d
 tables are uncompressed Arrow IPC files of one record batch (``pyarrow.ipc.open_file`` or
 ``pyarrow.dataset.dataset(path, format="arrow")`` read them): each image's R × D values are one contiguous
 run of bytes at a fixed offset, so training reads the rows of a batch straight from the file
-(:mod:`vse_ray.data.region_rows`) instead of holding the split in memory, which Parquet's compressed,
+(:mod:`vse_ray.data.store.region_rows`) instead of holding the split in memory, which Parquet's compressed,
 encoded pages do not allow. float16 storage halves the size; a value beyond float16's range is an error.
 """
 

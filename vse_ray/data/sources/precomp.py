@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vse_ray.data.schema import check_float16_range
-from vse_ray.data.sources import PrecompFeatures, SplitSource, check_captions, select_splits
+from vse_ray.data.sources.source import PrecompFeatures, SplitSource, check_captions, select_splits
+from vse_ray.data.store.schema import check_float16_range
 
 FILE_SPLITS = {"train": "train", "val": "dev", "test": "test"}  # our split name → precomp file prefix
 _CHECK_ROWS = 4096

@@ -1,6 +1,6 @@
 """Region features read by row from a split's Arrow IPC shards: a training process holds only its batch.
 
-Each shard is an uncompressed Arrow IPC file of one record batch (:mod:`vse_ray.data.schema`), so the
+Each shard is an uncompressed Arrow IPC file of one record batch (:mod:`vse_ray.data.store.schema`), so the
 R × D values of row k start at a fixed byte offset. Opening a shard memory-maps it once to find that offset
 and the image ids; rows are then read with positional reads (``os.preadv``) into the batch's own array.
 Unlike touching a memory map, this leaves no file pages in the process's resident set, so a worker's

@@ -3,7 +3,8 @@
 ``relevance/<split>/<source>/part-<row>.parquet`` holds rows of the (n_images, n_captions) float32 matrix:
 one row per image (``image_id``, ascending), its relevance to every caption of the split as
 ``relevance: fixed_size_list<float32>[n_captions]`` (columns ascending ``caption_id``, the order of
-:func:`~vse_ray.data.store.load_captions`). A source's folder appears only once all its shards are written.
+:func:`~vse_ray.data.store.readers.load_captions`). A source's folder appears only once all its shards are
+written.
 ``R[i, j]`` is:
 
 - ``sbert`` / ``svd``: the mean cosine between caption j and the reference captions of image i (the
@@ -27,9 +28,9 @@ import numpy as np
 import ray
 import torch
 
-from vse_ray.data.schema import relevance_table, vectors
-from vse_ray.data.shards import part_name, write_atomic
-from vse_ray.data.store import load_captions, read_features_table
+from vse_ray.data.store.readers import load_captions, read_features_table
+from vse_ray.data.store.schema import relevance_table, vectors
+from vse_ray.data.store.shards import part_name, write_atomic
 from vse_ray.relevance import (
     CiderDocFreq,
     cider_doc_freq,

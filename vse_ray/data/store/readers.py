@@ -1,4 +1,4 @@
-"""Readers of a precompute folder (see :mod:`vse_ray.data.schema` for the layout), plain pyarrow and numpy."""
+"""Readers of a precompute folder (layout: :mod:`vse_ray.data.store.schema`), plain pyarrow and numpy."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from vse_ray.data.schema import region_arrays, vectors
+from vse_ray.data.store.schema import region_arrays, vectors
 
 
 def _table_dir(data_dir: str, table: str, split: str) -> Path:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from vse_ray.data.vocab import encode
+from vse_ray.data.precompute.vocab import encode
 from vse_ray.relevance import SentenceEncoder, TfidfSvd, tokenize
 
 

@@ -10,19 +10,19 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vse_ray.data.caption_stage import caption_columns, run_caption_stage
-from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
-from vse_ray.data.image_io import FileImages, SyntheticImages
-from vse_ray.data.image_stage import run_image_stage
-from vse_ray.data.karpathy import read_karpathy
-from vse_ray.data.manifest import check_output, claim_output, table_counts, write_manifest
-from vse_ray.data.precomp import read_precomp
-from vse_ray.data.relevance_stage import run_relevance_stage
-from vse_ray.data.scene import scene_descriptor
-from vse_ray.data.sources import Source, SplitSource, select_splits
-from vse_ray.data.store import load_vocab
-from vse_ray.data.summary import PrecomputeSummary
-from vse_ray.data.synthetic import generate_synthetic
+from vse_ray.data.precompute.caption_stage import caption_columns, run_caption_stage
+from vse_ray.data.precompute.config import ExecutionOptions, PrecomputeConfig
+from vse_ray.data.precompute.image_stage import run_image_stage
+from vse_ray.data.precompute.manifest import check_output, claim_output, table_counts, write_manifest
+from vse_ray.data.precompute.relevance_stage import run_relevance_stage
+from vse_ray.data.precompute.summary import PrecomputeSummary
+from vse_ray.data.sources.image_io import FileImages, SyntheticImages
+from vse_ray.data.sources.karpathy import read_karpathy
+from vse_ray.data.sources.precomp import read_precomp
+from vse_ray.data.sources.source import Source, SplitSource, select_splits
+from vse_ray.data.store.readers import load_vocab
+from vse_ray.data.synthetic.dataset import generate_synthetic
+from vse_ray.data.synthetic.scene import scene_descriptor
 from vse_ray.features import check_weights
 from vse_ray.ray_session import ensure_ray
 
