@@ -25,8 +25,8 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from vse_ray.data.scene import scene_descriptor
-from vse_ray.data.synthetic import generate_synthetic
+from vse_ray.data.synthetic.dataset import generate_synthetic
+from vse_ray.data.synthetic.scene import scene_descriptor
 from vse_ray.relevance import DEFAULT_SENTENCE_MODEL, SentenceEncoder, scene_similarity
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

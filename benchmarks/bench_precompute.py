@@ -77,13 +77,13 @@ def run_loop(n: int, out: Path, config) -> dict:
     """The same work in one process: no Ray, torch using every core."""
     import numpy as np
 
-    from vse_ray.data.caption_stage import caption_columns, fit_train_models
-    from vse_ray.data.caption_vectors import CaptionVectorizer
-    from vse_ray.data.image_io import png_bytes
-    from vse_ray.data.precompute import load_source
-    from vse_ray.data.schema import captions_table, features_table
-    from vse_ray.data.shards import plan_shards, write_atomic
-    from vse_ray.data.synthetic import synthetic_image
+    from vse_ray.data.precompute.caption_stage import caption_columns, fit_train_models
+    from vse_ray.data.precompute.caption_vectors import CaptionVectorizer
+    from vse_ray.data.precompute.run import load_source
+    from vse_ray.data.sources.image_io import png_bytes
+    from vse_ray.data.store.schema import captions_table, features_table
+    from vse_ray.data.store.shards import plan_shards, write_atomic
+    from vse_ray.data.synthetic.dataset import synthetic_image
     from vse_ray.features import CNNFeatureExtractor
 
     source = load_source(config)
@@ -127,8 +127,8 @@ def run_ray(n: int, out: Path, config, cpus: int, cluster_address: str | None = 
     """Precompute on a local Ray of `cpus` CPUs, or on the running cluster at `cluster_address`."""
     import ray
 
-    from vse_ray.data.config import ExecutionOptions
-    from vse_ray.data.precompute import precompute
+    from vse_ray.data.precompute.config import ExecutionOptions
+    from vse_ray.data.precompute.run import precompute
 
     local = {"num_cpus": cpus, "include_dashboard": False} if cluster_address is None else {}
     ray.init(address=cluster_address or "local", log_to_driver=False, configure_logging=False, **local)
@@ -146,7 +146,7 @@ def run_ray(n: int, out: Path, config, cpus: int, cluster_address: str | None = 
 
 def measure(args: argparse.Namespace) -> None:
     """One measurement in this process; prints a JSON line."""
-    from vse_ray.data.config import PrecomputeConfig
+    from vse_ray.data.precompute.config import PrecomputeConfig
 
     n_val = max(1, args.n // 10)
     config = PrecomputeConfig(

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vse_ray.data.schema import features_table
-from vse_ray.data.shards import part_name, write_atomic
+from vse_ray.data.store.schema import features_table
+from vse_ray.data.store.shards import part_name, write_atomic
 
 SHARD_ROWS = 1024
 
@@ -76,8 +76,8 @@ def _vm_kb() -> dict[str, int]:
 def worker(folder: str, mode: str, steps: int) -> None:  # runs in its own process
     import torch
 
-    from vse_ray.data.region_rows import RegionRows
-    from vse_ray.data.split_data import ImageStore
+    from vse_ray.data.store.region_rows import RegionRows
+    from vse_ray.data.store.split_data import ImageStore
 
     base = _vm_kb()["VmRSS"]  # interpreter, torch and pyarrow loaded, nothing read yet
     rows = RegionRows(Path(folder) / "features" / "split=train")

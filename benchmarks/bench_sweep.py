@@ -47,7 +47,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench_sweep_") as tmp:
         root = Path(tmp)
         if args.data_dir is None:
-            from tests.model.tiny_store import write_tiny_store
+            from tests.support.tiny_store import write_tiny_store
 
             data_dir = str(write_tiny_store(root / "store"))
         else:

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from bench_losses import round_robin_median_ms, synchronised
 
-from vse_ray.data.split_data import ImageStore
+from vse_ray.data.store.split_data import ImageStore
 from vse_ray.losses import LOSS_NAMES, make_loss
 from vse_ray.models import build_model
 from vse_ray.relevance import tokenize

@@ -1,7 +1,8 @@
 """A small learnable region-feature dataset in the VSE++/SCAN/VSE∞ "precomp" format.
 
-Images are the embedded synthetic scenes (:mod:`vse_ray.data.synthetic`); their five captions are written from
-the scene alone (:mod:`vse_ray.data.scene_captions`), lower-cased with punctuation removed
+Images are the embedded synthetic scenes (:mod:`vse_ray.data.synthetic.dataset`); their five captions are
+written from
+the scene alone (:mod:`vse_ray.data.synthetic.scene_captions`), lower-cased with punctuation removed
 (:func:`vse_ray.relevance.tokenize`), so a whitespace split and NLTK's word tokenizer give the same tokens.
 Each image gets R region features of width D:
 
@@ -27,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from vse_ray.data.scene import BACKGROUNDS, COLOURS, POSITIONS, SHAPES, SIZES, TEXTURES, Scene
-from vse_ray.data.synthetic import generate_synthetic
-from vse_ray.data.vocab import SPECIAL_TOKENS, build_vocab
+from vse_ray.data.precompute.vocab import SPECIAL_TOKENS, build_vocab
+from vse_ray.data.synthetic.dataset import generate_synthetic
+from vse_ray.data.synthetic.scene import BACKGROUNDS, COLOURS, POSITIONS, SHAPES, SIZES, TEXTURES, Scene
 from vse_ray.relevance import tokenize
 
 SPLIT_FILES = ("train", "dev", "test")

@@ -17,6 +17,8 @@ os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 # each; the tests' tiny runs take seconds.
 os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")
 
+pytest_plugins = ["tests.support.fixtures"]  # the tiny precompute folder and config, for every test folder
+
 
 def seed_all(seed: int = 42) -> None:
     random.seed(seed)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vse_ray.data.synthetic import generate_synthetic
+from vse_ray.data.synthetic.dataset import generate_synthetic
 
 
 def write_karpathy(root: Path, n_per_split: dict[str, int], captions: int = 5) -> Path:

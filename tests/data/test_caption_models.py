@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from vse_ray.data.caption_stage import SVD_FILE, fit_train_models
-from vse_ray.data.config import PrecomputeConfig
+from vse_ray.data.precompute.caption_stage import SVD_FILE, fit_train_models
+from vse_ray.data.precompute.config import PrecomputeConfig
 from vse_ray.relevance import TfidfSvd
 
 TEXTS = ["red bike", "blue horse", "green fence", "red horse", "blue bike", "green bike"]  # 6 terms

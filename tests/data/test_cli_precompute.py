@@ -52,8 +52,8 @@ def test_a_full_disk_is_one_line_naming_the_folder(tmp_path, monkeypatch):
         enospc = OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "o" / "features"))
         raise RuntimeError("Ray Data stage failed") from _WorkerError(enospc)
 
-    monkeypatch.setattr("vse_ray.data.precompute.ensure_ray", lambda address: None)
-    monkeypatch.setattr("vse_ray.data.precompute.run_image_stage", full)
+    monkeypatch.setattr("vse_ray.data.precompute.run.ensure_ray", lambda address: None)
+    monkeypatch.setattr("vse_ray.data.precompute.run.run_image_stage", full)
     args = ["precompute", "--out", str(tmp_path / "o"), "--n-train", "8", "--n-val", "4", "--n-test", "4"]
     result = CliRunner().invoke(app, [*args, "--cnn", "small", "--weights", "none"])
     assert result.exit_code == 2, result.output

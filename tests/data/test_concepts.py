@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vse_ray.data.concepts import STOPWORDS, ConceptGraph, build_concepts, concept_adjacency
+from vse_ray.data.precompute.concepts import STOPWORDS, ConceptGraph, build_concepts, concept_adjacency
 from vse_ray.official.cvse_concepts import read_concept_vectors, read_numpy_pickle, read_official_concepts
 
 WORDS = [

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from vse_ray.data.image_io import FileImages, OutsideRoot, load_images
+from vse_ray.data.sources.image_io import FileImages, OutsideRoot, load_images
 
 
 @pytest.fixture

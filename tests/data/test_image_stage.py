@@ -8,14 +8,14 @@ import pytest
 from PIL import Image
 
 from tests.data.conftest import write_karpathy, write_precomp
-from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
-from vse_ray.data.image_io import FileImages
-from vse_ray.data.image_stage import run_image_stage
-from vse_ray.data.karpathy import read_karpathy
-from vse_ray.data.manifest import table_counts
-from vse_ray.data.precomp import read_precomp
-from vse_ray.data.precompute import check_rejects
-from vse_ray.data.sources import Source
+from vse_ray.data.precompute.config import ExecutionOptions, PrecomputeConfig
+from vse_ray.data.precompute.image_stage import run_image_stage
+from vse_ray.data.precompute.manifest import table_counts
+from vse_ray.data.precompute.run import check_rejects
+from vse_ray.data.sources.image_io import FileImages
+from vse_ray.data.sources.karpathy import read_karpathy
+from vse_ray.data.sources.precomp import read_precomp
+from vse_ray.data.sources.source import Source
 from vse_ray.features import CNNFeatureExtractor
 
 pytestmark = pytest.mark.ray

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from vse_ray.data import precompute as precompute_module
-from vse_ray.data.config import PrecomputeConfig
-from vse_ray.data.official_vocab import ReleasedTokenizer, read_vocab_file
-from vse_ray.data.precompute import precompute
-from vse_ray.data.vocab import encode
+from vse_ray.data.precompute.config import PrecomputeConfig
+from vse_ray.data.precompute.official_vocab import ReleasedTokenizer, read_vocab_file
+from vse_ray.data.precompute.run import precompute
+from vse_ray.data.precompute.vocab import encode
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "official"
 WORDS = ["<pad>", "<start>", "<end>", "<unk>", "a", "dog", "'s", "ball", ",", "."]

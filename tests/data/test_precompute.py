@@ -16,14 +16,14 @@ from PIL import Image
 from pycocoevalcap.cider.cider_scorer import CiderScorer
 
 from vse_ray.data import load_captions, load_features, load_manifest, load_relevance, load_vocab
-from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
-from vse_ray.data.precompute import precompute
-from vse_ray.data.scene import scene_descriptor
-from vse_ray.data.shards import sha256_file
-from vse_ray.data.store import iter_relevance
-from vse_ray.data.synthetic import generate_synthetic, synthetic_image
-from vse_ray.data.verify import verify_data_dir
-from vse_ray.data.vocab import END, START
+from vse_ray.data.precompute.config import ExecutionOptions, PrecomputeConfig
+from vse_ray.data.precompute.run import precompute
+from vse_ray.data.precompute.vocab import END, START
+from vse_ray.data.store.readers import iter_relevance
+from vse_ray.data.store.shards import sha256_file
+from vse_ray.data.store.verify import verify_data_dir
+from vse_ray.data.synthetic.dataset import generate_synthetic, synthetic_image
+from vse_ray.data.synthetic.scene import scene_descriptor
 from vse_ray.features import CNNFeatureExtractor
 from vse_ray.relevance import TfidfSvd, scene_similarity, tokenize
 

@@ -8,15 +8,15 @@ import pyarrow.dataset as pads
 import pytest
 
 from tests.data.conftest import write_karpathy, write_precomp
-from vse_ray.data.config import ExecutionOptions, PrecomputeConfig
-from vse_ray.data.image_io import FileImages, load_images
-from vse_ray.data.image_stage import run_image_stage
-from vse_ray.data.karpathy import read_karpathy
-from vse_ray.data.precomp import read_precomp
-from vse_ray.data.precompute import feature_dims
-from vse_ray.data.schema import features_table
-from vse_ray.data.sources import Source
-from vse_ray.data.store import load_features
+from vse_ray.data.precompute.config import ExecutionOptions, PrecomputeConfig
+from vse_ray.data.precompute.image_stage import run_image_stage
+from vse_ray.data.precompute.run import feature_dims
+from vse_ray.data.sources.image_io import FileImages, load_images
+from vse_ray.data.sources.karpathy import read_karpathy
+from vse_ray.data.sources.precomp import read_precomp
+from vse_ray.data.sources.source import Source
+from vse_ray.data.store.readers import load_features
+from vse_ray.data.store.schema import features_table
 from vse_ray.features import CNNFeatureExtractor
 
 

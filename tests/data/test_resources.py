@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vse_ray.data.resources import ACTOR_CPUS, TASK_CPUS, plan_cpu_pool, plan_resources
+from vse_ray.data.precompute.resources import ACTOR_CPUS, TASK_CPUS, plan_cpu_pool, plan_resources
 
 pytestmark = pytest.mark.ray
 

@@ -8,8 +8,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from vse_ray.data.schema import features_table
-from vse_ray.data.shards import (
+from vse_ray.data.store.schema import features_table
+from vse_ray.data.store.shards import (
     ShardLedger,
     current_node,
     plan_shards,

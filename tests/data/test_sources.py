@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from tests.data.conftest import write_karpathy, write_precomp
-from vse_ray.data.karpathy import read_karpathy
-from vse_ray.data.precomp import read_precomp, read_precomp_rows
+from vse_ray.data.sources.karpathy import read_karpathy
+from vse_ray.data.sources.precomp import read_precomp, read_precomp_rows
 
 
 def test_karpathy_restval_goes_to_train_and_keeps_five_captions(tmp_path):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vse_ray.data.scene import (
+from vse_ray.data.synthetic.dataset import generate_synthetic, render_scene, synthetic_image, synthetic_scene
+from vse_ray.data.synthetic.scene import (
     BACKGROUNDS,
     COLOURS,
     MAX_OBJECTS,
@@ -14,8 +15,7 @@ from vse_ray.data.scene import (
     Scene,
     sample_scene,
 )
-from vse_ray.data.scene_captions import TEMPLATES, describe_scene
-from vse_ray.data.synthetic import generate_synthetic, render_scene, synthetic_image, synthetic_scene
+from vse_ray.data.synthetic.scene_captions import TEMPLATES, describe_scene
 
 
 def test_generate_is_deterministic_and_split_ordered():
@@ -116,7 +116,7 @@ def test_generate_rejects_bad_sizes():
 
 
 def test_every_caption_names_every_object_kind_and_no_other():
-    from vse_ray.data.scene_captions import _KINDS
+    from vse_ray.data.synthetic.scene_captions import _KINDS
 
     data = generate_synthetic(60, 0, 0, render=False, seed=2)
     words_of = {kind: {w for pair in k.nouns for w in " ".join(pair).split()} for kind, k in _KINDS.items()}

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from vse_ray.data.config import PrecomputeConfig
-from vse_ray.data.manifest import FORMAT, STATE_CONFIG, claim_output
-from vse_ray.data.vocab import END, START, UNK, build_vocab, encode
+from vse_ray.data.precompute.config import PrecomputeConfig
+from vse_ray.data.precompute.manifest import FORMAT, STATE_CONFIG, claim_output
+from vse_ray.data.precompute.vocab import END, START, UNK, build_vocab, encode
 
 
 def test_vocab_keeps_frequent_words_after_special_tokens():

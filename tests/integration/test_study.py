@@ -10,7 +10,7 @@ import pytest
 from mlflow import MlflowClient
 
 from tests.conftest import stray_files
-from tests.model.tiny_store import write_tiny_store
+from tests.support.tiny_store import write_tiny_store
 from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.study import parse_study, run_study, study_summary
 from vse_ray.study.summary import ROW_TAG

@@ -11,7 +11,7 @@ from mlflow import MlflowClient
 from typer.testing import CliRunner
 
 from tests.conftest import stray_files
-from tests.model.tiny_store import write_tiny_store
+from tests.support.tiny_store import write_tiny_store
 from vse_ray.cli.main import app
 from vse_ray.tune.mlflow_trials import PARENT_TAG, STOP_TAG
 from vse_ray.tune.sweep import run_sweep

@@ -11,9 +11,9 @@ from mlflow import MlflowClient
 from typer.testing import CliRunner
 
 from tests.conftest import stray_files
-from tests.model.tiny_store import tiny_config, write_tiny_store
+from tests.support.tiny_store import tiny_config, write_tiny_store
 from vse_ray.cli.main import app
-from vse_ray.data.verify import verify_data_dir
+from vse_ray.data.store.verify import verify_data_dir
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.reporter import Reporter
 from vse_ray.train.trainer import fit

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.local_ray import LocalNode, free_ports, ray_env, start_node
-from tests.model.tiny_store import write_tiny_store
+from tests.support.tiny_store import write_tiny_store
 
 REPO = Path(__file__).resolve().parents[2]
 NODE_CPUS = 2

@@ -44,7 +44,7 @@ def _ddp_loop(config: dict[str, Any]) -> None:  # pragma: no cover, runs inside 
     import ray.train
     import torch
 
-    from vse_ray.data.store import load_captions
+    from vse_ray.data.store.readers import load_captions
     from vse_ray.losses import make_loss
     from vse_ray.train.batches import TableBatches, train_columns
     from vse_ray.train.config import TrainConfig

@@ -13,8 +13,8 @@ import pytest
 import torch
 from mlflow import MlflowClient
 
-from tests.model.tiny_store import tiny_config
-from vse_ray.data.store import load_captions
+from tests.support.tiny_store import tiny_config
+from vse_ray.data.store.readers import load_captions
 from vse_ray.losses import make_loss
 from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.train.batches import TableBatches, train_columns

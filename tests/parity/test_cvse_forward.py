@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from tests.parity.test_step_parity import FIXTURES, cvse_name
-from vse_ray.data.concepts import concept_adjacency
+from vse_ray.data.precompute.concepts import concept_adjacency
 from vse_ray.models import build_model
 from vse_ray.models.cvse_modules import normalized_adjacency
 

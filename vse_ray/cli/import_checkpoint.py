@@ -7,8 +7,6 @@ from typing import Annotated
 
 import typer
 
-from vse_ray.tracking.checkpoint import CHECKPOINT_FILE
-
 # The formats of vse_ray.official.FORMATS (a test compares the names), written out here so that `--help`
 # does not import torch.
 FORMAT_HELP = (
@@ -22,7 +20,7 @@ FORMAT_HELP = (
 
 def import_checkpoint(
     checkpoint: Annotated[str, typer.Option(help="The released checkpoint file (e.g. model_best.pth).")],
-    output: Annotated[str, typer.Option(help=f"Folder of the vse_ray checkpoint ({CHECKPOINT_FILE}).")],
+    output: Annotated[str, typer.Option(help="Folder of the vse_ray checkpoint (a new folder).")],
     fmt: Annotated[str, typer.Option("--format", help=FORMAT_HELP)] = "vse_infty_bigru",
     data: Annotated[
         str,
@@ -42,6 +40,7 @@ def import_checkpoint(
     """Convert a released checkpoint (loaded without arbitrary unpickling) into a vse_ray checkpoint that
     `vse-ray evaluate --run FOLDER` reads."""
     from vse_ray.official import FORMATS, import_released
+    from vse_ray.tracking.checkpoint import CHECKPOINT_FILE
 
     if fmt not in FORMATS:
         raise ValueError(f"format: must be one of {sorted(FORMATS)}, got {fmt!r}")

@@ -8,8 +8,8 @@ from typing import Annotated
 import typer
 
 from vse_ray.cli.options import given_options
-from vse_ray.data.config import AUTO, ExecutionOptions, PrecomputeConfig
-from vse_ray.train.recipe import load_recipe
+from vse_ray.data.precompute.config import AUTO, ExecutionOptions, PrecomputeConfig
+from vse_ray.relevance.sources import SOURCES
 
 
 def _auto_int(name: str, value: str, allow_none: bool = False) -> int | str | None:
@@ -28,10 +28,15 @@ def _auto_int(name: str, value: str, allow_none: bool = False) -> int | str | No
 
 # PrecomputeConfig fields whose command-line option has another name.
 _OPTION_OF = {"relevance_sources": "relevance", "vocab_file": "vocab"}
+RELEVANCE_CHOICES = ",".join(
+    f"{s.name} (synthetic only)" if s.synthetic_only else s.name for s in SOURCES.values()
+)
 
 
 def with_recipe(config: PrecomputeConfig, recipe: str, ctx: typer.Context) -> PrecomputeConfig:
     """``config`` with the recipe's ``precompute:`` values for every field not given on the command line."""
+    from vse_ray.train.recipe import load_recipe
+
     block = load_recipe(recipe, "<out>").precompute  # a bad recipe: a ValueError, one line
     given = given_options(ctx)
     values = {
@@ -80,9 +85,7 @@ def precompute(
             "without running code): its ids, captions tokenised as that code does (nltk word_tokenize)."
         ),
     ] = None,
-    relevance: Annotated[
-        str, typer.Option(help="val/test matrices: auto | sbert,cider,svd,spice,scene (synthetic only).")
-    ] = AUTO,
+    relevance: Annotated[str, typer.Option(help=f"val/test matrices: auto | {RELEVANCE_CHOICES}.")] = AUTO,
     shard_size: Annotated[int, typer.Option(help="Images per Parquet shard.")] = 256,
     cnn_actors: Annotated[int | None, typer.Option(help="CNN actors (default: 1 per GPU or 4 CPUs).")] = None,
     sbert_actors: Annotated[int | None, typer.Option(help="Sentence-BERT actors (default: as CNN).")] = None,
@@ -140,7 +143,7 @@ def precompute(
         overwrite=overwrite,
     )
     config.resolved()  # bad values fail before Ray starts
-    from vse_ray.data.precompute import precompute as run_precompute
+    from vse_ray.data.precompute.run import precompute as run_precompute
     from vse_ray.disk_full import disk_full_is_an_error
 
     with disk_full_is_an_error(out, "free space and rerun: finished shards are kept"):

@@ -7,8 +7,6 @@ from typing import Annotated
 
 import typer
 
-from vse_ray.study.spec import load_study
-
 
 def study(
     study_file: Annotated[
@@ -33,6 +31,8 @@ def study(
 
     MLflow: a parent run with the table and the CS@K-vs-rsum plot; child runs <loss>[-<control>]-s<seed>.
     """
+    from vse_ray.study.spec import load_study
+
     spec = load_study(study_file)  # bad input: one line (the `readable_errors` wrapper), before Ray starts
     if seeds is not None:
         spec = dataclasses.replace(spec, seeds=seeds).validate()

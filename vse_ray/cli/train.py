@@ -10,9 +10,14 @@ import typer
 
 from vse_ray.cli.options import given_options
 from vse_ray.tracking import runs_table_url, ui_command
-from vse_ray.train.config import NESTED, TrainConfig, field_default, field_help, merge_overrides
-from vse_ray.train.preflight import check_training
-from vse_ray.train.recipe import check_recipe_data, load_recipe
+from vse_ray.train.config import (
+    NESTED,
+    CheckedConfig,
+    TrainConfig,
+    field_default,
+    field_help,
+    merge_overrides,
+)
 
 
 def _opt(name: str, **kwargs: Any) -> Any:
@@ -91,29 +96,36 @@ def train(
     Every TrainConfig field can be set with --set KEY=VALUE. With --recipe, the recipe sets the fields;
     --set overrides it, and options given on the command line override both.
     """
+    from vse_ray.data.store.verify import data_folder
+
+    data_folder(data)  # a missing folder fails before torch is imported; the whole check is below
+    from vse_ray.train.preflight import check_training
+    from vse_ray.train.recipe import check_recipe_data, load_recipe
+
     # a bad override, recipe or recipe/data mismatch: a ValueError, printed as one line (readable_errors)
     items = [*(set_ or []), *cli_overrides(ctx)]
     if recipe:
         loaded = load_recipe(recipe, data, items)
         check_recipe_data(loaded, data)
-        cfg = loaded.config
+        cfg: TrainConfig | CheckedConfig = loaded.checked
     else:
         cfg = TrainConfig.from_dict(merge_overrides({"data_dir": data}, items))
-    check_training(cfg)  # fields, loss, data folder, model input: before Ray and MLflow start
-    if cfg.deviations:
-        typer.echo(f"Deviations from the official code ({len(cfg.deviations)}):")
-        for line in cfg.deviations:
+    checked = check_training(cfg)  # fields, loss, data folder, model input: before Ray and MLflow start
+    deviations = checked.config.deviations
+    if deviations:
+        typer.echo(f"Deviations from the official code ({len(deviations)}):")
+        for line in deviations:
             typer.echo(f"  - {line}")
     from vse_ray.ray_session import ensure_ray, quiet_console
     from vse_ray.train.rerun import claim_run
     from vse_ray.train.trainer import fit
 
-    cfg = claim_run(
-        cfg, resume, new_run, wait, notify=typer.echo
-    )  # the run's lock lasts as long as the command
+    planned = claim_run(checked.config, resume, new_run, wait, notify=typer.echo)  # locked for the command
+    if planned.run_name != checked.config.run_name:
+        checked = checked.renamed(planned.run_name)
     ensure_ray(ray_address)
     quiet_console()
-    result = fit(cfg)
+    result = fit(checked)
     best = result.best_metrics
     typer.echo(f"best epoch {best['epoch']}: rsum {best['rsum']:.1f}; checkpoint {result.best_checkpoint}")
     typer.echo(f"MLflow run {result.run_id}: {ui_command(result.tracking_uri)}")

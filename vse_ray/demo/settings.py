@@ -4,10 +4,10 @@ MLflow); `DemoSettings.study()` is the study the demo runs."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from vse_ray.losses import LOSS_NAMES
-from vse_ray.study.spec import StudySpec
+if TYPE_CHECKING:
+    from vse_ray.study.spec import StudySpec
 
 BASELINE = "vsepp"
 DEMO_LOSSES = ("vsepp", "ladder", "ladder_auto", "sam", "bcls", "lseh")
@@ -61,6 +61,8 @@ class DemoSettings:
 
     def validate(self) -> DemoSettings:
         """Raise ValueError naming the first invalid field; return self."""
+        from vse_ray.losses import LOSS_NAMES  # here: the `vse-ray demo` options import no torch
+
         unknown = [name for name in self.losses if name not in LOSS_NAMES]
         if BASELINE not in self.losses or unknown:
             raise ValueError(f"losses: expected {BASELINE} and some of {LOSS_NAMES}, got {list(self.losses)}")
@@ -76,6 +78,8 @@ class DemoSettings:
 
     def study(self) -> StudySpec:
         """The validated study these settings describe."""
+        from vse_ray.study.spec import StudySpec
+
         return StudySpec(
             name="demo",
             claim="graded-relevance losses against VSE++ on the embedded data (one short schedule)",

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from vse_ray.data.split_data import SplitData, pad_tokens
+from vse_ray.data.store.split_data import SplitData, pad_tokens
 from vse_ray.evaluation.pair_blocks import check_block_fits, free_memory_bytes, score_matrix
 from vse_ray.metrics import evaluate_all
 from vse_ray.models import RetrievalModel

@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 from mlflow import MlflowClient
 
-from vse_ray.data.shards import sha256_file
-from vse_ray.data.split_data import SplitData, load_image_store, load_split
-from vse_ray.data.store import vocab_mismatch
-from vse_ray.data.verify import verify_data_dir
+from vse_ray.data.store.readers import vocab_mismatch
+from vse_ray.data.store.shards import sha256_file
+from vse_ray.data.store.split_data import SplitData, load_image_store, load_split
+from vse_ray.data.store.verify import verify_data_dir
 from vse_ray.evaluation.eccv import eccv_positives
 from vse_ray.evaluation.embed import ensemble_similarities, scoring_device
 from vse_ray.evaluation.examples import plot_retrieval_examples

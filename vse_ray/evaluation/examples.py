@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from vse_ray.data.split_data import SplitData
+from vse_ray.data.store.split_data import SplitData
 
 PREFERRED_SOURCES = ("sbert", "cider", "svd", "spice")
 

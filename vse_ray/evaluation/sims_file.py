@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from vse_ray.data.split_data import load_split
-from vse_ray.data.verify import verify_data_dir
+from vse_ray.data.store.split_data import load_split
+from vse_ray.data.store.verify import verify_data_dir
 from vse_ray.evaluation.eccv import eccv_positives
 from vse_ray.evaluation.evaluate import PROTOCOLS, EvaluationReport, score_split
 

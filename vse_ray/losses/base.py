@@ -7,7 +7,7 @@ from typing import ClassVar
 import torch
 from torch import Tensor, nn
 
-from vse_ray.relevance.batch import RELEVANCE_SOURCES
+from vse_ray.relevance.sources import TRAINING_SOURCES as RELEVANCE_SOURCES
 
 REDUCTIONS = ("sum", "mean", "none")
 

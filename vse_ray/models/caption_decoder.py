@@ -18,7 +18,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from vse_ray.data.vocab import END
+from vse_ray.data.precompute.vocab import END
 
 
 def caption_targets(tokens: Tensor, lengths: Tensor, max_len: int) -> tuple[Tensor, Tensor]:

@@ -10,8 +10,13 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from vse_ray.data.concepts import DEFAULT_CONCEPTS, ConceptGraph, concept_adjacency, concepts_of_split
-from vse_ray.data.store import load_vocab
+from vse_ray.data.precompute.concepts import (
+    DEFAULT_CONCEPTS,
+    ConceptGraph,
+    concept_adjacency,
+    concepts_of_split,
+)
+from vse_ray.data.store.readers import load_vocab
 from vse_ray.losses import make_loss
 from vse_ray.models.cross_attention import l2_normalize, length_mask
 from vse_ray.models.cvse_modules import (

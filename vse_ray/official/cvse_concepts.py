@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from vse_ray.data.concepts import ConceptGraph
+from vse_ray.data.precompute.concepts import ConceptGraph
 
 _MULTIARRAY = importlib.import_module("numpy._core.multiarray")
 # (module, name) a NumPy pickle may name; numpy.core was renamed numpy._core in NumPy 2.

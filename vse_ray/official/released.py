@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from vse_ray.data.shards import sha256_file
-from vse_ray.data.store import vocab_mismatch
+from vse_ray.data.store.readers import vocab_mismatch
+from vse_ray.data.store.shards import sha256_file
 from vse_ray.models import build_model, model_class
 from vse_ray.models.official_names import OfficialNames
 from vse_ray.official.torch_file import load_torch_file

@@ -10,8 +10,9 @@ import torch.nn.functional as F
 from vse_ray.relevance.cider import cider_matrix
 from vse_ray.relevance.cider_doc_freq import CiderDocFreq
 from vse_ray.relevance.scene import scene_similarity
+from vse_ray.relevance.sources import SOURCES, TRAINING_SOURCES
 
-RELEVANCE_SOURCES = ("sbert", "svd", "cider", "scene")
+RELEVANCE_SOURCES = TRAINING_SOURCES  # the sources a loss can train on
 
 
 def _caption_cosine(name: str, vectors: torch.Tensor | None) -> torch.Tensor:
@@ -54,16 +55,16 @@ def batch_relevance(
     Raises:
         ValueError: For an unknown ``source``, a missing input or mismatched lengths.
     """
-    if source == "sbert":
-        return _caption_cosine("sbert", sbert)
-    if source == "svd":
-        return _caption_cosine("svd", svd)
-    if source == "scene":
-        if scene is None:
-            raise ValueError("batch_relevance(source='scene') needs scene= (B, D) scene descriptors")
-        return scene_similarity(scene, scene)
-    if source != "cider":
+    kind = SOURCES[source].batch if source in SOURCES else None
+    if kind is None:
         raise ValueError(f"unknown relevance source {source!r}; expected one of {RELEVANCE_SOURCES}")
+    vectors = {"sbert": sbert, "svd": svd, "scene": scene}.get(source)  # the source's caption vectors
+    if kind == "cosine":
+        return _caption_cosine(source, vectors)
+    if kind == "scene":
+        if vectors is None:
+            raise ValueError(f"batch_relevance(source={source!r}) needs {source}= (B, D) scene descriptors")
+        return scene_similarity(vectors, vectors)
     if texts is None or references is None:
         raise ValueError("batch_relevance(source='cider') needs texts= and references=")
     if len(texts) != len(references):

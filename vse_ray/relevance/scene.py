@@ -1,7 +1,7 @@
 """Structural similarity of two scene descriptions: the ground-truth graded relevance of the synthetic data.
 
 A scene is encoded as a fixed-width float vector (its *descriptor*, built by
-:func:`vse_ray.data.scene.scene_descriptor`)::
+:func:`vse_ray.data.synthetic.scene.scene_descriptor`)::
 
     [background, texture, slot_1, ..., slot_G]      slot = [present, shape, colour, size, position, count]
 

@@ -20,10 +20,10 @@ from typing import Any
 
 from mlflow import MlflowClient
 
-from vse_ray.data.config import AUTO, PrecomputeConfig
-from vse_ray.data.precompute import precompute
-from vse_ray.data.split_data import SplitData, load_split
-from vse_ray.data.store import load_captions, load_manifest
+from vse_ray.data.precompute.config import AUTO, PrecomputeConfig
+from vse_ray.data.precompute.run import precompute
+from vse_ray.data.store.readers import load_captions, load_manifest
+from vse_ray.data.store.split_data import SplitData, load_split
 from vse_ray.evaluation.embed import evaluate_split, scoring_device
 from vse_ray.log_file import route_library_logs
 from vse_ray.models import rebuild_model

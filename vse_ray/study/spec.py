@@ -39,8 +39,8 @@ import yaml
 
 from vse_ray.folder_names import check_plain_name
 from vse_ray.losses import LOSS_NAMES, make_loss
+from vse_ray.relevance.sources import VECTOR_COLUMN
 from vse_ray.resources import resource_path
-from vse_ray.train.batches import VECTOR_COLUMN
 from vse_ray.train.config import TrainConfig, field_default, fields_where
 from vse_ray.tune.space_checks import tunable_fields
 

@@ -13,17 +13,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from vse_ray.data.split_data import ImageStore, pad_tokens
+from vse_ray.data.store.split_data import ImageStore, pad_tokens
 from vse_ray.models.base import AugmentIds
 from vse_ray.relevance import CiderDocFreq, batch_relevance, tokenize
+from vse_ray.relevance.sources import training_source
 
-VECTOR_COLUMN = {"sbert": "sbert", "svd": "svd", "scene": "scene"}
+BATCH_COLUMNS = ("caption_id", "image_id", "tokens", "text")
 
 
 def train_columns(relevance_source: str | None) -> list[str]:
     """Caption columns a training batch needs for a loss with this relevance source."""
-    extra = [VECTOR_COLUMN[relevance_source]] if relevance_source in VECTOR_COLUMN else []
-    return ["caption_id", "image_id", "tokens", "text", *extra]
+    source = training_source(relevance_source)
+    extra = [c for c in source.batch_columns if c not in BATCH_COLUMNS] if source else []
+    return [*BATCH_COLUMNS, *extra]
 
 
 def check_train_columns(data_dir: str, relevance_source: str | None) -> None:
@@ -126,8 +128,9 @@ class BatchBuilder:
         doc_freq: CiderDocFreq | None = None,
         caption_ids: Callable[..., list[np.ndarray]] | None = None,
     ):
-        if relevance_source == "cider" and references is None:
-            raise ValueError("references: required for relevance_source 'cider'")
+        self.spec = training_source(relevance_source)
+        if self.spec is not None and self.spec.needs_references and references is None:
+            raise ValueError(f"references: required for relevance_source {relevance_source!r}")
         self.images, self.source, self.references, self.doc_freq = (
             images,
             relevance_source,
@@ -163,11 +166,13 @@ class BatchBuilder:
         )
 
     def _relevance(self, batch: dict[str, Any], image_ids: np.ndarray) -> torch.Tensor | None:
-        if self.source is None:
+        if self.spec is None:
             return None
-        if self.source == "cider":
+        if self.spec.column is None:  # built from the texts against each image's references (CIDEr)
             texts = [tokenize(str(t)) for t in batch["text"]]
             refs = [self.references[int(i)] for i in image_ids]
-            return batch_relevance("cider", texts=texts, references=refs, doc_freq=self.doc_freq).float()
-        vectors = torch.from_numpy(np.stack(list(batch[VECTOR_COLUMN[self.source]])).astype(np.float32))
-        return batch_relevance(self.source, **{self.source: vectors}).float()
+            return batch_relevance(
+                self.spec.name, texts=texts, references=refs, doc_freq=self.doc_freq
+            ).float()
+        vectors = torch.from_numpy(np.stack(list(batch[self.spec.column])).astype(np.float32))
+        return batch_relevance(self.spec.name, **{self.spec.name: vectors}).float()

@@ -9,6 +9,7 @@ derived from this metadata, so a new field is one declaration here plus the code
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from dataclasses import dataclass, field
@@ -235,6 +236,10 @@ class TrainConfig:
                 raise ValueError(f"{name}: must be a non-empty tuple of positive integers, got {ks!r}")
         return self
 
+    def checked(self) -> CheckedConfig:
+        """A validated copy (`validate()`): the value code downstream trusts without checking again."""
+        return CheckedConfig(copy.deepcopy(self).validate())
+
     def resolved(self) -> TrainConfig:
         """A copy with absolute paths and the derived names filled in."""
         from vse_ray.tracking.uri import resolve_tracking_uri
@@ -284,6 +289,34 @@ class TrainConfig:
             if name in kwargs:
                 kwargs[name] = tuple(int(k) for k in kwargs[name])
         return cls(**kwargs)
+
+
+@dataclass(frozen=True)
+class CheckedConfig:
+    """A TrainConfig whose fields passed `validate()` once, at the boundary (`TrainConfig.checked()`).
+
+    Code that takes a CheckedConfig trusts it and does not validate again; a changed field is a new
+    TrainConfig, checked again. `config` is not to be modified in place.
+    """
+
+    config: TrainConfig
+
+    def resolved(self) -> CheckedConfig:
+        """The config with absolute paths and derived names (`TrainConfig.resolved`): still valid."""
+        return CheckedConfig(self.config.resolved())
+
+    def renamed(self, run_name: str | None) -> CheckedConfig:
+        """The same config under another run name (no field check reads the name)."""
+        return CheckedConfig(dataclasses.replace(self.config, run_name=run_name))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The config as `TrainConfig.to_dict` writes it (what a Ray worker receives)."""
+        return self.config.to_dict()
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CheckedConfig:
+        """A config written by `to_dict` of a CheckedConfig: checked where it was written (the driver)."""
+        return cls(TrainConfig.from_dict(d))
 
 
 _FLAT_PREFIX = {

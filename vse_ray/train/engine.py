@@ -23,7 +23,7 @@ from vse_ray.tracking.checkpoint import load_checkpoint, save_checkpoint
 from vse_ray.tracking.relevance_histogram import RelevanceHistogram
 from vse_ray.train.batches import BatchBuilder, BatchSource, TableBatches, TrainBatch
 from vse_ray.train.caption_aug import CaptionAugment
-from vse_ray.train.config import TrainConfig, fields_where
+from vse_ray.train.config import CheckedConfig, TrainConfig, fields_where
 from vse_ray.train.gather import gather_rows, gather_with_local_grad, relevance_columns
 from vse_ray.train.optim import build_optimizer, milestones
 from vse_ray.train.reporter import Reporter
@@ -173,7 +173,7 @@ def warmup_state(cfg: TrainConfig) -> dict[str, Any]:
 
 
 def run_training(
-    cfg: TrainConfig,
+    cfg: TrainConfig | CheckedConfig,
     reporter: Reporter,
     start_state: dict[str, Any] | None = None,
     context: WorkerContext | None = None,
@@ -182,12 +182,12 @@ def run_training(
     and checkpointing after every epoch.
 
     Args:
-        cfg: The run's configuration.
+        cfg: The run's configuration (a TrainConfig is validated first; a CheckedConfig is trusted).
         reporter: Receives `(metrics, checkpoint_dir)` once per epoch (checkpoint on rank 0 only).
         start_state: A loaded checkpoint (see `load_checkpoint`) to resume from, or None.
         context: Batches/device/rank of this worker; default: single process over the local train split.
     """
-    cfg.validate()
+    cfg = (cfg if isinstance(cfg, CheckedConfig) else cfg.checked()).config
     if start_state is None and cfg.init_checkpoint:
         start_state = warmup_state(cfg)
     torch.manual_seed(cfg.seed)

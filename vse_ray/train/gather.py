@@ -17,14 +17,13 @@ import torch
 import torch.distributed as dist
 from torch import Tensor
 
-from vse_ray.train.batches import VECTOR_COLUMN
+from vse_ray.relevance.sources import training_source
 
 
 def relevance_columns(relevance_source: str | None) -> list[str]:
     """Caption columns that image ids and the B×B relevance of this source are built from."""
-    if relevance_source == "cider":
-        return ["image_id", "text"]
-    return ["image_id", *([VECTOR_COLUMN[relevance_source]] if relevance_source in VECTOR_COLUMN else [])]
+    source = training_source(relevance_source)
+    return ["image_id", *(source.batch_columns if source else ())]
 
 
 def gather_rows(rows: dict[str, Any], columns: list[str], world_size: int) -> dict[str, np.ndarray]:

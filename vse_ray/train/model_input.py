@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vse_ray.data.split_data import ImageStore
-from vse_ray.data.store import load_manifest
+from vse_ray.data.store.readers import load_manifest
+from vse_ray.data.store.split_data import ImageStore
 from vse_ray.models import model_class
 
 LAYOUT_WORDS = {

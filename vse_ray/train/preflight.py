@@ -2,36 +2,65 @@
 
 from __future__ import annotations
 
-from vse_ray.data.verify import VerifiedData, verify_data_dir
+import dataclasses
+from dataclasses import dataclass
+
+from vse_ray.data.store.verify import VerifiedData, verify_data_dir
 from vse_ray.features import check_weights
 from vse_ray.folder_names import check_folder_name
 from vse_ray.models import model_class
 from vse_ray.tracking.filters import quote_value
-from vse_ray.train.config import TrainConfig
+from vse_ray.train.config import CheckedConfig, TrainConfig
 from vse_ray.train.model_input import check_data_for_model
 
 
-def check_training(cfg: TrainConfig) -> VerifiedData:
-    """Validate a training before Ray or MLflow start: every field, the loss and its hyper-parameters
-    (``make_loss``), the data folder against its manifest (finished precompute, row counts, checksums),
-    that the folder holds the image input the model reads (pooled, regions or pixels), and that pretrained
-    weights or files the model needs (VSE∞'s BERT, CVSE's concepts) are there.
+@dataclass(frozen=True)
+class CheckedTraining:
+    """A training checked once by `check_training`: `fit` and the code below it trust it."""
+
+    checked: CheckedConfig  # resolved: absolute paths, derived run name, tracking URI and experiment
+    data: VerifiedData
+
+    @property
+    def config(self) -> TrainConfig:
+        return self.checked.config
+
+    def renamed(self, run_name: str | None) -> CheckedTraining:
+        """The same training under another run name (a new run beside one with another config)."""
+        _check_run_name(run_name)
+        return dataclasses.replace(self, checked=self.checked.renamed(run_name))
+
+
+def check_training(cfg: TrainConfig | CheckedConfig) -> CheckedTraining:
+    """Check a training once, before Ray or MLflow start: every field, the loss and its hyper-parameters
+    (``make_loss``; skipped for a CheckedConfig, whose fields were checked), the data folder against its
+    manifest (finished precompute, row counts, checksums), that the folder holds the image input the model
+    reads (pooled, regions or pixels), and that pretrained weights or files the model needs (VSE∞'s BERT,
+    CVSE's concepts) are there.
 
     Returns:
-        The verified data folder (its ``mlflow_params()`` go on the run).
+        The resolved config and the verified data folder (its ``mlflow_params()`` go on the run).
 
     Raises:
         ValueError: Naming the field, hyper-parameter, folder or file and what was expected.
         FileNotFoundError: Pretrained weights missing, saying how to provide them.
     """
-    cfg.validate()
+    valid = cfg if isinstance(cfg, CheckedConfig) else cfg.checked()
+    cfg = valid.config
     if cfg.finetune:
         check_weights(cfg.cnn, cfg.cnn_weights)  # before Ray: no download at run time
     if cfg.run_name is not None:
-        check_folder_name(cfg.run_name, "run_name")  # Ray Train's folder under storage_path
-        quote_value(cfg.run_name, "run_name")  # and a value of MLflow filters
+        _check_run_name(cfg.run_name)
     verified = verify_data_dir(cfg.data_dir, splits=("train", "val"))
     check_data_for_model(cfg.data_dir, cfg.model, cfg.finetune)
     cls = model_class(cfg.model)
     cls.check_pretrained(**{**{name: getattr(cfg, name) for name in cls.config_fields}, **cfg.model_params})
-    return verified
+    checked = valid.resolved()  # after the checks: resolving creates the output folder
+    if cfg.run_name is None:
+        _check_run_name(checked.config.run_name)  # the derived name (dataset-loss-seed)
+    return CheckedTraining(checked, verified)
+
+
+def _check_run_name(run_name: str | None) -> None:
+    name = check_folder_name(run_name, "run_name")  # Ray Train's folder under storage_path
+    quote_value(name, "run_name")  # and a value of MLflow filters

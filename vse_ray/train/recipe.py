@@ -26,24 +26,29 @@ from typing import Any
 
 import yaml
 
-from vse_ray.data.config import PrecomputeConfig
-from vse_ray.losses import loss_hparams, make_loss
+from vse_ray.data.precompute.config import PrecomputeConfig
+from vse_ray.losses import loss_hparams
 from vse_ray.models import model_class
 from vse_ray.resources import resource_names, resource_path
-from vse_ray.train.config import TrainConfig, merge_overrides
+from vse_ray.train.config import CheckedConfig, TrainConfig, merge_overrides
 
 RECIPE_KEYS = ("paper", "reports", "precompute", "train", "deviations")
 
 
 @dataclass
 class Recipe:
-    """A parsed recipe: its file, its paper row, the reported numbers and the training config."""
+    """A parsed recipe: its file, its paper row, the reported numbers and the checked training config."""
 
     path: Path
     paper: dict[str, Any]
     reports: dict[str, float]
     precompute: dict[str, Any]
-    config: TrainConfig
+    checked: CheckedConfig
+
+    @property
+    def config(self) -> TrainConfig:
+        """The training config (validated by `load_recipe`)."""
+        return self.checked.config
 
     @property
     def deviations(self) -> list[str]:
@@ -84,9 +89,10 @@ def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **
     train = merge_overrides(raw.get("train") or {}, overrides or [])
     train.update(fields, data_dir=data_dir, deviations=deviations)
     try:
-        cfg = TrainConfig.from_dict(train).validate()
+        checked = TrainConfig.from_dict(train).checked()
     except (ValueError, TypeError) as err:
         raise ValueError(f"{path}: {err}") from err
+    cfg = checked.config
     _check_params(f"{path} train", "loss_params", cfg.loss_params, list(loss_hparams(cfg.loss)))
     cls = model_class(cfg.model)
     shared = (
@@ -107,11 +113,7 @@ def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **
             check_options(**cfg.model_params)
         except ValueError as err:
             raise ValueError(f"{path}: model '{cfg.model}': {err}") from err
-    try:
-        make_loss(cfg.loss, **cfg.loss_params)
-    except (ValueError, TypeError) as err:
-        raise ValueError(f"{path}: loss '{cfg.loss}': {err}") from err
-    return Recipe(path, raw.get("paper") or {}, raw.get("reports") or {}, precompute, cfg)
+    return Recipe(path, raw.get("paper") or {}, raw.get("reports") or {}, precompute, checked)
 
 
 def check_recipe_data(recipe: Recipe, data_dir: str) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from mlflow import MlflowClient
 
-from vse_ray.data.shards import write_json_atomic
+from vse_ray.data.store.shards import write_json_atomic
 from vse_ray.tracking.filters import tag_equals
 from vse_ray.tracking.lock import FolderLock
 from vse_ray.tracking.runs import RUN_NAME_TAG

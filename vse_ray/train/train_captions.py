@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from vse_ray.train.batches import VECTOR_COLUMN
+from vse_ray.relevance.sources import VECTOR_COLUMN
 from vse_ray.train.config import TrainConfig
 
 

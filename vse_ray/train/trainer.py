@@ -15,8 +15,8 @@ from vse_ray.tracking import get_or_create_experiment
 from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.code_version import code_version
 from vse_ray.tracking.recorder import RunRecorder
-from vse_ray.train.config import TrainConfig
-from vse_ray.train.preflight import check_training
+from vse_ray.train.config import CheckedConfig, TrainConfig
+from vse_ray.train.preflight import CheckedTraining, check_training
 from vse_ray.train.progress import EpochProgress
 from vse_ray.train.reporter import Reporter
 from vse_ray.train.run_artifacts import log_training_plots
@@ -36,7 +36,7 @@ class TrainResult:
 
 
 def build_trainer(
-    cfg: TrainConfig,
+    cfg: TrainConfig | CheckedConfig,
     *,
     callbacks: list | None = None,
     mlflow_run_id: str | None = None,
@@ -44,16 +44,18 @@ def build_trainer(
 ) -> TorchTrainer:
     """A TorchTrainer with a stable `RunConfig(name=cfg.run_name, storage_path=...)`: re-fitting resumes.
 
-    `wrap_reporter` (picklable) wraps each worker's Reporter: the hook tests use to inject faults.
+    `wrap_reporter` (picklable) wraps each worker's Reporter: the hook tests use to inject faults. A
+    TrainConfig is validated here; the workers trust the config they receive.
     """
-    cfg = cfg.resolved().validate()
+    checked = (cfg if isinstance(cfg, CheckedConfig) else cfg.checked()).resolved()
+    cfg = checked.config
     resources: dict[str, float] = {"CPU": cfg.cpus_per_worker}
     if cfg.use_gpu:
         resources["GPU"] = 1.0
     return TorchTrainer(
         train_loop_per_worker,
         train_loop_config={
-            "cfg": cfg.to_dict(),
+            "cfg": checked.to_dict(),
             "mlflow_run_id": mlflow_run_id,
             "wrap_reporter": wrap_reporter,
         },
@@ -76,20 +78,25 @@ def build_trainer(
 
 
 def fit(
-    cfg: TrainConfig,
+    training: TrainConfig | CheckedTraining,
     *,
     callbacks: list | None = None,
     wrap_reporter: Callable[[Reporter], Reporter] | None = None,
 ) -> TrainResult:
-    """Train on Ray Train; log params, per-epoch metrics (each epoch once) and artifacts to MLflow."""
-    cfg = cfg.resolved()
-    data = check_training(cfg)
+    """Train on Ray Train; log params, per-epoch metrics (each epoch once) and artifacts to MLflow.
+
+    A TrainConfig is checked here (`check_training`); a CheckedTraining is trusted.
+    """
+    checked = training if isinstance(training, CheckedTraining) else check_training(training)
+    cfg, data = checked.config, checked.data
     experiment_id = get_or_create_experiment(cfg.experiment, cfg.tracking_uri, cfg.output_dir)
     params = {**cfg.to_flat_dict(), **data.mlflow_params(), "code_version": code_version()}
     recorder = RunRecorder.open(experiment_id, cfg.run_name, cfg.tracking_uri, params)
     run_id = recorder.run_id
     try:
-        trainer = build_trainer(cfg, callbacks=callbacks, mlflow_run_id=run_id, wrap_reporter=wrap_reporter)
+        trainer = build_trainer(
+            checked.checked, callbacks=callbacks, mlflow_run_id=run_id, wrap_reporter=wrap_reporter
+        )
         with EpochProgress(run_id, cfg.tracking_uri, cfg.epochs):
             result = trainer.fit()
     except (KeyboardInterrupt, SystemExit) as stop:  # Ray Train's SIGINT handler ends in sys.exit

@@ -9,11 +9,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from vse_ray.data.split_data import ImageStore, SplitData, load_image_store, load_split
-from vse_ray.data.store import load_captions, load_vocab
-from vse_ray.data.vocab import MASK
+from vse_ray.data.precompute.vocab import MASK
+from vse_ray.data.store.readers import load_captions, load_vocab
+from vse_ray.data.store.split_data import ImageStore, SplitData, load_image_store, load_split
 from vse_ray.models import model_class
 from vse_ray.relevance import CiderDocFreq
+from vse_ray.relevance.sources import training_source
 from vse_ray.train.batches import check_train_columns, reference_texts, train_columns
 from vse_ray.train.caption_aug import CaptionAugment
 from vse_ray.train.config import TrainConfig
@@ -56,8 +57,10 @@ class TrainingData:
         with_captions=False skips the train captions (a caller that brings its own batches) unless the loss
         needs them for its CIDEr references."""
         check_train_columns(cfg.data_dir, source)
+        spec = training_source(source)
+        needs_refs = spec is not None and spec.needs_references
         captions = None
-        if with_captions or source == "cider":
+        if with_captions or needs_refs:
             captions = load_captions(cfg.data_dir, "train").select(train_columns(source))
             captions = select_train_captions(captions, cfg, source)
         images = load_image_store(cfg.data_dir, "train", raw=cfg.finetune)
@@ -78,7 +81,7 @@ class TrainingData:
             cfg.caption_mask, cfg.caption_replace, cfg.caption_delete, mask_id, vocab_size
         )
         doc_freq = None
-        if source == "cider":
+        if needs_refs:
             df_path = Path(cfg.data_dir) / "cider_df.json"
             if not df_path.is_file():
                 raise ValueError(f"{df_path}: missing; loss '{cfg.loss}' needs the train CIDEr doc freqs")
@@ -88,7 +91,7 @@ class TrainingData:
             train_images=images,
             train_captions=captions if with_captions else None,
             val=val,
-            references=reference_texts(captions) if source == "cider" else None,
+            references=reference_texts(captions) if needs_refs else None,
             doc_freq=doc_freq,
             caption_augment=augment if augment.active else None,
         )

@@ -7,18 +7,19 @@ from typing import Any
 
 from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.recorder import log_epoch_metrics
-from vse_ray.train.config import TrainConfig
+from vse_ray.train.config import CheckedConfig
 from vse_ray.train.engine import WorkerContext, run_training
 from vse_ray.train.reporter import RayTrainReporter
 
 
 def train_loop_per_worker(config: dict[str, Any]) -> None:  # pragma: no cover, runs inside Ray Train workers
-    """Config keys: `cfg` (TrainConfig.to_dict()), `mlflow_run_id` (rank 0 logs each epoch live) or None,
+    """Config keys: `cfg` (CheckedConfig.to_dict()), `mlflow_run_id` (rank 0 logs each epoch live) or None,
     `wrap_reporter` (None, or a picklable callable wrapping the worker's Reporter: tests inject faults)."""
     import ray.train
     import ray.train.torch
 
-    cfg = TrainConfig.from_dict(config["cfg"])
+    checked = CheckedConfig.from_dict(config["cfg"])  # checked by the driver (`build_trainer`)
+    cfg = checked.config
     context = ray.train.get_context()
     rank = context.get_world_rank()
     start_state = None
@@ -40,4 +41,4 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:  # pragma: no cover, 
     )
     reporter = RayTrainReporter(logger)
     wrap = config.get("wrap_reporter")
-    run_training(cfg, wrap(reporter) if wrap is not None else reporter, start_state, worker)
+    run_training(checked, wrap(reporter) if wrap is not None else reporter, start_state, worker)

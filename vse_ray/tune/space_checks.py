@@ -1,16 +1,16 @@
 """Checks a search space against the real training code before a sweep starts.
 
 Names are checked against ``TrainConfig``'s fields and the loss constructor's signature; values by building
-``TrainConfig`` (``validate()``) and ``make_loss`` at every corner of the space, so a range the loss rejects
-(say a negative margin, or ``l_min > l_max``) fails here, not in trial 37.
+``TrainConfig`` (``validate()``, which builds the loss with ``make_loss``) at every corner of the space, so a
+range the loss rejects (say a negative margin, or ``l_min > l_max``) fails here, not in trial 37.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from vse_ray.losses import LOSS_NAMES, loss_hparams, make_loss
-from vse_ray.train.config import TrainConfig, fields_where
+from vse_ray.losses import LOSS_NAMES, loss_hparams
+from vse_ray.train.config import CheckedConfig, TrainConfig, fields_where
 from vse_ray.tune.search_space import SearchSpace
 
 
@@ -45,17 +45,16 @@ def check_search_space(space: SearchSpace, base: dict[str, Any] | None = None) -
             )
     for overrides in space.corner_overrides():
         try:
-            cfg = trial_config(space, overrides, base)
-            make_loss(cfg.loss, **cfg.loss_params)
+            trial_config(space, overrides, base)
         except (ValueError, TypeError) as err:
             raise ValueError(f"{where}: a trial with {overrides} cannot start: {err}") from err
 
 
 def trial_config(
     space: SearchSpace, overrides: dict[str, Any], base: dict[str, Any] | None = None
-) -> TrainConfig:
-    """The validated ``TrainConfig`` of one trial: ``base`` fields, the space's loss, then ``overrides``."""
+) -> CheckedConfig:
+    """The checked ``TrainConfig`` of one trial: ``base`` fields, the space's loss, then ``overrides``."""
     fields = {"data_dir": "<data_dir>", **(base or {}), "loss": space.loss}
     loss_params = {**fields.get("loss_params", {}), **overrides.get("loss_params", {})}
     fields.update({k: v for k, v in overrides.items() if k != "loss_params"}, loss_params=loss_params)
-    return TrainConfig.from_dict(fields).validate()
+    return TrainConfig.from_dict(fields).checked()

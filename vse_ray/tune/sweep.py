@@ -15,7 +15,7 @@ from ray import tune
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
 from ray.tune.search import BasicVariantGenerator
 
-from vse_ray.data.verify import VerifiedData, verify_data_dir
+from vse_ray.data.store.verify import VerifiedData, verify_data_dir
 from vse_ray.reporting import Column, format_cell, metric_column, metric_number, render_table
 from vse_ray.reporting.metric_columns import DIRECTIONS
 from vse_ray.tracking import (
@@ -87,7 +87,7 @@ class SweepResult:
 
 def trial_params(config: dict[str, Any], *, space: SearchSpace, base: dict[str, Any]) -> dict[str, Any]:
     """The flat MLflow params of the trial with Tune config ``config``."""
-    return trial_config(space, space.overrides(config), base).to_flat_dict()
+    return trial_config(space, space.overrides(config), base).config.to_flat_dict()
 
 
 def run_sweep(cfg: SweepConfig) -> SweepResult:
@@ -106,7 +106,7 @@ def run_sweep(cfg: SweepConfig) -> SweepResult:
         "tracking_uri": cfg.tracking_uri,
         "experiment": cfg.experiment,
     }
-    resolved = trial_config(space, {}, fixed).resolved()
+    resolved = trial_config(space, {}, fixed).config.resolved()
     name = cfg.sweep_name()
     path = Path(resolved.storage_path) / name
     base = {**resolved.to_dict(), "storage_path": str(path / "train_runs")}

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from ray import tune
 
-from vse_ray.train.config import TrainConfig
+from vse_ray.train.config import CheckedConfig, TrainConfig
 from vse_ray.tune.search_space import SearchSpace
 from vse_ray.tune.space_checks import trial_config
 
@@ -32,9 +31,7 @@ def run_trial(
         mode: one of ``TRIAL_MODES``.
     """
     trial_id = tune.get_context().get_trial_id()
-    cfg = dataclasses.replace(
-        trial_config(space, space.overrides(config), base), run_name=f"trial-{trial_id}"
-    )
+    cfg = trial_config(space, space.overrides(config), base).renamed(f"trial-{trial_id}")
     if mode == "process":
         train_in_trial(cfg)
     else:
@@ -57,7 +54,9 @@ def run_named_trial(
     train_in_trial(TrainConfig.from_dict(configs[config[NAMED_TRIAL_KEY]]))
 
 
-def train_in_trial(cfg: TrainConfig) -> None:  # pragma: no cover, runs inside Tune trial actors
+def train_in_trial(
+    cfg: TrainConfig | CheckedConfig,
+) -> None:  # pragma: no cover, runs inside Tune trial actors
     """``run_training`` in this process, resumed from the trial's last Tune checkpoint, reporting to Tune."""
     from vse_ray.tracking.checkpoint import load_checkpoint
     from vse_ray.train.engine import run_training

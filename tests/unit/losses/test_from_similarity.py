@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.model._xattn_inputs import token_batch
+from tests.support.xattn_inputs import token_batch
 from tests.unit.losses._reference import relevance_batch, unit_batch
 from vse_ray.losses import LOSS_NAMES, BaseVSELoss, make_loss
 from vse_ray.models.scan import SCANModel

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from vse_ray.data.scene import sample_scene, scene_descriptor
+from vse_ray.data.synthetic.scene import sample_scene, scene_descriptor
 from vse_ray.losses import make_loss
 from vse_ray.relevance import batch_relevance
 

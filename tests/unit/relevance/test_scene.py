@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from vse_ray.data.scene import ObjectGroup, Scene, sample_scene, scene_descriptor
+from vse_ray.data.synthetic.scene import ObjectGroup, Scene, sample_scene, scene_descriptor
 from vse_ray.relevance import batch_relevance, scene_similarity
 from vse_ray.relevance.scene import W_BACKGROUND, W_OBJECTS, W_TEXTURE
 

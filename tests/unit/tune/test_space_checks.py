@@ -18,7 +18,7 @@ def test_shipped_spaces_pass_and_their_samples_build(path):
     space = load_search_space(path)
     check_search_space(space)
     for _, config in generate_variants({"c": space.param_space()}):
-        cfg = trial_config(space, space.overrides(config["c"]), {"data_dir": "/data", "epochs": 3})
+        cfg = trial_config(space, space.overrides(config["c"]), {"data_dir": "/data", "epochs": 3}).config
         assert cfg.loss == space.loss and cfg.epochs == 3 and cfg.data_dir == "/data"
         make_loss(cfg.loss, **cfg.loss_params)
 
@@ -68,7 +68,7 @@ def test_a_space_searches_the_model():
     space = parse_search_space({"loss": "lseh", "params": {"model": {"choice": ["vsepp", "vse_inf"]}}})
     check_search_space(space)
     models = {
-        trial_config(space, space.overrides(c["c"])).model
+        trial_config(space, space.overrides(c["c"])).config.model
         for _, c in generate_variants({"c": space.param_space()})
     }
     assert models <= {"vsepp", "vse_inf"}
@@ -89,7 +89,7 @@ def test_tunable_fields_exclude_run_plumbing():
 def test_trial_config_merges_base_then_overrides():
     space = parse_search_space({"loss": "lseh"})
     base = {"data_dir": "/d", "lr": 1e-3, "loss_params": {"margin": 0.2, "lam": 0.01}}
-    cfg = trial_config(space, {"lr": 5e-4, "loss_params": {"lam": 0.03}}, base)
+    cfg = trial_config(space, {"lr": 5e-4, "loss_params": {"lam": 0.03}}, base).config
     assert (cfg.lr, cfg.loss, cfg.loss_params) == (5e-4, "lseh", {"margin": 0.2, "lam": 0.03})
 
 
@@ -101,7 +101,7 @@ def test_spaces_accept_a_quantile_threshold_and_a_relevance_source():
     space = parse_search_space(raw, source="quantile.yaml")
     check_search_space(space)
     for _, config in generate_variants({"c": space.param_space()}):
-        cfg = trial_config(space, space.overrides(config["c"]), {"data_dir": "/data"})
+        cfg = trial_config(space, space.overrides(config["c"]), {"data_dir": "/data"}).config
         loss = make_loss(cfg.loss, **cfg.loss_params)
         assert loss.relevance_source == "scene" and 0.8 <= loss.theta_quantile[0] <= 0.95
     both = {"loss": "ladder", "params": {"loss_params": {"theta_quantile": 0.9, "thresholds": [0.4]}}}

@@ -1,0 +1,62 @@
+"""Evaluating a checkpoint: evaluate_all on explicitly computed similarities, JSON report."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from vse_ray.data.store.split_data import load_split
+from vse_ray.evaluation.evaluate import evaluate_run
+from vse_ray.evaluation.plots import k_series
+from vse_ray.metrics import evaluate_all
+from vse_ray.models import rebuild_model
+from vse_ray.tracking.checkpoint import load_checkpoint
+from vse_ray.train.engine import run_training
+from vse_ray.train.reporter import LocalReporter
+
+
+@pytest.fixture()
+def checkpoint(tiny_cfg, tmp_path):
+    reporter = LocalReporter(tmp_path / "ckpt")
+    run_training(tiny_cfg.__class__(**{**tiny_cfg.__dict__, "epochs": 1}), reporter)
+    return reporter.checkpoints[0]
+
+
+def test_report_matches_explicit_similarities(checkpoint, tiny_data_dir, tmp_path):
+    report = evaluate_run(str(checkpoint), split="test", output_dir=str(tmp_path / "o"))
+    state = load_checkpoint(checkpoint)
+    model = rebuild_model(state)
+    split = load_split(str(tiny_data_dir), "test", raw=False)
+    with torch.no_grad():
+        img = model.encode_images(torch.from_numpy(split.images.values))
+        txt = torch.cat(
+            [model.encode_captions(torch.tensor(t)[None], torch.tensor([len(t)])) for t in split.tokens]
+        )
+    sims = (img @ txt.T).numpy()
+    expected = evaluate_all(sims, split.img_of_cap, split.relevance, cs_ks=(5, 10), ncs_ks=(1, 5))
+    assert report.metrics.keys() == expected.keys()
+    assert all(np.isclose(report.metrics[k], expected[k], atol=1e-4, equal_nan=True) for k in expected)
+    saved = json.loads(report.path.read_text())
+    assert saved["split"] == "test" and saved["protocol"] == "full" and saved["run_id"] is None
+
+
+def test_coco_protocols_need_the_5k_split(checkpoint, tmp_path):
+    with pytest.raises(ValueError, match="coco1k"):
+        evaluate_run(str(checkpoint), protocol="coco1k", output_dir=str(tmp_path))
+    with pytest.raises(ValueError, match="protocol"):
+        evaluate_run(str(checkpoint), protocol="flickr", output_dir=str(tmp_path))
+
+
+def test_unknown_run(tmp_path, mlflow_uri):
+    with pytest.raises(ValueError, match="neither a checkpoint path nor a run id"):
+        evaluate_run("no-such-run", tracking_uri=mlflow_uri, output_dir=str(tmp_path))
+
+
+def test_k_series_groups_directions_and_variants():
+    metrics = {"NCS_at_10_i2t": 0.3, "NCS_at_1_i2t": 0.1, "NCS_noGT_at_5_t2i": 0.2, "CS_at_5_i2t": 9.0}
+    series = k_series(metrics, "NCS")
+    assert set(series) == {"i2t"} and series["i2t"][0].tolist() == [1, 10]
+    assert series["i2t"][1].tolist() == [0.1, 0.3]

@@ -1,0 +1,132 @@
+"""Training batches: seeded, sharded, equal-size epochs; per-batch relevance built from the batch rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+
+from vse_ray.data.store.readers import load_captions, load_features
+from vse_ray.data.store.split_data import ImageStore, pad_tokens
+from vse_ray.relevance import scene_similarity, tokenize
+from vse_ray.relevance.cider import cider_matrix
+from vse_ray.train.batches import (
+    BatchBuilder,
+    TableBatches,
+    check_train_columns,
+    reference_texts,
+    train_columns,
+)
+
+
+def _table(n: int) -> pa.Table:
+    return pa.table({"caption_id": np.arange(n), "image_id": np.arange(n) // 5})
+
+
+def test_epochs_are_seeded_permutations_and_shards_are_disjoint():
+    shards = [TableBatches(_table(103), batch_size=10, seed=7, rank=r, world_size=2) for r in range(2)]
+    ep1 = [[b["caption_id"] for b in s.epoch_batches(1)] for s in shards]
+    assert [len(e) for e in ep1] == [5, 5] and all(len(b) == 10 for e in ep1 for b in e)
+    seen = np.concatenate([np.concatenate(e) for e in ep1])
+    assert len(np.unique(seen)) == len(seen) == 100
+    again = [b["caption_id"] for b in shards[0].epoch_batches(1)]
+    assert all(np.array_equal(a, b) for a, b in zip(again, ep1[0], strict=True))
+    ep2 = np.concatenate([b["caption_id"] for b in shards[0].epoch_batches(2)])
+    assert not np.array_equal(ep2, np.concatenate(ep1[0]))
+
+
+def test_consecutive_seeds_share_no_epoch_order():
+    orders = {
+        (seed, epoch): tuple(
+            np.concatenate([b["caption_id"] for b in TableBatches(_table(50), 10, seed).epoch_batches(epoch)])
+        )
+        for seed in (0, 1)
+        for epoch in (1, 2)
+    }
+    assert orders[(0, 2)] != orders[(1, 1)] and len(set(orders.values())) == 4
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+def test_global_batches_are_the_same_for_any_number_of_workers(workers):
+    one = [set(b["caption_id"]) for b in TableBatches(_table(200), workers * 8, seed=3).epoch_batches(2)]
+    shards = [TableBatches(_table(200), 8, seed=3, rank=r, world_size=workers) for r in range(workers)]
+    per_step = zip(*(s.epoch_batches(2) for s in shards), strict=True)
+    many = [set().union(*(set(b["caption_id"]) for b in step)) for step in per_step]
+    assert many == one and len(one) == 200 // (workers * 8)
+
+
+def test_batch_size_larger_than_shard_is_an_error():
+    with pytest.raises(ValueError, match="batch_size 60"):
+        TableBatches(_table(100), batch_size=60, seed=0, world_size=2)
+
+
+def test_pad_tokens():
+    tokens, lengths = pad_tokens([np.array([5, 6, 7]), np.array([8]), np.array([], dtype=np.int64)])
+    assert tokens.tolist() == [[5, 6, 7], [8, 0, 0], [0, 0, 0]] and lengths.tolist() == [3, 1, 1]
+
+
+def test_image_store_lookup_and_unknown_id():
+    store = ImageStore(np.array([30, 10, 20]), np.arange(6, dtype=np.float32).reshape(3, 2))
+    assert store.tensor(np.array([20, 30, 20])).tolist() == [[4, 5], [0, 1], [4, 5]]
+    with pytest.raises(ValueError, match="image_id 11"):
+        store.rows(np.array([10, 11]))
+
+
+@pytest.fixture()
+def train_rows(tiny_data_dir):
+    table = load_captions(str(tiny_data_dir), "train")
+    images = ImageStore(*load_features(str(tiny_data_dir), "train"))
+    rows = {name: table[name].to_numpy(zero_copy_only=False)[::7][:12] for name in train_columns("sbert")}
+    return table, images, rows
+
+
+def test_sbert_relevance_is_the_cosine_of_the_batch_captions(train_rows):
+    _, images, rows = train_rows
+    batch = BatchBuilder(images, "sbert")(rows)
+    vectors = np.stack(rows["sbert"]).astype(np.float64)
+    expected = [[float(np.dot(vectors[i], vectors[j])) for j in range(12)] for i in range(12)]
+    assert torch.allclose(batch.relevance.double(), torch.tensor(expected, dtype=torch.float64), atol=1e-5)
+    assert batch.images.shape == (12, 32) and batch.tokens.shape[0] == 12
+
+
+def test_cider_relevance_uses_each_image_reference_set(train_rows):
+    table, images, rows = train_rows
+    refs = reference_texts(table)
+    batch = BatchBuilder(images, "cider", refs)(rows)
+    texts = table["text"].to_pylist()
+    owner = table["image_id"].to_numpy()
+    ref_sets = [[tokenize(t) for t, o in zip(texts, owner, strict=True) if o == i] for i in rows["image_id"]]
+    expected = cider_matrix([tokenize(t) for t in rows["text"]], ref_sets).T
+    assert np.allclose(batch.relevance.numpy(), expected, atol=1e-5)
+    assert batch.relevance.shape == (12, 12)
+
+
+def test_vsepp_batches_carry_no_relevance(train_rows):
+    _, images, rows = train_rows
+    assert BatchBuilder(images, None)(rows).relevance is None
+    with pytest.raises(ValueError, match="references"):
+        BatchBuilder(images, "cider")
+
+
+def test_scene_relevance_is_the_scene_similarity_of_the_batch_images(tiny_data_dir):
+    table = load_captions(str(tiny_data_dir), "train").select(train_columns("scene"))
+    images = ImageStore(*load_features(str(tiny_data_dir), "train"))
+    rows = {name: table[name].to_numpy(zero_copy_only=False)[::9][:10] for name in table.column_names}
+    batch = BatchBuilder(images, "scene")(rows)
+    descriptors = torch.from_numpy(np.stack(rows["scene"]).astype(np.float32))
+    expected = [
+        [float(scene_similarity(descriptors[i : i + 1], descriptors[j : j + 1])) for j in range(10)]
+        for i in range(10)
+    ]
+    assert torch.allclose(batch.relevance, torch.tensor(expected), atol=1e-6)
+    check_train_columns(str(tiny_data_dir), "scene")
+
+
+def test_missing_scene_column_is_named(tmp_path):
+    folder = tmp_path / "captions" / "split=train"
+    folder.mkdir(parents=True)
+    pq.write_table(pa.table({n: [1] for n in train_columns(None)}), folder / "part-0.parquet")
+    with pytest.raises(ValueError, match=r"split=train: no 'scene' column.*synthetic"):
+        check_train_columns(str(tmp_path), "scene")

@@ -1,0 +1,196 @@
+"""One writer per run, and what a rerun with another config does (no Ray started)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from mlflow import MlflowClient
+
+from tests.support.cli import one_error_line, run_cli
+from tests.support.tiny_store import write_tiny_store
+from vse_ray.tracking.lock import LOCK_NAME, FolderLock, release_all
+from vse_ray.train.config import TrainConfig
+from vse_ray.train.rerun import CHANGES_TAG, claim_run, plan_run, record_path
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    return write_tiny_store(tmp_path_factory.mktemp("writer") / "tiny")
+
+
+def test_a_held_folder_is_refused_naming_the_holder(tmp_path):
+    with FolderLock(tmp_path):
+        with pytest.raises(ValueError, match=f"in use by PID {os.getpid()} on .*--wait"):
+            FolderLock(tmp_path).acquire()
+    FolderLock(tmp_path).acquire().release()  # free again once released
+
+
+def test_the_lock_of_a_dead_process_is_taken_over(tmp_path):
+    holder = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
+    dead = int(holder.stdout)
+    (tmp_path / LOCK_NAME).write_text(json.dumps({"pid": dead, "host": "h", "started": time.time()}))
+    lock = FolderLock(tmp_path).acquire()
+    assert json.loads((tmp_path / LOCK_NAME).read_text())["pid"] == os.getpid()
+    lock.release()
+
+
+def test_wait_queues_behind_the_holder(tmp_path):
+    first = FolderLock(tmp_path).acquire()
+    threading.Timer(0.5, first.release).start()
+    said: list[str] = []
+    start = time.perf_counter()
+    FolderLock(tmp_path).acquire(wait=True, notify=said.append).release()
+    assert time.perf_counter() - start >= 0.4
+    assert said and said[0].startswith(f"waiting for PID {os.getpid()}")
+
+
+def test_a_second_train_of_a_held_run_is_one_line(store, tmp_path):
+    out = tmp_path / "out"
+    run = out / "ray_results" / "tiny-vsepp-s0"
+    with FolderLock(run):
+        start = time.perf_counter()
+        result = run_cli(["train", "--data", str(store), "--output-dir", str(out), "--epochs", "1"])
+        seconds = time.perf_counter() - start
+    one_error_line(result, f"run 'tiny-vsepp-s0' ({run}) is in use by PID {os.getpid()}", "--run-name")
+    assert seconds < 30
+
+
+def test_another_run_in_the_same_output_folder_is_not_held(tmp_path):
+    with FolderLock(tmp_path / "o" / "ray_results" / "coco-vsepp-s0"):
+        claim_run(_cfg(tmp_path, loss="sam"))  # coco-sam-s0: its own lock
+    release_all()
+    claim_run(_cfg(tmp_path))
+    release_all()
+
+
+def _cfg(tmp_path, **change) -> TrainConfig:
+    return TrainConfig(data_dir=str(tmp_path / "coco"), output_dir=str(tmp_path / "o"), **change)
+
+
+def test_a_rerun_with_another_config_is_refused_listing_the_keys(tmp_path):
+    first = plan_run(_cfg(tmp_path))
+    assert plan_run(_cfg(tmp_path)) == first  # the same config resumes
+    with pytest.raises(
+        ValueError, match=r"another config \(epochs 30 -> 40, lr 0.0002 -> 0.002\): pass --resume"
+    ):
+        plan_run(_cfg(tmp_path, lr=2e-3, epochs=40))
+    with pytest.raises(
+        ValueError, match=r"--resume: .* cannot continue with another lr \(lr 0.0002 -> 0.002\)"
+    ):
+        plan_run(_cfg(tmp_path, lr=2e-3, epochs=40), resume=True)
+
+
+def test_a_field_added_by_a_later_version_is_no_change(tmp_path):
+    cfg = plan_run(_cfg(tmp_path))
+    record = json.loads(record_path(cfg).read_text())
+    del record["config"]["eval_batch_size"]
+    record["config"]["retired_field"] = 1
+    record_path(cfg).write_text(json.dumps(record))
+    assert plan_run(_cfg(tmp_path)) == cfg
+
+
+def test_resume_records_a_safe_change(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'o' / 'mlflow.db'}"
+    client = MlflowClient(uri)
+    run = client.create_run(client.create_experiment("coco"), tags={"vse_ray.run_name": "coco-vsepp-s0"})
+    plan_run(_cfg(tmp_path))
+    said: list[str] = []
+    cfg = plan_run(_cfg(tmp_path, epochs=40), resume=True, notify=said.append)
+    assert cfg.run_name == "coco-vsepp-s0" and said == ["resuming coco-vsepp-s0 with epochs 30 -> 40"]
+    record = json.loads(record_path(cfg).read_text())
+    assert record["config"]["epochs"] == 40 and record["changes"][0]["changes"] == {"epochs": [30, 40]}
+    tag = json.loads(client.get_run(run.info.run_id).data.tags[CHANGES_TAG])
+    assert tag[0]["changes"] == {"epochs": [30, 40]}
+    assert plan_run(_cfg(tmp_path, epochs=40)).epochs == 40  # the recorded config is the new one
+
+
+def test_new_run_starts_beside_the_old_one(tmp_path):
+    plan_run(_cfg(tmp_path))
+    fresh = plan_run(_cfg(tmp_path, lr=2e-3), new_run=True, notify=lambda line: None)
+    assert fresh.run_name == "coco-vsepp-s0-2" and fresh.lr == 2e-3
+    assert plan_run(_cfg(tmp_path, lr=2e-3, run_name="coco-vsepp-s0-2")).run_name == "coco-vsepp-s0-2"
+    with pytest.raises(ValueError, match="exclude each other"):
+        plan_run(_cfg(tmp_path), resume=True, new_run=True)
+
+
+@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit])  # SystemExit: Ray Train's SIGINT handler
+def test_ctrl_c_on_train_is_one_line_and_marks_the_run_killed(store, tmp_path, monkeypatch, stop):
+    class Interrupted:
+        def fit(self):
+            raise stop
+
+    monkeypatch.setattr("vse_ray.ray_session.ensure_ray", lambda address=None: None)
+    monkeypatch.setattr("vse_ray.train.trainer.build_trainer", lambda *args, **kwargs: Interrupted())
+    out = tmp_path / "out"
+    result = run_cli(["train", "--data", str(store), "--output-dir", str(out), "--epochs", "1"])
+    assert result.exit_code == 130, result.output
+    assert result.output.splitlines()[-1:] == [  # after MLflow's own store-creation lines
+        "stopped by Ctrl-C: run the same command again to resume from the last checkpoint (the MLflow run "
+        "is KILLED)"
+    ]
+    client = MlflowClient(f"sqlite:///{out / 'mlflow.db'}")
+    (run,) = client.search_runs([client.get_experiment_by_name(store.name).experiment_id])
+    assert run.info.status == "KILLED"
+    FolderLock(out).acquire().release()  # the command's lock ended with it
+
+
+STUDY = """
+name: tiny
+baseline: vsepp
+seeds: 1
+warmup_epochs: 1
+epochs: 1
+data: {{data_dir: {data_dir}}}
+train: {{batch_size: 16, word_dim: 16, embed_dim: 32}}
+losses:
+  vsepp: {{}}
+  ladder: {{thresholds: [0.5]}}
+"""
+
+
+def test_ctrl_c_on_study_is_one_line_and_marks_its_run_killed(store, tmp_path, monkeypatch):
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("vse_ray.ray_session.ensure_ray", lambda **options: None)
+    monkeypatch.setattr("vse_ray.study.run.prepare_data", lambda spec, out: str(store))
+    monkeypatch.setattr("vse_ray.study.run.train_warmups", interrupted)
+    path = tmp_path / "tiny.yaml"
+    path.write_text(STUDY.format(data_dir=store))
+    out = tmp_path / "out"
+    result = run_cli(["study", str(path), "--output-dir", str(out)])
+    assert result.exit_code == 130, result.output
+    assert result.output.splitlines()[-1] == (
+        "stopped by Ctrl-C: run the same command again to resume: finished runs are kept"
+    )
+    client = MlflowClient(f"sqlite:///{out / 'mlflow.db'}")
+    (run,) = client.search_runs([client.get_experiment_by_name("study-tiny").experiment_id])
+    assert run.info.status == "KILLED"
+
+
+def test_a_full_disk_during_training_is_one_line_naming_the_file(store, tmp_path, monkeypatch):
+    checkpoint = tmp_path / "out" / "ray_results" / "checkpoint_000001" / "model.pt"
+
+    class Full:
+        def fit(self):
+            raise RuntimeError("worker failed") from OSError(
+                errno.ENOSPC, "No space left on device", str(checkpoint)
+            )
+
+    monkeypatch.setattr("vse_ray.ray_session.ensure_ray", lambda address=None: None)
+    monkeypatch.setattr("vse_ray.train.trainer.build_trainer", lambda *args, **kwargs: Full())
+    result = run_cli(["train", "--data", str(store), "--output-dir", str(tmp_path / "out"), "--epochs", "1"])
+    assert result.exit_code == 2, result.output
+    assert (
+        f"error: no space left on device writing {checkpoint}: free space and run the same command"
+        in result.output
+    )

@@ -1,0 +1,164 @@
+"""``manifest.json`` and the config guard that keeps one output folder to one config."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+import vse_ray
+from vse_ray.data.precompute.config import PrecomputeConfig
+from vse_ray.data.store.schema import SCHEMA_VERSION
+from vse_ray.data.store.shards import ShardLedger, merge_nodes, part_name, write_json_atomic
+from vse_ray.data.store.verify import model_files, parquet_files
+
+STATE_CONFIG = Path("_state") / "config.json"
+FORMAT = "vse_ray.precompute"
+# Every top-level entry a precompute writes; --overwrite deletes a folder only when it holds nothing else.
+MADE_ENTRIES = frozenset(
+    {
+        "manifest.json",
+        "vocab.json",
+        "cider_df.json",
+        "tfidf_svd.npz",
+        "rejects.parquet",
+        "features",
+        "captions",
+        "relevance",
+        "_state",
+    }
+)
+TEMPORARY = re.compile(r"^\.(.+)\.\d+\.tmp$")  # write_json_atomic's hidden file of a known entry
+
+
+def _own_record(path: Path) -> dict | None:
+    """The JSON object at ``path`` when vse_ray wrote it, else None.
+
+    A record of this version carries ``format`` = :data:`FORMAT`; one written before that field existed is
+    recognised by its own fields (``config_hash`` and the ``config`` object, plus ``schema_version`` in a
+    manifest), never by its file name.
+    """
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    if record.get("format") == FORMAT:
+        return record
+    earlier = isinstance(record.get("config_hash"), str) and isinstance(record.get("config"), dict)
+    if path.name == "manifest.json":
+        earlier = earlier and isinstance(record.get("schema_version"), int)
+    return record if earlier else None
+
+
+def _foreign_entries(out: Path) -> list[str]:
+    """Top-level entries of ``out`` that no precompute writes (hidden temporary files of its own kept out)."""
+    names = []
+    for path in sorted(out.iterdir()):
+        temporary = TEMPORARY.match(path.name)
+        if path.name not in MADE_ENTRIES and not (temporary and temporary[1] in MADE_ENTRIES):
+            names.append(path.name)
+    return names
+
+
+def check_output(out: Path, config: PrecomputeConfig, overwrite: bool) -> bool:
+    """Whether ``out`` must be deleted before this config's precompute (nothing is written or deleted).
+
+    A folder counts as vse_ray's when its ``_state/config.json`` or ``manifest.json`` is a record vse_ray
+    wrote (see :func:`_own_record`), judged by the record's fields, not by the file name. ``overwrite``
+    deletes such a folder only when it holds nothing a precompute does not write.
+
+    Raises:
+        ValueError: If ``out`` was written with another config and not ``overwrite``, if it is a non-empty
+            folder that vse_ray did not write, or if ``overwrite`` would delete files vse_ray did not write.
+    """
+    if out.exists() and any(out.iterdir()):
+        record = _own_record(out / STATE_CONFIG) or _own_record(out / "manifest.json")
+        if record is None:
+            raise ValueError(
+                f"out folder {out} is not empty and holds no vse_ray precompute (no manifest.json or "
+                f"{STATE_CONFIG} written by vse_ray); its files are kept: choose another --out "
+                "(--overwrite deletes only vse_ray folders)"
+            )
+        previous = record["config_hash"]
+        if previous != config.hash():
+            if not overwrite:
+                raise ValueError(
+                    f"out folder {out} was written with another config (hash {previous[:12]}); the "
+                    f"current config has hash {config.hash()[:12]}. Pass --overwrite to delete it and start "
+                    "again, or choose another --out."
+                )
+            foreign = _foreign_entries(out)
+            if foreign:
+                raise ValueError(
+                    f"out folder {out} also holds {', '.join(foreign[:5])}, which vse_ray did not write; "
+                    "--overwrite deletes only vse_ray folders, so its files are kept: move them or choose "
+                    "another --out"
+                )
+            return True
+    return False
+
+
+def claim_output(out: Path, config: PrecomputeConfig, overwrite: bool) -> None:
+    """Make ``out`` hold this config's precompute: resume it, start it, or refuse to mix configs (the
+    checks of :func:`check_output`)."""
+    if check_output(out, config, overwrite):
+        shutil.rmtree(out)
+    record = {"format": FORMAT, "config_hash": config.hash(), "config": config.resolved().to_dict()}
+    write_json_atomic(record, out / STATE_CONFIG)
+
+
+def table_counts(out: Path, table: str, splits: tuple[str, ...]) -> tuple[dict, dict, list]:
+    """Row counts per split, ``{file: {rows, sha256}}`` and rejects, read from the shard markers."""
+    ledger = ShardLedger(out, table)
+    counts, files, rejects = {}, {}, []
+    for split in splits:
+        markers = ledger.markers(split)
+        counts[split] = sum(m["rows"] for m in markers)
+        for marker in markers:
+            files.update(marker["files"])
+            rejects += [{**r, "split": split} for r in marker["rejects"]]
+    return counts, files, rejects
+
+
+def table_nodes(out: Path, table: str, splits: tuple[str, ...]) -> dict[str, list[str]]:
+    """``{stage: [Ray node ids]}`` of the nodes that read, computed and wrote this table's shards."""
+    ledger = ShardLedger(out, table)
+    return merge_nodes(m.get("nodes", {}) for split in splits for m in ledger.markers(split))
+
+
+def write_manifest(out: Path, config: PrecomputeConfig, extra: dict) -> dict:
+    """Write ``manifest.json`` from the shard markers, the relevance files and ``extra`` (dims, timings)."""
+    splits = config.splits
+    images, feature_files, rejects = table_counts(out, "features", splits)
+    captions, caption_files, _ = table_counts(out, "captions", splits)
+    relevance_files = parquet_files(out, ("relevance",))
+    relevance: dict[str, dict] = {}
+    for name, info in relevance_files.items():
+        _, split, source, part = name.split("/")
+        entry = relevance.setdefault(f"{split}/{source}", {"folder": str(Path(name).parent), "rows": 0})
+        entry["rows"] += info["rows"]
+        if part == part_name(0):
+            entry["captions"] = pq.read_schema(out / name).field("relevance").type.list_size
+    manifest = {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "vse_ray_version": vse_ray.__version__,
+        "config": config.resolved().to_dict(),
+        "config_hash": config.hash(),
+        "rows": {"images": images, "captions": captions, "rejects": len(rejects)},
+        "shards": {**feature_files, **caption_files, **relevance_files},
+        "files": model_files(out),
+        "relevance": relevance,
+        "rejects": rejects,
+        **extra,
+    }
+    manifest["nodes"] = {table: table_nodes(out, table, splits) for table in ("features", "captions")}
+    write_json_atomic(manifest, out / "manifest.json")
+    return manifest

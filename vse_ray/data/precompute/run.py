@@ -1,0 +1,203 @@
+"""Stage 1 of the data flow: raw data → features, captions and relevance files (``vse-ray precompute``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from vse_ray.data.precompute.caption_stage import caption_columns, run_caption_stage
+from vse_ray.data.precompute.concepts import write_concepts
+from vse_ray.data.precompute.config import ExecutionOptions, PrecomputeConfig
+from vse_ray.data.precompute.image_stage import run_image_stage
+from vse_ray.data.precompute.manifest import check_output, claim_output, table_counts, write_manifest
+from vse_ray.data.precompute.official_vocab import ReleasedTokenizer
+from vse_ray.data.precompute.relevance_stage import run_relevance_stage
+from vse_ray.data.precompute.summary import PrecomputeSummary
+from vse_ray.data.sources.image_io import FileImages, SyntheticImages
+from vse_ray.data.sources.karpathy import read_karpathy
+from vse_ray.data.sources.precomp import read_precomp
+from vse_ray.data.sources.source import Source, SplitSource, select_splits
+from vse_ray.data.store.readers import load_vocab
+from vse_ray.data.store.shards import sha256_file
+from vse_ray.data.synthetic.dataset import generate_synthetic
+from vse_ray.data.synthetic.scene import scene_descriptor
+from vse_ray.features import check_weights
+from vse_ray.ray_session import ensure_ray
+
+
+def load_source(config: PrecomputeConfig) -> Source:
+    """Read and validate the input described by a resolved config (no Ray needed)."""
+    if config.dataset == "karpathy":
+        splits = read_karpathy(config.karpathy_json, config.splits, config.captions_per_image)
+        return Source(splits=splits, images=FileImages(config.image_root))
+    if config.dataset == "precomp":
+        splits, features = read_precomp(
+            config.precomp_dir, config.splits, config.captions_per_image, config.feature_dtype
+        )
+        return Source(splits=splits, features=features)
+    data = generate_synthetic(
+        config.n_train,
+        config.n_val,
+        config.n_test,
+        config.image_size,
+        config.seed,
+        config.captions_per_image,
+        render=False,
+    )
+    per_image = config.captions_per_image
+    descriptors = np.stack([scene_descriptor(scene) for scene in data.scenes])
+    available = {}
+    for split in dict.fromkeys(data.splits):
+        ids = data.image_ids[np.asarray(data.splits) == split]
+        available[split] = SplitSource(
+            image_ids=ids,
+            refs=ids.astype(str).astype(object),
+            captions=tuple(data.captions[k] for k in ids),
+            caption_ids=ids[:, None] * per_image + np.arange(per_image),
+            scenes=descriptors[ids],
+        )
+    splits = select_splits(available, config.splits, "the synthetic dataset (a split of size 0?)")
+    return Source(splits=splits, images=SyntheticImages(config.seed, config.image_size))
+
+
+def check_rejects(rejects: list[dict], source: Source, max_fraction: float) -> None:
+    """ValueError when a split rejected more than ``max_fraction`` of its images, listing a few of them."""
+    for split, data in source.splits.items():
+        bad = [r for r in rejects if r["split"] == split]
+        if len(bad) > max_fraction * len(data.image_ids):
+            examples = "; ".join(f"{r['path']}: {r['reason']}" for r in bad[:3])
+            raise ValueError(
+                f"{len(bad)} of {len(data.image_ids)} {split} images were rejected, more than "
+                f"max_reject_fraction={max_fraction}; e.g. {examples}; fix or remove those images, or raise "
+                "--max-reject-fraction, and rerun: finished shards are kept"
+            )
+
+
+def write_rejects(out: Path, rejects: list[dict]) -> None:
+    columns = {k: [r[k] for r in rejects] for k in ("image_id", "split", "path", "reason")}
+    schema = pa.schema(
+        [("image_id", pa.int64()), ("split", pa.string()), ("path", pa.string()), ("reason", pa.string())]
+    )
+    pq.write_table(pa.table(columns, schema=schema), out / "rejects.parquet")
+
+
+def _vector_width(out: Path, table: str, column: str) -> int:
+    """Width of a vector column, read from the schema of one train shard."""
+    path = next((out / table / "split=train").glob("part-*.parquet"))
+    return int(pq.read_schema(path).field(column).type.list_size)
+
+
+def feature_dims(out: Path) -> dict:
+    """``feature`` (D), ``regions`` (R, or None for pooled features), ``feature_dtype`` and
+    ``feature_shape`` ([R, D] or [D]), read from the schema of one train features shard."""
+    path = min((out / "features" / "split=train").glob("part-*.*"))
+    if path.suffix == ".arrow":
+        with pa.memory_map(str(path)) as source:
+            kind = pa.ipc.open_file(source).schema.field("feature").type
+    else:
+        kind = pq.read_schema(path).field("feature").type
+    if pa.types.is_fixed_size_list(kind.value_type):
+        regions, dim = kind.list_size, kind.value_type.list_size
+        dtype = str(kind.value_type.value_type.to_pandas_dtype().__name__)
+        return {"feature": dim, "regions": regions, "feature_dtype": dtype, "feature_shape": [regions, dim]}
+    return {
+        "feature": kind.list_size,
+        "regions": None,
+        "feature_dtype": "float32",
+        "feature_shape": [kind.list_size],
+    }
+
+
+def precompute(
+    config: PrecomputeConfig,
+    out: str,
+    options: ExecutionOptions | None = None,
+    verbose: bool = True,
+    ray_address: str | None = None,
+) -> PrecomputeSummary:
+    """Run (or resume) the whole precompute of one dataset into ``out``.
+
+    Shards already complete for the same config are skipped; a folder written with another config is refused
+    unless ``options.overwrite``. The input is read and checked first; then it uses this process's Ray
+    instance if there is one, else :func:`ensure_ray` (``ray_address``).
+
+    Args:
+        config: What to compute.
+        out: Output folder (local or shared filesystem).
+        options: How to run it.
+        verbose: Print the summary.
+        ray_address: Ray cluster to join when this process has no Ray instance yet (None: see ensure_ray).
+
+    Returns:
+        Counts, rejects and timings.
+    """
+    options = options or ExecutionOptions()
+    config = config.resolved()
+    folder = Path(out)
+    check_output(folder, config, options.overwrite)  # before the input is read: a refusal comes at once
+    source = load_source(config)
+    if config.vocab_file:  # every caption tokenises as the released code does, else one line
+        ReleasedTokenizer().check(
+            t for split in source.splits.values() for caps in split.captions for t in caps
+        )
+    if config.dataset != "precomp":
+        check_weights(config.cnn, config.weights)  # the CNN weights are local (no download), else one line
+    claim_output(folder, config, options.overwrite)
+    ensure_ray(ray_address)
+    started = time.perf_counter()
+    seconds, processed = {}, {}
+
+    def timed(stage: str, run: Callable[[], int]) -> None:
+        start = time.perf_counter()
+        processed[stage] = run()
+        seconds[stage] = time.perf_counter() - start
+
+    timed("images", lambda: run_image_stage(source, config, options, folder))
+    images_count, _, rejects = table_counts(folder, "features", config.splits)
+    check_rejects(rejects, source, options.max_reject_fraction)
+    rejected = {(r["split"], r["image_id"]) for r in rejects}
+    columns = {
+        split: caption_columns(
+            data, np.array([i for i in data.image_ids if (split, int(i)) not in rejected], dtype=np.int64)
+        )
+        for split, data in source.splits.items()
+    }
+    timed("captions", lambda: run_caption_stage(columns, config, options, folder))
+    write_rejects(folder, rejects)
+
+    start = time.perf_counter()
+    if "train" in config.splits:
+        write_concepts(folder)  # CVSE's concept vocabulary, labels and graph
+    seconds["concepts"] = time.perf_counter() - start
+
+    start = time.perf_counter()
+    skipped = run_relevance_stage(folder, config.splits, config.relevance_sources, options.relevance_block)
+    seconds["relevance"] = time.perf_counter() - start
+
+    dims = {
+        name: _vector_width(folder, table, name)
+        for table, name in (("captions", "sbert"), ("captions", "svd"))
+    }
+    dims.update(feature_dims(folder))
+    extra = {"dims": dims, "vocab_size": len(load_vocab(str(folder))), "seconds": seconds, "skipped": skipped}
+    if config.vocab_file:
+        extra["vocab"] = {"file": config.vocab_file, "sha256": sha256_file(Path(config.vocab_file))}
+    manifest = write_manifest(folder, config, extra)
+    summary = PrecomputeSummary(
+        out=str(folder),
+        images=images_count,
+        captions=manifest["rows"]["captions"],
+        rejects=rejects,
+        processed=processed,
+        seconds=seconds,
+        skipped=skipped,
+        wall_seconds=time.perf_counter() - started,
+    )
+    if verbose:
+        print(summary.format())
+    return summary

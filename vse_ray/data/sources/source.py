@@ -1,0 +1,77 @@
+"""In-memory description of a dataset before precompute: per split, the images and their captions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+
+from vse_ray.data.sources.image_io import FileImages, SyntheticImages
+
+SPLIT_NAMES = ("train", "val", "test")
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class SplitSource:
+    """The images of one split in precompute order and ``captions_per_image`` captions of each.
+
+    Attributes:
+        image_ids: (n,) int64 unique ids.
+        refs: (n,) where each image comes from: a path under the image root, a synthetic index, or a row
+            of a precomp feature file.
+        captions: ``captions[k]`` = the captions of image k.
+        caption_ids: (n, captions_per_image) int64 unique ids.
+        scenes: (n, D) float32 scene descriptors
+            (:func:`~vse_ray.data.synthetic.scene.scene_descriptor`) where the
+            dataset knows its scenes (synthetic), else None.
+    """
+
+    image_ids: np.ndarray
+    refs: np.ndarray
+    captions: tuple[tuple[str, ...], ...]
+    caption_ids: np.ndarray
+    scenes: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class PrecompFeatures:
+    """A precomp ``{split}_ims.npy``: image k is row ``k * stride`` (stride 5 when stored per caption)."""
+
+    path: str
+    stride: int
+
+
+@dataclass(frozen=True)
+class Source:
+    """A dataset to precompute: its splits, and where pixels (``images``) or given features come from."""
+
+    splits: dict[str, SplitSource]
+    images: FileImages | SyntheticImages | None = None
+    features: dict[str, PrecompFeatures] | None = None
+
+
+def check_captions(captions: Sequence[Sequence[str]], per_image: int, where: Sequence[str]) -> None:
+    """ValueError naming the file and row of an image with too few captions or of an empty caption.
+
+    Args:
+        captions: Captions of each image.
+        per_image: Captions each image needs.
+        where: ``where[k]`` names image k (file and row) in messages.
+    """
+    for k, caps in enumerate(captions):
+        if len(caps) < per_image:
+            raise ValueError(f"{where[k]}: has {len(caps)} captions, needs at least {per_image}")
+        for j, text in enumerate(caps[:per_image]):
+            if not isinstance(text, str) or not text.strip():
+                raise ValueError(f"{where[k]}: caption {j} is empty")
+
+
+def select_splits(available: dict[str, T], wanted: Sequence[str], origin: str) -> dict[str, T]:
+    """Keep the ``wanted`` splits; ValueError naming a split the data does not have."""
+    for split in wanted:
+        if split not in available:
+            raise ValueError(f"split {split!r} does not exist in {origin}; it has {sorted(available)}")
+    return {split: available[split] for split in wanted}

@@ -1,0 +1,124 @@
+"""Readers of a precompute folder (layout: :mod:`vse_ray.data.store.schema`), plain pyarrow and numpy."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+
+from vse_ray.data.store.schema import region_arrays, vectors
+
+VOCAB_FILE = "vocab.json"
+
+
+def _table_dir(data_dir: str, table: str, split: str) -> Path:
+    root = Path(data_dir) / table
+    path = root / f"split={split}"
+    if not path.is_dir():
+        have = sorted(p.name.removeprefix("split=") for p in root.glob("split=*")) if root.is_dir() else []
+        raise ValueError(f"split {split!r} does not exist in {root}; it has {have}")
+    return path
+
+
+def load_manifest(data_dir: str) -> dict:
+    """The parsed ``manifest.json``; ValueError when the folder holds no finished precompute."""
+    path = Path(data_dir) / "manifest.json"
+    if not path.is_file():
+        raise ValueError(f"{path} does not exist: run `vse-ray precompute --out {data_dir}` first")
+    return json.loads(path.read_text())
+
+
+def vocab_mismatch(rows: int, data_dir: str, mask_row: bool = False) -> str | None:
+    """Why a word embedding of `rows` rows cannot read the token ids of `data_dir`, or None when it can:
+    one row per id of the folder's vocabulary (`mask_row`: or one more, VSE∞'s ``<mask>``)."""
+    ids = max(load_vocab(data_dir).values()) + 1
+    if rows == ids or (mask_row and rows == ids + 1):
+        return None
+    expected = f"{ids} or {ids + 1} (with <mask>)" if mask_row else str(ids)
+    return (
+        f"word embedding of {rows} rows, but {Path(data_dir) / VOCAB_FILE} holds {ids} ids (expected "
+        f"{expected}); precompute the data with the model's vocabulary (`precompute --vocab FILE`)"
+    )
+
+
+def read_features_table(data_dir: str, split: str, columns: list[str]) -> pa.Table:
+    """Columns of a split's ``features`` table from its Parquet or Arrow IPC (region) shards;
+    ValueError naming the folder when a column is missing."""
+    folder = _table_dir(data_dir, "features", split)
+    file_format = "arrow" if any(folder.glob("part-*.arrow")) else "parquet"
+    dataset = pads.dataset(folder, format=file_format)
+    missing = [c for c in columns if c not in dataset.schema.names]
+    if missing:
+        raise ValueError(f"{folder}: no column(s) {missing}; it has {dataset.schema.names}")
+    return dataset.to_table(columns=columns)
+
+
+def load_features(data_dir: str, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(image_ids (n,) int64, features)`` sorted by ``image_id``, all in memory: (n, D) float32 pooled
+    features, or (n, R, D) region features in their stored dtype (Arrow IPC shards)."""
+    table = read_features_table(data_dir, split, ["image_id", "feature"])
+    nested = pa.types.is_fixed_size_list(table.schema.field("feature").type.value_type)
+    features = region_arrays(table["feature"]) if nested else vectors(table["feature"])
+    order = np.argsort(table["image_id"].to_numpy(), kind="stable")
+    return table["image_id"].to_numpy().astype(np.int64)[order], features[order]
+
+
+def load_captions(data_dir: str, split: str) -> pa.Table:
+    """The ``captions`` table of a split, sorted by ``caption_id``."""
+    table = pq.read_table(_table_dir(data_dir, "captions", split))
+    return table.sort_by("caption_id")
+
+
+def relevance_folder(data_dir: str, split: str, source: str) -> Path:
+    """``relevance/<split>/<source>``; ValueError naming the sources the split has when it is missing."""
+    path = Path(data_dir) / "relevance" / split / source
+    if not path.is_dir():
+        have = relevance_sources(data_dir, split)
+        raise ValueError(f"{path} does not exist; {split!r} has relevance sources {have}")
+    return path
+
+
+def relevance_sources(data_dir: str, split: str) -> list[str]:
+    """Relevance sources stored for ``split`` (sorted)."""
+    folder = Path(data_dir) / "relevance" / split
+    return (
+        sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+        if (folder.is_dir())
+        else []
+    )
+
+
+def iter_relevance(
+    data_dir: str, split: str, source: str, chunk_rows: int = 256
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """``(image_ids (k,), rows (k, n_captions) float32)`` chunks of a relevance matrix, in row order."""
+    for path in sorted(relevance_folder(data_dir, split, source).glob("part-*.parquet")):
+        for batch in pq.ParquetFile(path).iter_batches(batch_size=chunk_rows):
+            yield batch["image_id"].to_numpy(), vectors(batch["relevance"])
+
+
+def load_relevance(data_dir: str, split: str, source: str, chunk_rows: int = 256) -> np.ndarray:
+    """(n_images, n_captions) float32 matrix (rows: ascending image_id, columns: ascending caption_id),
+    filled chunk by chunk (peak memory: the matrix plus one chunk)."""
+    files = sorted(relevance_folder(data_dir, split, source).glob("part-*.parquet"))
+    n_rows = sum(pq.read_metadata(f).num_rows for f in files)
+    width = pq.read_schema(files[0]).field("relevance").type.list_size if files else 0
+    out = np.empty((n_rows, width), dtype=np.float32)
+    start = 0
+    for _, rows in iter_relevance(data_dir, split, source, chunk_rows):
+        out[start : start + len(rows)] = rows
+        start += len(rows)
+    return out
+
+
+def load_vocab(data_dir: str) -> dict:
+    """``{word: id}`` of ``vocab.json`` (0=<pad>, 1=<unk>, 2=<start>, 3=<end>)."""
+    path = Path(data_dir) / VOCAB_FILE
+    if not path.is_file():
+        raise ValueError(f"{path} does not exist: run `vse-ray precompute --out {data_dir}` first")
+    return json.loads(path.read_text())

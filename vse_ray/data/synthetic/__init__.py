@@ -1,0 +1,1 @@
+"""The embedded synthetic dataset: scenes, their captions and rendered images."""
