@@ -11,7 +11,7 @@ import nltk
 import numpy as np
 import pytest
 
-from vse_ray.data import precompute as precompute_module
+from vse_ray.data.precompute import run as precompute_module
 from vse_ray.data.precompute.config import PrecomputeConfig
 from vse_ray.data.precompute.official_vocab import ReleasedTokenizer, read_vocab_file
 from vse_ray.data.precompute.run import precompute

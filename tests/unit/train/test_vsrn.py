@@ -16,7 +16,7 @@ from vse_ray.models.caption_decoder import caption_targets
 from vse_ray.models.training_output import TrainingOutput
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "official" / "vsrn_forward.npz"
+FIXTURE = Path(__file__).parents[2] / "fixtures" / "official" / "vsrn_forward.npz"
 TOL = 1e-5
 
 
