@@ -268,7 +268,8 @@ def run_training(
         with tempfile.TemporaryDirectory(prefix="vse_ray_ckpt_") as tmp:
             save_checkpoint(tmp, state)
             reporter.report(metrics, tmp)
-        if cfg.patience and _everyone_stops(epochs_without_gain(history) >= cfg.patience, ctx):
+        stalled = epoch > cfg.warmup_epochs and epochs_without_gain(history) >= cfg.patience
+        if cfg.patience and _everyone_stops(stalled, ctx):  # never inside the warm-up
             break
 
 

@@ -171,3 +171,5 @@ def test_patience_stops_when_val_rsum_stops_improving(tiny_cfg, tmp_path):
     assert epochs_without_gain([{"rsum": 1}, {"rsum": 3}, {"rsum": 2}, {"rsum": 3}]) == 2
     frozen = dataclasses.replace(tiny_cfg, epochs=5, patience=1, lr=1e-12)  # val rsum never improves
     assert [m["epoch"] for m in _run(frozen, tmp_path, "stop").history] == [1, 2]
+    warm = dataclasses.replace(frozen, warmup_epochs=3)  # no stop inside the warm-up
+    assert [m["epoch"] for m in _run(warm, tmp_path, "warm").history] == [1, 2, 3, 4]
