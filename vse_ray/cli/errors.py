@@ -74,19 +74,18 @@ def readable_errors(command: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(command)
     def wrapper(*args: Any, debug: bool = False, **kwargs: Any) -> Any:
+        resume_hint = RESUME_HINTS.get(command.__name__, "run the same command again")
         try:
             return command(*args, **kwargs)
         except KeyboardInterrupt:
             if debug:
                 raise
-            hint = RESUME_HINTS.get(command.__name__, "run the same command again")
-            typer.echo(f"stopped by Ctrl-C: {hint}", err=True)
+            typer.echo(f"stopped by Ctrl-C: {resume_hint}", err=True)
             raise typer.Exit(code=INTERRUPTED_CODE) from None
         except Exception as err:
             shown = expected_error(err) or disk_full_value_error(err, DISK_FULL_ADVICE)
-            hint = RESUME_HINTS.get(command.__name__, "run the same command again")
             if not debug and shown is None and memory_killed(err):
-                typer.echo(f"error: {MEMORY_ADVICE} {hint}", err=True)
+                typer.echo(f"error: {MEMORY_ADVICE} {resume_hint}", err=True)
                 raise typer.Exit(code=MEMORY_CODE) from None
             if debug or shown is None:
                 raise
