@@ -4,7 +4,8 @@ Prints seconds per trial for each mode and the ratio ddp / process (> 1: process
 best rsum of each (the modes train the same model; with one DDP worker the numbers should match).
 
     python benchmarks/bench_sweep.py --trials 4 --epochs 2 [--data-dir DIR]
-Without --data-dir a small precompute-format store is written to a temporary folder.
+Without --data-dir a small embedded dataset (200 / 50 / 50 images, tiny random CNN) is precomputed into a
+temporary folder.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=4)
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument(
-        "--data-dir", default=None, help="precompute folder (default: a small generated store)"
+        "--data-dir", default=None, help="precompute folder (default: a small embedded dataset)"
     )
     parser.add_argument("--num-cpus", type=int, default=4, help="logical CPUs of the local Ray")
     args = parser.parse_args()
@@ -47,9 +48,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench_sweep_") as tmp:
         root = Path(tmp)
         if args.data_dir is None:
-            from tests.support.tiny_store import write_tiny_store
+            from vse_ray.data.precompute.config import PrecomputeConfig
+            from vse_ray.data.precompute.run import precompute
 
-            data_dir = str(write_tiny_store(root / "store"))
+            data_dir = str(root / "store")
+            small = PrecomputeConfig(dataset="synthetic", n_train=200, n_val=50, n_test=50, cnn="tiny")
+            precompute(small, data_dir, verbose=False)
         else:
             data_dir = args.data_dir
         (root / "space.yaml").write_text(SPACE)

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 import torch
 
+from tests.support.worker_faults import worker_setup
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
@@ -32,8 +34,9 @@ def _seeded() -> None:
 
 
 @pytest.fixture(scope="session")
-def ray_session():
-    """A single local Ray instance shared by every test that needs Ray (start-up costs 5-9 s)."""
+def ray_session(worker_faults):
+    """A single local Ray instance shared by every test that needs Ray (start-up costs 5-9 s); its workers can
+    be asked to die (`worker_faults`)."""
     import ray
 
     if not ray.is_initialized():
@@ -44,9 +47,16 @@ def ray_session():
             object_store_memory=300 * 1024 * 1024,
             log_to_driver=False,
             configure_logging=False,
+            runtime_env={"worker_process_setup_hook": worker_setup(str(worker_faults))},
         )
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def worker_faults(tmp_path_factory) -> Path:
+    """The folder Ray workers read fault requests from (`tests.support.worker_faults.request_kill`)."""
+    return tmp_path_factory.mktemp("worker_faults")
 
 
 @pytest.fixture()

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
@@ -12,10 +10,10 @@ from typer.testing import CliRunner
 
 from tests.conftest import stray_files
 from tests.support.tiny_store import tiny_config, write_tiny_store
+from tests.support.worker_faults import request_kill
 from vse_ray.cli.main import app
 from vse_ray.data.store.verify import verify_data_dir
 from vse_ray.train.config import TrainConfig
-from vse_ray.train.reporter import Reporter
 from vse_ray.train.trainer import fit
 
 pytestmark = pytest.mark.ray
@@ -82,28 +80,16 @@ def test_ddp_fit_logs_mlflow_and_evaluate_cli(ray_session, tiny_dir, tmp_path, m
     assert stray_files(empty_cwd) == []  # train and evaluate wrote only under their output folders
 
 
-class KillOnceReporter:
-    """Test fault: the worker process dies (os._exit) after training epoch `epoch`, before reporting it,
-    once (a marker file remembers it); Ray Train restarts it from the previous epoch's checkpoint."""
-
-    def __init__(self, epoch: int, marker: Path):
-        self.epoch, self.marker = epoch, marker
-
-    def __call__(self, inner: Reporter) -> Reporter:
-        self.inner = inner
-        return self
-
-    def report(self, metrics: dict, checkpoint_dir: str | None) -> None:
-        if metrics["epoch"] == self.epoch and not self.marker.exists():
-            self.marker.write_text(f"killed after training epoch {self.epoch}\n")
-            os._exit(1)
-        self.inner.report(metrics, checkpoint_dir)
-
-
-def test_killed_worker_resumes_and_matches_a_clean_run(ray_session, tiny_dir, tmp_path, mlflow_uri):
+def test_killed_worker_resumes_and_matches_a_clean_run(
+    ray_session, worker_faults, tiny_dir, tmp_path, mlflow_uri
+):
     marker = tmp_path / "killed.txt"
     faulty = _cfg(tiny_dir, tmp_path, mlflow_uri, max_failures=1)
-    faulty_result = fit(faulty, wrap_reporter=KillOnceReporter(2, marker))
+    request = request_kill(worker_faults, epoch=2, marker=marker)
+    try:
+        faulty_result = fit(faulty)
+    finally:
+        request.unlink()
     assert marker.exists()  # the worker really died in epoch 2, and the run went on from epoch 1's checkpoint
     assert _epochs_in_mlflow(mlflow_uri, faulty_result.run_id) == [1, 2, 3]
     clean = _cfg(tiny_dir, tmp_path, mlflow_uri, run_name="clean", storage_path=str(tmp_path / "clean"))

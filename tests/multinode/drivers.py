@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -79,34 +80,41 @@ def ddp_fit(cfg: dict[str, Any], out: str) -> dict[str, Any]:
     return {"checkpoint": result.checkpoint.path, "placement": placement}
 
 
-class HoldInEpoch:
-    """Fault window of the node-loss test: the first worker group stops where epoch `epoch` ends, before it
-    reports, and stays there until it is killed (`held` tells the test it is there); a worker group started
-    after `resumed` exists (the one Ray Train starts after the loss) trains and reports as usual."""
+def hold_in_epoch(epoch: int, held: str, resumed: str) -> Callable[[], None]:
+    """Fault window of the node-loss test, as a worker process setup hook: a worker started before
+    `resumed` exists (the first worker group) stops where epoch `epoch` ends, before it reports, and stays
+    there until it is killed (`held` tells the test it is there); a worker started after it (the group Ray
+    Train starts after the loss) trains and reports as usual."""
 
-    def __init__(self, epoch: int, held: str, resumed: str):
-        self.epoch, self.held, self.resumed = epoch, Path(held), Path(resumed)
+    def install() -> None:
+        from pathlib import Path
 
-    def __call__(self, inner: Any) -> HoldInEpoch:  # in the worker, when its training loop starts
-        self.inner, self.first_group = inner, not self.resumed.exists()
-        return self
+        from vse_ray.train import reporter
 
-    def report(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
-        if self.first_group and metrics["epoch"] == self.epoch:
-            self.held.touch()
-            while True:  # pragma: no cover, ends with the worker
-                time.sleep(1)
-        self.inner.report(metrics, checkpoint_dir)
+        if Path(resumed).exists():
+            return
+        report = reporter.RayTrainReporter.report
+
+        def hold_or_report(self, metrics, checkpoint_dir):  # type: ignore[no-untyped-def]
+            if metrics["epoch"] == epoch:
+                Path(held).touch()
+                while True:  # pragma: no cover, ends with the worker
+                    time.sleep(1)
+            report(self, metrics, checkpoint_dir)
+
+        reporter.RayTrainReporter.report = hold_or_report  # type: ignore[method-assign]
+
+    return install
 
 
 def fit_run(cfg: dict[str, Any], hold: dict[str, Any] | None = None) -> dict[str, Any]:
-    """`vse_ray.train.trainer.fit` as the pipelines call it (`hold`: :class:`HoldInEpoch` arguments); its
-    run id, epochs and the node id of every Ray Train worker it started (a dead node has lost its name here:
-    `TwoNodeCluster.node_names` remembers it)."""
+    """`vse_ray.train.trainer.fit` as the pipelines call it (`hold`: :func:`hold_in_epoch` arguments, applied
+    by `main` when it connects); its run id, epochs and the node id of every Ray Train worker it started (a
+    dead node has lost its name here: `TwoNodeCluster.node_names` remembers it)."""
     from vse_ray.train.config import TrainConfig
     from vse_ray.train.trainer import fit
 
-    result = fit(TrainConfig.from_dict(cfg), wrap_reporter=HoldInEpoch(**hold) if hold else None)
+    result = fit(TrainConfig.from_dict(cfg))
     job_id = ray.get_runtime_context().get_job_id()
     epochs = [m["epoch"] for m in result.history]
     return {"run_id": result.run_id, "epochs": epochs, "workers": train_worker_nodes(job_id)}
@@ -162,7 +170,14 @@ def precompute_pools(job_id: str) -> dict[str, Any]:
 
 def main() -> None:
     name, kwargs = sys.argv[1], json.loads(sys.argv[2])
-    ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=False, configure_logging=False)
+    hold = kwargs.get("hold")
+    runtime_env = {"worker_process_setup_hook": hold_in_epoch(**hold)} if hold else None
+    ray.init(
+        address=os.environ["RAY_ADDRESS"],
+        log_to_driver=False,
+        configure_logging=False,
+        runtime_env=runtime_env,
+    )
     try:
         result = globals()[name](**kwargs)
     finally:

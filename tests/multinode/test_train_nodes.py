@@ -13,13 +13,13 @@ import pytest
 import torch
 from mlflow import MlflowClient
 
+from tests.support.local_reporter import LocalReporter
 from tests.support.tiny_store import tiny_config
 from vse_ray.data.store.readers import load_captions
 from vse_ray.losses import make_loss
 from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.train.batches import TableBatches, train_columns
 from vse_ray.train.engine import WorkerContext, run_training
-from vse_ray.train.reporter import LocalReporter
 
 pytestmark = [pytest.mark.ray, pytest.mark.multinode]
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 import torch
 from torch import Tensor, nn
 
@@ -45,9 +43,6 @@ class BaseVSELoss(nn.Module):
     """
 
     relevance_source: str | None = None
-    # True for a loss that reads the embeddings themselves, not only their similarities: it cannot train a
-    # similarity model (SCAN, SGRAF), whose only output is the (B, B) score matrix. None of the families does.
-    needs_embeddings: ClassVar[bool] = False
 
     def __init__(self, reduction: str = "sum", relevance_source: str | None = None) -> None:
         super().__init__()
@@ -83,11 +78,6 @@ class BaseVSELoss(nn.Module):
         score of image i with caption j, row b's positive in column b. Same samplers, both directions and
         reduction as ``forward``, which is ``from_similarity(img_emb @ txt_emb.T, ...)``.
         """
-        if self.needs_embeddings:
-            raise ValueError(
-                f"{type(self).__name__} uses the embeddings themselves and cannot train from a similarity "
-                "matrix alone (a similarity model such as SCAN or SGRAF); use an embedding model"
-            )
         if sims.dim() != 2 or sims.shape[0] != sims.shape[1] or not sims.is_floating_point():
             raise ValueError(f"sims must be a floating square (B, B) tensor, got shape {tuple(sims.shape)}")
         self._check_batch_inputs(sims.shape[0], relevance, image_ids)

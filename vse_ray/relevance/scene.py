@@ -37,11 +37,6 @@ SLOT_WIDTH = 1 + len(GROUP_FIELDS)
 W_OBJECTS, W_BACKGROUND, W_TEXTURE = 0.8, 0.1, 0.1
 
 
-def descriptor_width(max_groups: int) -> int:
-    """Length D of a descriptor with ``max_groups`` group slots."""
-    return len(SCENE_FIELDS) + max_groups * SLOT_WIDTH
-
-
 def _slots(descriptors: Tensor) -> tuple[Tensor, Tensor]:
     """(n, G) presence and (n, G, len(GROUP_FIELDS)) attributes of (n, D) descriptors."""
     n, width = descriptors.shape

@@ -7,7 +7,6 @@ _EXPORTS = {
     "NonFiniteLossError": "vse_ray.train.engine",
     "WorkerContext": "vse_ray.train.engine",
     "run_training": "vse_ray.train.engine",
-    "LocalReporter": "vse_ray.train.reporter",
     "RayTrainReporter": "vse_ray.train.reporter",
     "Reporter": "vse_ray.train.reporter",
     "TuneReporter": "vse_ray.train.reporter",

@@ -1,9 +1,7 @@
-"""Where the epoch loop sends its per-epoch metrics and checkpoint: Ray Train, Ray Tune, or a local folder."""
+"""Where the epoch loop sends its per-epoch metrics and checkpoint: Ray Train or Ray Tune."""
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 from typing import Any, Protocol
 
 
@@ -11,22 +9,6 @@ class Reporter(Protocol):
     """Called once per epoch by every worker; `checkpoint_dir` is None except on rank 0."""
 
     def report(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None: ...
-
-
-class LocalReporter:
-    """Single-process runs and tests: keeps the metric history and copies each checkpoint to `directory`."""
-
-    def __init__(self, directory: str | Path):
-        self.directory = Path(directory)
-        self.history: list[dict[str, Any]] = []
-        self.checkpoints: list[Path] = []
-
-    def report(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
-        self.history.append(dict(metrics))
-        if checkpoint_dir is not None:
-            target = self.directory / f"checkpoint_epoch_{int(metrics['epoch']):04d}"
-            shutil.copytree(checkpoint_dir, target, dirs_exist_ok=True)
-            self.checkpoints.append(target)
 
 
 class RayTrainReporter:  # pragma: no cover, runs inside Ray Train workers (covered by the integration tests)

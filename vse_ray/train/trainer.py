@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,6 @@ from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.train.config import CheckedConfig, TrainConfig
 from vse_ray.train.preflight import CheckedTraining, check_training
 from vse_ray.train.progress import EpochProgress
-from vse_ray.train.reporter import Reporter
 from vse_ray.train.run_artifacts import log_training_plots
 from vse_ray.train.worker import train_loop_per_worker
 
@@ -40,12 +38,10 @@ def build_trainer(
     *,
     callbacks: list | None = None,
     mlflow_run_id: str | None = None,
-    wrap_reporter: Callable[[Reporter], Reporter] | None = None,
 ) -> TorchTrainer:
     """A TorchTrainer with a stable `RunConfig(name=cfg.run_name, storage_path=...)`: re-fitting resumes.
 
-    `wrap_reporter` (picklable) wraps each worker's Reporter: the hook tests use to inject faults. A
-    TrainConfig is validated here; the workers trust the config they receive.
+    A TrainConfig is validated here; the workers trust the config they receive.
     """
     checked = (cfg if isinstance(cfg, CheckedConfig) else cfg.checked()).resolved()
     cfg = checked.config
@@ -54,11 +50,7 @@ def build_trainer(
         resources["GPU"] = 1.0
     return TorchTrainer(
         train_loop_per_worker,
-        train_loop_config={
-            "cfg": checked.to_dict(),
-            "mlflow_run_id": mlflow_run_id,
-            "wrap_reporter": wrap_reporter,
-        },
+        train_loop_config={"cfg": checked.to_dict(), "mlflow_run_id": mlflow_run_id},
         scaling_config=ray.train.ScalingConfig(
             num_workers=cfg.num_workers,
             use_gpu=cfg.use_gpu,
@@ -81,7 +73,6 @@ def fit(
     training: TrainConfig | CheckedTraining,
     *,
     callbacks: list | None = None,
-    wrap_reporter: Callable[[Reporter], Reporter] | None = None,
 ) -> TrainResult:
     """Train on Ray Train; log params, per-epoch metrics (each epoch once) and artifacts to MLflow.
 
@@ -94,9 +85,7 @@ def fit(
     recorder = RunRecorder.open(experiment_id, cfg.run_name, cfg.tracking_uri, params)
     run_id = recorder.run_id
     try:
-        trainer = build_trainer(
-            checked.checked, callbacks=callbacks, mlflow_run_id=run_id, wrap_reporter=wrap_reporter
-        )
+        trainer = build_trainer(checked.checked, callbacks=callbacks, mlflow_run_id=run_id)
         with EpochProgress(run_id, cfg.tracking_uri, cfg.epochs):
             result = trainer.fit()
     except (KeyboardInterrupt, SystemExit) as stop:  # Ray Train's SIGINT handler ends in sys.exit

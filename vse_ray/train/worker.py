@@ -13,8 +13,7 @@ from vse_ray.train.reporter import RayTrainReporter
 
 
 def train_loop_per_worker(config: dict[str, Any]) -> None:  # pragma: no cover, runs inside Ray Train workers
-    """Config keys: `cfg` (CheckedConfig.to_dict()), `mlflow_run_id` (rank 0 logs each epoch live) or None,
-    `wrap_reporter` (None, or a picklable callable wrapping the worker's Reporter: tests inject faults)."""
+    """Config keys: `cfg` (CheckedConfig.to_dict()), `mlflow_run_id` (rank 0 logs each epoch live) or None."""
     import ray.train
     import ray.train.torch
 
@@ -39,6 +38,4 @@ def train_loop_per_worker(config: dict[str, Any]) -> None:  # pragma: no cover, 
         rank=rank,
         world_size=context.get_world_size(),
     )
-    reporter = RayTrainReporter(logger)
-    wrap = config.get("wrap_reporter")
-    run_training(checked, wrap(reporter) if wrap is not None else reporter, start_state, worker)
+    run_training(checked, RayTrainReporter(logger), start_state, worker)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.support.local_reporter import LocalReporter
 from vse_ray.data.store.split_data import load_split
 from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.evaluation.plots import k_series
@@ -15,7 +16,6 @@ from vse_ray.metrics import evaluate_all
 from vse_ray.models import rebuild_model
 from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.train.engine import run_training
-from vse_ray.train.reporter import LocalReporter
 
 
 @pytest.fixture()

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.support.local_reporter import LocalReporter
 from tests.support.tiny_store import tiny_config
 from tests.support.xattn_inputs import token_batch
 from vse_ray.data.store.split_data import load_split
@@ -16,7 +17,6 @@ from vse_ray.metrics import evaluate_all
 from vse_ray.models.scan import SCANModel
 from vse_ray.models.sgraf import SGRAFModel
 from vse_ray.train.engine import run_training
-from vse_ray.train.reporter import LocalReporter
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

@@ -8,7 +8,7 @@ import torch
 
 from tests.support.xattn_inputs import token_batch
 from tests.unit.losses._reference import relevance_batch, unit_batch
-from vse_ray.losses import LOSS_NAMES, BaseVSELoss, make_loss
+from vse_ray.losses import LOSS_NAMES, make_loss
 from vse_ray.models.scan import SCANModel
 
 VARIANTS = [(name, {}) for name in LOSS_NAMES] + [
@@ -51,11 +51,3 @@ def test_every_loss_trains_a_similarity_model(name):
     grads = [p.grad for p in model.parameters() if p.grad is not None]
     assert value > 0 and grads and all(torch.isfinite(g).all() for g in grads)
     assert sum(float(g.abs().sum()) for g in grads) > 0
-
-
-def test_a_loss_that_needs_embeddings_refuses_a_similarity_matrix():
-    class EmbeddingNormLoss(BaseVSELoss):
-        needs_embeddings = True
-
-    with pytest.raises(ValueError, match="uses the embeddings themselves .*similarity model"):
-        EmbeddingNormLoss().from_similarity(torch.zeros(3, 3))

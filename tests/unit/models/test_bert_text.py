@@ -11,6 +11,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from tests.support.local_reporter import LocalReporter
 from vse_ray.cli.main import app
 from vse_ray.data.store.split_data import pad_tokens
 from vse_ray.evaluation.evaluate import evaluate_run
@@ -20,7 +21,6 @@ from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.train.caption_aug import CaptionAugment
 from vse_ray.train.engine import run_training
 from vse_ray.train.recipe import load_recipe
-from vse_ray.train.reporter import LocalReporter
 
 TEXTS = ["A red box.", "the Green boxes here", "one ball, purple", "zebra"]
 

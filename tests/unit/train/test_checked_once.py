@@ -7,11 +7,11 @@ from collections import Counter
 import pytest
 from typer.testing import CliRunner
 
+from tests.support.local_reporter import LocalReporter
 from vse_ray.cli.main import app
 from vse_ray.train import preflight, trainer
 from vse_ray.train.config import CheckedConfig, TrainConfig
 from vse_ray.train.engine import run_training
-from vse_ray.train.reporter import LocalReporter
 
 
 class _Stop(Exception):

@@ -19,8 +19,8 @@ def test_collapse_value_is_the_loss_of_equal_similarities():
 
 
 def test_engine_flags_a_collapsed_epoch(tiny_cfg, tmp_path):
+    from tests.support.local_reporter import LocalReporter
     from vse_ray.train.engine import run_training
-    from vse_ray.train.reporter import LocalReporter
 
     reporter = LocalReporter(tmp_path / "r")
     run_training(tiny_cfg.__class__(**{**tiny_cfg.__dict__, "epochs": 1, "lr": 1e-12}), reporter)

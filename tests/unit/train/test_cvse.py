@@ -8,6 +8,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from tests.support.local_reporter import LocalReporter
 from tests.support.tiny_store import tiny_config
 from vse_ray.cli.main import app
 from vse_ray.data.precompute.concepts import concepts_of_split
@@ -19,7 +20,6 @@ from vse_ray.models.training_output import TrainingOutput
 from vse_ray.train.batches import BatchBuilder, TableBatches
 from vse_ray.train.engine import clipped_parameters, run_training, train_step
 from vse_ray.train.recipe import load_recipe
-from vse_ray.train.reporter import LocalReporter
 from vse_ray.train.train_captions import image_fraction
 from vse_ray.train.training_data import TrainingData
 

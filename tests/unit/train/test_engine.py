@@ -8,10 +8,10 @@ import math
 import pytest
 import torch
 
+from tests.support.local_reporter import LocalReporter
 from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.train import engine
 from vse_ray.train.engine import NonFiniteLossError, run_training
-from vse_ray.train.reporter import LocalReporter
 
 
 def _run(cfg, tmp_path, name, start_state=None) -> LocalReporter:

@@ -8,6 +8,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from tests.support.local_reporter import LocalReporter
 from vse_ray.cli.main import app
 from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.losses import make_loss
@@ -15,7 +16,6 @@ from vse_ray.models import build_model, model_class
 from vse_ray.train.batches import BatchBuilder, TableBatches
 from vse_ray.train.engine import run_training, train_step
 from vse_ray.train.recipe import load_recipe, recipe_names
-from vse_ray.train.reporter import LocalReporter
 from vse_ray.train.training_data import TrainingData
 
 TINY = ["batch_size=16", "embed_dim=32", "word_dim=16", "epochs=1", "cs_ks=[5, 10]", "ncs_ks=[1, 5]"]

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 import torch
 
+from tests.support.local_reporter import LocalReporter
 from tests.support.tiny_store import tiny_config
 from vse_ray.data.store.readers import load_captions
 from vse_ray.data.store.region_rows import RegionRows
@@ -20,7 +21,6 @@ from vse_ray.models import build_model
 from vse_ray.train.batches import BatchBuilder, TableBatches
 from vse_ray.train.engine import run_training, train_step
 from vse_ray.train.model_input import check_data_for_model
-from vse_ray.train.reporter import LocalReporter
 from vse_ray.train.training_data import TrainingData
 
 
