@@ -34,8 +34,8 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import silhouette_score
 
 from vse_ray.losses import LOSS_NAMES, make_loss
-from vse_ray.losses.backend import BACKENDS, row_kernel_backend
-from vse_ray.losses.clustering import adaptive_levels, kmeans_1d_exact_sorted, kmeans_1d_sorted
+from vse_ray.losses.kernels.backend import BACKENDS, row_kernel_backend
+from vse_ray.losses.kernels.clustering import adaptive_levels, kmeans_1d_exact_sorted, kmeans_1d_sorted
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CAPTIONS = "../shared/data/f30k_test_caps.txt"

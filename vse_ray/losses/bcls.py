@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from vse_ray.losses.backend import use_compiled
 from vse_ray.losses.base import BaseVSELoss, check_non_negative
-from vse_ray.losses.bcls_compiled import CompiledSlidingWindowBCLS
 from vse_ray.losses.hinge import positive_sims
 from vse_ray.losses.kendall import kendall_full, kendall_sliding_window
+from vse_ray.losses.kernels.backend import use_compiled
+from vse_ray.losses.kernels.bcls_compiled import CompiledSlidingWindowBCLS
 from vse_ray.losses.samplers import SlidingWindowSampler, soft_hardest_similarity
 from vse_ray.losses.samplers.sliding_window import EDGE_TOLERANCE
 
@@ -28,7 +28,7 @@ class BCLSLoss(BaseVSELoss):
     autograd node whose forward and backward run as compiled loops over the queries
     (``CompiledSlidingWindowBCLS``); on other devices it is the torch expression ``triplet_sn(
     soft_hardest_similarity(...)) + kendall_sliding_window(...)`` with autograd, which stays on the
-    device. The two agree to float rounding (see ``vse_ray.losses.backend``).
+    device. The two agree to float rounding (see ``vse_ray.losses.kernels.backend``).
 
     Args:
         margin: m of eq. 14 (default 0.2).

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from vse_ray.losses.clustering import adaptive_levels
-from vse_ray.losses.clustering.adaptive_levels import KMEANS
+from vse_ray.losses.kernels.clustering import adaptive_levels
+from vse_ray.losses.kernels.clustering.adaptive_levels import KMEANS
 from vse_ray.losses.ladder_terms import BaseLadderLoss
 
 

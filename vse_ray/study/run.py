@@ -55,7 +55,7 @@ from vse_ray.train.config import TrainConfig
 from vse_ray.train.train_captions import first_images
 from vse_ray.tune.engine import TuneRun, fit_trials, record_trial
 from vse_ray.tune.mlflow_trials import PARENT_TAG
-from vse_ray.tune.progress import EpochProgress
+from vse_ray.tune.progress import StageEpochsBar
 from vse_ray.tune.trial import NAMED_TRIAL_KEY, named_grid, run_named_trial
 
 
@@ -93,7 +93,7 @@ class StudyContext:
             run_name=_named_run,
             resources=resources,
             metric=None if stage == "warmup" else "rsum",
-            callbacks=[EpochProgress(f"[{self.spec.name}] {stage}", epochs)],
+            callbacks=[StageEpochsBar(f"[{self.spec.name}] {stage}", epochs)],
         )
 
     def tune_config(self) -> Any:

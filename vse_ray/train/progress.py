@@ -17,7 +17,7 @@ COLLAPSE_WARNING = (
 )
 
 
-class EpochProgress:
+class RunEpochLines:
     """Context manager that prints `epoch e/E: val rsum …, train loss …, … s` for each epoch the run logs.
 
     Rank 0 logs every epoch to the MLflow run as it finishes; this polls that run from the driver (Ray's
@@ -36,7 +36,7 @@ class EpochProgress:
         self._seen: set[int] = set()
         self._last = time.time()
 
-    def __enter__(self) -> EpochProgress:
+    def __enter__(self) -> RunEpochLines:
         self._seen = {m.step for m in self.client.get_metric_history(self.run_id, VAL_RSUM)}
         self._last = time.time()
         self._thread.start()

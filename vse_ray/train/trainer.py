@@ -16,7 +16,7 @@ from vse_ray.tracking.code_version import code_version
 from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.train.config import CheckedConfig, TrainConfig
 from vse_ray.train.preflight import CheckedTraining, check_training
-from vse_ray.train.progress import EpochProgress
+from vse_ray.train.progress import RunEpochLines
 from vse_ray.train.run_artifacts import log_training_plots
 from vse_ray.train.worker import train_loop_per_worker
 
@@ -86,7 +86,7 @@ def fit(
     run_id = recorder.run_id
     try:
         trainer = build_trainer(checked.checked, callbacks=callbacks, mlflow_run_id=run_id)
-        with EpochProgress(run_id, cfg.tracking_uri, cfg.epochs):
+        with RunEpochLines(run_id, cfg.tracking_uri, cfg.epochs):
             result = trainer.fit()
     except (KeyboardInterrupt, SystemExit) as stop:  # Ray Train's SIGINT handler ends in sys.exit
         recorder.finish("KILLED")

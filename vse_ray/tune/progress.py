@@ -8,7 +8,7 @@ from ray import tune
 from tqdm import tqdm
 
 
-class EpochProgress(tune.Callback):
+class StageEpochsBar(tune.Callback):
     """Counts the epochs every trial reports; the bar's text names the last trial and its validation rsum.
 
     Args:

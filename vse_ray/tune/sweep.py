@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,14 +14,12 @@ from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
 from ray.tune.search import BasicVariantGenerator
 
 from vse_ray.data.store.verify import VerifiedData, verify_data_dir
-from vse_ray.reporting import Column, format_cell, metric_column, metric_number, render_table
-from vse_ray.reporting.metric_columns import DIRECTIONS
+from vse_ray.reporting.sweep_report import report_document, sweep_summary
 from vse_ray.tracking import (
     get_or_create_experiment,
     get_or_create_run,
     log_epoch_metrics,
     log_params_flat,
-    ui_command,
 )
 from vse_ray.tracking import metric_keys as keys
 from vse_ray.tracking.filters import tag_equals
@@ -45,7 +41,6 @@ from vse_ray.tune.trial_limit import LIMIT_FILE, TrialLimitStopper
 
 SPACE_TAG = "vse_ray.search_space"
 REPORT_FILE = "sweep_report.json"
-HEADLINE_METRICS = ("R_at_1", "R_at_5", "R_at_10", "CS_at_100", "CS_at_1000", "NCS_at_10")
 
 
 @dataclass
@@ -120,7 +115,7 @@ def run_sweep(cfg: SweepConfig) -> SweepResult:
     data = verify_data_dir(cfg.data_dir)  # a finished precompute that matches its manifest
     uri = resolved.tracking_uri
     experiment_id = get_or_create_experiment(resolved.experiment, uri, resolved.output_dir)
-    parent = _parent_run(experiment_id, name, uri, cfg, space, data)
+    parent, num_samples = _parent_run(experiment_id, name, uri, cfg, space, data)
 
     trainable = tune.with_parameters(run_trial, space=space, base=base, mode=cfg.trial_mode)
     resources = (
@@ -152,8 +147,7 @@ def run_sweep(cfg: SweepConfig) -> SweepResult:
         tune_config=_tune_config(cfg, space, epochs),
         stop=TrialLimitStopper(path / LIMIT_FILE, epochs),
     )
-    planned = int(MlflowClient(uri).get_run(parent).data.params["sweep.num_samples"]) * space.grid_size()
-    return _finish(results, planned, space, base, run)
+    return _finish(results, num_samples * space.grid_size(), space, base, run)
 
 
 def save_sweep_view(run: TuneRun, space: SearchSpace) -> str:
@@ -171,27 +165,31 @@ def save_sweep_view(run: TuneRun, space: SearchSpace) -> str:
 
 def _parent_run(
     experiment_id: str, name: str, uri: str, cfg: SweepConfig, space: SearchSpace, data: VerifiedData
-) -> str:
+) -> tuple[str, int]:
+    """The sweep's parent run and the trials it samples: a new run records ``cfg``'s plan, a resumed one
+    keeps the plan it started with (a restored Tuner samples as first set up)."""
     parent = get_or_create_run(experiment_id, name, uri)
     client = MlflowClient(uri)
-    if not client.get_run(parent).data.params:
-        log_params_flat(
-            {
-                "sweep.space": str(Path(cfg.space).resolve()),
-                "sweep.loss": space.loss,
-                "sweep.metric": space.metric,
-                "sweep.mode": space.mode,
-                "sweep.num_samples": cfg.num_samples,
-                "sweep.scheduler": cfg.scheduler,
-                "sweep.trial_mode": cfg.trial_mode,
-                "sweep.seed": cfg.seed,
-                **data.mlflow_params(),
-            },
-            parent,
-            uri,
-        )
-        client.set_tag(parent, SPACE_TAG, Path(cfg.space).read_text()[:5000])
-    return parent
+    logged = client.get_run(parent).data.params
+    if logged:
+        return parent, int(logged["sweep.num_samples"])
+    log_params_flat(
+        {
+            "sweep.space": str(Path(cfg.space).resolve()),
+            "sweep.loss": space.loss,
+            "sweep.metric": space.metric,
+            "sweep.mode": space.mode,
+            "sweep.num_samples": cfg.num_samples,
+            "sweep.scheduler": cfg.scheduler,
+            "sweep.trial_mode": cfg.trial_mode,
+            "sweep.seed": cfg.seed,
+            **data.mlflow_params(),
+        },
+        parent,
+        uri,
+    )
+    client.set_tag(parent, SPACE_TAG, Path(cfg.space).read_text()[:5000])
+    return parent, cfg.num_samples
 
 
 def _tune_config(cfg: SweepConfig, space: SearchSpace, epochs: int) -> tune.TuneConfig:
@@ -217,10 +215,8 @@ def _tune_config(cfg: SweepConfig, space: SearchSpace, epochs: int) -> tune.Tune
 def _finish(
     results: tune.ResultGrid, planned: int, space: SearchSpace, base: dict[str, Any], run: TuneRun
 ) -> SweepResult:
-    name, path, uri = run.name, run.path, run.tracking_uri
-    experiment_id, parent = run.experiment_id, run.parent_run_id
-    client = MlflowClient(uri)
-    statuses = saved_trial_statuses(path)  # not `results`: an interrupted run marks its stopped trials ended
+    """Record the ended trials and the best one, close the parent run, save the report, print the screen."""
+    statuses = saved_trial_statuses(run.path)  # not `results`: an interrupted run marks stopped trials ended
     ended = sum(status in ("TERMINATED", "ERROR") for status in statuses.values())
     for result in results:  # each ended trial keeps its best checkpoint on its run (`evaluate --run`)
         if statuses.get(result.metrics.get("trial_id")) == "TERMINATED" and result.best_checkpoints:
@@ -228,37 +224,55 @@ def _finish(
     finished = len(statuses) == planned and ended == planned
     best = _best_trial(results, space, base)
     if best["best_trial_id"] is not None:
-        runs = client.search_runs(
-            [experiment_id], tag_equals(TRIAL_TAG, best["best_trial_id"]), max_results=1
-        )
-        best["best_run_id"] = runs[0].info.run_id if runs else None
-        log_params_flat({f"{BEST_PARAM}{k}": v for k, v in best["best_config"].items()}, parent, uri)
-        log_epoch_metrics([best["best_metrics"]], parent, uri, prefix=BEST_METRIC)
-        for key in ("best_trial_id", "best_run_id", "best_checkpoint"):
-            client.set_tag(parent, f"vse_ray.{key}", best[key] or "")
-    client.set_tag(parent, STOP_TAG, "completed" if finished else "interrupted")
-    client.set_terminated(parent, status="FINISHED" if finished else "KILLED")
+        best["best_run_id"] = _record_best(run, best)
+    client = MlflowClient(run.tracking_uri)
+    client.set_tag(run.parent_run_id, STOP_TAG, "completed" if finished else "interrupted")
+    client.set_terminated(run.parent_run_id, status="FINISHED" if finished else "KILLED")
     view = save_sweep_view(run, space)
-    result = SweepResult(
-        name=name,
-        path=str(path),
+    sweep = SweepResult(
+        name=run.name,
+        path=str(run.path),
         finished=finished,
         num_trials=planned,
         num_ended=ended,
         num_errors=results.num_errors,
-        parent_run_id=parent,
-        experiment_id=experiment_id,
-        tracking_uri=uri,
-        runs_url=view_url(uri, experiment_id, view),
-        charts_url=view_url(uri, experiment_id, view, chart=True),
+        parent_run_id=run.parent_run_id,
+        experiment_id=run.experiment_id,
+        tracking_uri=run.tracking_uri,
+        runs_url=view_url(run.tracking_uri, run.experiment_id, view),
+        charts_url=view_url(run.tracking_uri, run.experiment_id, view, chart=True),
         **best,
     )
-    document = report_document(result)
-    result.report = str(path / REPORT_FILE)
-    Path(result.report).write_text(json.dumps(document, indent=2, sort_keys=True, default=str) + "\n")
-    client.log_dict(parent, document, REPORT_FILE)
-    print(sweep_summary(result, space))
-    return result
+    _save_report(sweep, run)
+    print(sweep_summary(sweep, space))
+    return sweep
+
+
+def _record_best(run: TuneRun, best: dict[str, Any]) -> str | None:
+    """Log the best trial's config, metrics and ids on the parent run; return the trial's MLflow run id."""
+    uri, parent = run.tracking_uri, run.parent_run_id
+    client = MlflowClient(uri)
+    runs = client.search_runs(
+        [run.experiment_id], tag_equals(TRIAL_TAG, best["best_trial_id"]), max_results=1
+    )
+    best_run_id = runs[0].info.run_id if runs else None
+    log_params_flat({f"{BEST_PARAM}{k}": v for k, v in best["best_config"].items()}, parent, uri)
+    log_epoch_metrics([best["best_metrics"]], parent, uri, prefix=BEST_METRIC)
+    for key, value in (
+        ("best_trial_id", best["best_trial_id"]),
+        ("best_run_id", best_run_id),
+        ("best_checkpoint", best["best_checkpoint"]),
+    ):
+        client.set_tag(parent, f"vse_ray.{key}", value or "")
+    return best_run_id
+
+
+def _save_report(sweep: SweepResult, run: TuneRun) -> None:
+    """Write the JSON report into the sweep folder and log it on the parent run; sets ``sweep.report``."""
+    document = report_document(sweep)
+    sweep.report = str(run.path / REPORT_FILE)
+    Path(sweep.report).write_text(json.dumps(document, indent=2, sort_keys=True, default=str) + "\n")
+    MlflowClient(run.tracking_uri).log_dict(run.parent_run_id, document, REPORT_FILE)
 
 
 def _best_trial(results: tune.ResultGrid, space: SearchSpace, base: dict[str, Any]) -> dict[str, Any]:
@@ -292,57 +306,3 @@ def _best_trial(results: tune.ResultGrid, space: SearchSpace, base: dict[str, An
         or (checkpoint.path if checkpoint is not None else None),
     )
     return best
-
-
-def sweep_summary(result: SweepResult, space: SearchSpace) -> str:
-    """End-of-sweep screen: status, the best trial's searched params and headline metrics, where to look."""
-    metric, tuned = space.metric, {"loss", *space.tuned_params()}
-    ended = f"{result.num_ended}/{result.num_trials} trials ended, {result.num_errors} failed"
-    lines = [
-        f"Sweep {result.name}: {ended}" + ("" if result.finished else " (interrupted: run again to resume)")
-    ]
-    best = result.best_metrics
-    if result.best_trial_id is None:
-        lines.append("No trial reported a result.")
-    else:
-        scores = [
-            f"{m} = {format_cell(best.get(m), lambda v, m=m: metric_number(v, m))}"
-            for m in dict.fromkeys([metric, "rsum"])
-        ]
-        lines.append(f"Best trial {result.best_trial_id}: {', '.join(scores)}")
-        config = {k: v for k, v in sorted(result.best_config.items()) if k in tuned}
-        lines += ["", render_table([config]), ""] if config else [""]
-        lines += [headline_table(best), ""]
-        lines.append(f"Best checkpoint: {result.best_checkpoint}")
-    if result.report:
-        lines.append(f"Full report (config, every metric): {result.report}")
-    ui = ui_command(result.tracking_uri)
-    lines.append(f"MLflow (parent run {result.parent_run_id}): {ui}" if ui else "MLflow:")
-    lines.append(f"  then open {result.runs_url}")
-    if result.charts_url:
-        lines.append(f"  as charts: {result.charts_url}")
-    return "\n".join(lines)
-
-
-def headline_table(metrics: dict[str, Any]) -> str:
-    """R@1/5/10, CS@100/1000 and NCS@10 of both directions, one row per direction (columns some row has)."""
-    rows = [{"dir": d, **{h: metrics.get(f"{h}_{d}") for h in HEADLINE_METRICS}} for d in DIRECTIONS]
-    shown = [h for h in HEADLINE_METRICS if any(_is_metric(r[h]) for r in rows)]
-    return render_table(rows, [Column("dir", " "), *(metric_column(h) for h in shown)])
-
-
-def report_document(result: SweepResult) -> dict[str, Any]:
-    """The whole result (full best config, every metric) for the JSON report; NaN/inf become null."""
-    return {k: _json_safe(v) for k, v in dataclasses.asdict(result).items() if k != "report"}
-
-
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
-def _is_metric(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

@@ -13,8 +13,8 @@ import torch
 
 from tests.unit.losses._reference import kendall_sw_ref, triplet_sn_ref
 from vse_ray.losses import BCLSLoss
-from vse_ray.losses.backend import row_kernel_backend
 from vse_ray.losses.kendall import kendall_sliding_window
+from vse_ray.losses.kernels.backend import row_kernel_backend
 from vse_ray.losses.samplers import SlidingWindowSampler, masked_logsumexp, soft_hardest_similarity
 
 DTYPES = (torch.float32, torch.float64)

@@ -8,13 +8,13 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import silhouette_score
 
 from tests.unit.losses._reference import silhouette_ref
-from vse_ray.losses.clustering import (
+from vse_ray.losses.kernels.clustering import (
     adaptive_levels,
     kmeans_1d_exact_sorted,
     kmeans_1d_sorted,
     silhouette_1d_sorted,
 )
-from vse_ray.losses.distinct_rows import distinct_rows
+from vse_ray.losses.kernels.distinct_rows import distinct_rows
 
 
 def random_rows(n_rows=24, seed=0):

@@ -6,20 +6,20 @@ import pytest
 import torch
 
 from tests.unit.losses._reference import silhouette_ref
-from vse_ray.losses.backend import row_kernel_backend
-from vse_ray.losses.clustering import (
+from vse_ray.losses.kernels.backend import row_kernel_backend
+from vse_ray.losses.kernels.clustering import (
     adaptive_levels,
     kmeans_1d_exact_sorted,
     kmeans_1d_sorted,
     silhouette_1d_sorted,
     torch_levels,
 )
-from vse_ray.losses.clustering.kmeans_1d import prefix_sums
-from vse_ray.losses.clustering.silhouette_1d import pairwise_sum
-from vse_ray.losses.clustering.torch_levels import exact_ends as torch_exact_ends
-from vse_ray.losses.clustering.torch_levels import lloyd_ends as torch_lloyd_ends
-from vse_ray.losses.clustering.torch_levels import silhouettes
-from vse_ray.losses.distinct_rows import distinct_rows
+from vse_ray.losses.kernels.clustering.kmeans_1d import prefix_sums
+from vse_ray.losses.kernels.clustering.silhouette_1d import pairwise_sum
+from vse_ray.losses.kernels.clustering.torch_levels import exact_ends as torch_exact_ends
+from vse_ray.losses.kernels.clustering.torch_levels import lloyd_ends as torch_lloyd_ends
+from vse_ray.losses.kernels.clustering.torch_levels import silhouettes
+from vse_ray.losses.kernels.distinct_rows import distinct_rows
 
 # ---- reference: the batched numpy implementation the kernels replace (all rows and k at once) ----
 

@@ -4,7 +4,7 @@ tensors: the same picks, invalid ones included (tolerance: none)."""
 import pytest
 import torch
 
-from vse_ray.losses.backend import row_kernel_backend
+from vse_ray.losses.kernels.backend import row_kernel_backend
 from vse_ray.losses.samplers import HardContrastivePairSampler
 
 

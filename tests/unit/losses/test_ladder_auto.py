@@ -11,7 +11,7 @@ from tests.unit.losses._reference import (
     unit_batch,
 )
 from vse_ray.losses import AdaptiveLadderLoss, VSEPPLoss
-from vse_ray.losses.clustering import adaptive_levels
+from vse_ray.losses.kernels.clustering import adaptive_levels
 
 
 def auto_ladder_ref(sims, rel, margins, betas, levels_i2t, levels_t2i):

@@ -7,7 +7,7 @@ import torch
 
 from tests.unit.losses._reference import relevance_batch, unit_batch
 from vse_ray.losses import LOSS_NAMES, make_loss
-from vse_ray.losses.backend import row_kernel_backend
+from vse_ray.losses.kernels.backend import row_kernel_backend
 
 VALUE_RTOL = {torch.float32: 1e-5, torch.float64: 1e-12}
 GRAD_RTOL = {torch.float32: 2e-6, torch.float64: 1e-12}

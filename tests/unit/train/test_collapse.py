@@ -8,7 +8,7 @@ import torch
 from mlflow import MlflowClient
 
 from vse_ray.losses import make_loss
-from vse_ray.train.progress import EpochProgress
+from vse_ray.train.progress import RunEpochLines
 
 
 def test_collapse_value_is_the_loss_of_equal_similarities():
@@ -34,7 +34,7 @@ def test_progress_prints_one_warning_line(tmp_path):
     for name, value in (("val/rsum", 10.0), ("train/loss", 51.2), ("train/collapsed", 1.0)):
         client.log_metric(run_id, name, value, step=1)
     out = io.StringIO()
-    progress = EpochProgress(run_id, uri, 3, stream=out)
+    progress = RunEpochLines(run_id, uri, 3, stream=out)
     progress.poll()
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("epoch 1/3: val rsum 10.0") and len(lines) == 2

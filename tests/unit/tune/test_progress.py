@@ -7,11 +7,11 @@ import re
 import time
 from types import SimpleNamespace
 
-from vse_ray.tune.progress import EpochProgress
+from vse_ray.tune.progress import StageEpochsBar
 
 
 def test_first_rate_counts_from_the_stage_start():
-    progress = EpochProgress("[demo] train", total=4)
+    progress = StageEpochsBar("[demo] train", total=4)
     progress.setup()
     progress._bar.fp = io.StringIO()
     time.sleep(0.25)

@@ -9,11 +9,11 @@ import torch
 from torch import Tensor
 
 from vse_ray.jit import njit
-from vse_ray.losses.backend import use_compiled
+from vse_ray.losses.kernels.backend import use_compiled
+from vse_ray.losses.kernels.sorting import host_rows
 from vse_ray.losses.samplers.base import Selection, check_scores_and_mask, check_selection
 from vse_ray.losses.samplers.furthest import FurthestSampler
 from vse_ray.losses.samplers.hardest import HardestSampler
-from vse_ray.losses.sorting import host_rows
 
 
 class HardContrastivePairSampler:
@@ -36,7 +36,7 @@ class HardContrastivePairSampler:
         row, and the closest member of N_{l:L} follows as a running maximum from level L up. On CPU tensors
         a compiled pass over each row does this without any (L, ..., Q, C) intermediate; on other devices
         torch max-reductions over 0 / -inf level penalties do it on the device (see
-        ``vse_ray.losses.backend``). Both give the same picks: ties go to the first column (as torch's
+        ``vse_ray.losses.kernels.backend``). Both give the same picks: ties go to the first column (as torch's
         max / argmax), ties of the running maximum to the lower level; a NaN score is picked first.
 
         Args:

@@ -7,10 +7,10 @@ import torch
 from torch import Tensor
 
 from vse_ray.jit import njit
-from vse_ray.losses.backend import use_compiled
-from vse_ray.losses.distinct_rows import distinct_rows
+from vse_ray.losses.kernels.backend import use_compiled
+from vse_ray.losses.kernels.distinct_rows import distinct_rows
+from vse_ray.losses.kernels.sorting import COLUMN_BITS, host_rows, sorted_keys, threshold_keys
 from vse_ray.losses.samplers.base import Selection, check_selection
-from vse_ray.losses.sorting import COLUMN_BITS, host_rows, sorted_keys, threshold_keys
 
 EDGE_TOLERANCE = 1e-6
 
@@ -29,8 +29,9 @@ class SlidingWindowSampler:
     takes, with torch.cummax / cummin's tie rules: O(C log C + M) per query and no (M, C) masks. Rows of
     equal relevance (both directions of a symmetric relevance) share their sort and window bounds
     (``distinct_rows``). Tensors off the CPU take the same steps as torch operations on their device
-    (``torch.sort``, ``searchsorted``, ``cummax`` / ``cummin``; see ``vse_ray.losses.backend``); both give
-    the same picks, up to the order of equal relevances, which moves only picks among tied scores.
+    (``torch.sort``, ``searchsorted``, ``cummax`` / ``cummin``; see ``vse_ray.losses.kernels.backend``);
+    both give the same picks, up to the order of equal relevances, which moves only picks among tied
+    scores.
 
     Args:
         alpha: window width (the relaxation α of eq. 17), in (0, 2).

@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from vse_ray.jit import njit
-from vse_ray.losses.clustering.kmeans_1d import prefix_sums
+from vse_ray.losses.kernels.clustering.kmeans_1d import prefix_sums
 
 TINY = 5e-324  # the smallest subnormal: max(denominator, TINY) only differs where the denominator is 0
 NOISE = 64 * np.finfo(np.float64).eps  # relative rounding noise of within-cluster sums from prefix sums

@@ -11,10 +11,10 @@ from torch import Tensor
 from torch.autograd.function import FunctionCtx, once_differentiable
 
 from vse_ray.jit import njit
+from vse_ray.losses.kernels.sorting import host_rows
 from vse_ray.losses.samplers import SlidingWindowSampler
 from vse_ray.losses.samplers.log_sum_exp import exponent_floor
 from vse_ray.losses.samplers.sliding_window import window_row
-from vse_ray.losses.sorting import host_rows
 
 
 class CompiledSlidingWindowBCLS(torch.autograd.Function):

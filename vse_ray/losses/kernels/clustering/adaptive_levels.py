@@ -9,12 +9,12 @@ import torch
 from torch import Tensor
 
 from vse_ray.jit import njit
-from vse_ray.losses.backend import use_compiled
-from vse_ray.losses.clustering.kmeans_1d import lloyd_row, row_prefix_sums
-from vse_ray.losses.clustering.kmeans_1d_exact import exact_ends, exact_tables, inverses
-from vse_ray.losses.clustering.silhouette_1d import row_noise, silhouette_row
-from vse_ray.losses.clustering.torch_levels import torch_adaptive_levels
-from vse_ray.losses.distinct_rows import distinct_rows
+from vse_ray.losses.kernels.backend import use_compiled
+from vse_ray.losses.kernels.clustering.kmeans_1d import lloyd_row, row_prefix_sums
+from vse_ray.losses.kernels.clustering.kmeans_1d_exact import exact_ends, exact_tables, inverses
+from vse_ray.losses.kernels.clustering.silhouette_1d import row_noise, silhouette_row
+from vse_ray.losses.kernels.clustering.torch_levels import torch_adaptive_levels
+from vse_ray.losses.kernels.distinct_rows import distinct_rows
 
 
 @njit

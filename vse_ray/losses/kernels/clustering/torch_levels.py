@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
-from vse_ray.losses.clustering.silhouette_1d import NOISE, TINY
+from vse_ray.losses.kernels.clustering.silhouette_1d import NOISE, TINY
 
 
 def sorted_candidates(values: Tensor, mask: Tensor) -> tuple[Tensor, Tensor, Tensor]:
