@@ -99,7 +99,7 @@ def test_tiny_study_end_to_end(ray_session, tmp_path, capsys, empty_cwd):
 def test_warmups_share_the_cpus_they_would_leave_idle(ray_session):
     import ray
 
-    from vse_ray.study.run import warmup_cpus
+    from vse_ray.study.warmup import warmup_cpus
 
     cpus = float(ray.cluster_resources()["CPU"])  # one node here
     assert warmup_cpus({"cpus_per_trial": 1}, 1) == cpus

@@ -37,7 +37,7 @@ def study(
     if seeds is not None:
         spec = dataclasses.replace(spec, seeds=seeds).validate()
     if summary:
-        from vse_ray.study.run import study_summary
+        from vse_ray.study.summary_stage import study_summary
 
         typer.echo(study_summary(spec, output_dir))
         return

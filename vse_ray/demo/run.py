@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from vse_ray.demo.settings import DemoSettings
 from vse_ray.demo.table import chance_levels
-from vse_ray.study.run import StudyResult, run_study
+from vse_ray.study.context import StudyResult
+from vse_ray.study.run import run_study
 
 
 def run_demo(settings: DemoSettings | None = None) -> StudyResult:

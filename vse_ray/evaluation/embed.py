@@ -90,7 +90,8 @@ def ensemble_similarities(
     total = split_similarities(models[0], split, batch_size, device, block, progress)
     for model in models[1:]:
         total += split_similarities(model, split, batch_size, device, block, progress)
-    return total / np.float32(len(models))
+    total /= np.float32(len(models))  # in place: no second matrix of the split
+    return total
 
 
 def evaluate_split(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,6 +82,42 @@ def score_split(
     return evaluate_all(sims, split.img_of_cap, split.relevance or None, **metric_kwargs)
 
 
+def score_checkpoint(
+    state: dict[str, Any],
+    load: Callable[[bool], SplitData],
+    protocol: str = "full",
+    *,
+    members: Sequence[dict[str, Any]] = (),
+    block: tuple[int, int] | None = None,
+    progress: bool = False,
+    coco_ids: str | None = None,
+) -> tuple[np.ndarray, SplitData, dict[str, float]]:
+    """Rebuild a checkpoint's model and score a split with the run's batch size and metric cut-offs.
+
+    Args:
+        state: The checkpoint (`load_checkpoint`); its config is the run's `TrainConfig.to_dict()`.
+        load: The split for the model's feature layout: ``load(True)`` raw pixels, ``load(False)`` features.
+        protocol: As :func:`score_split`.
+        members: Further checkpoints whose score matrices are averaged with ``state``'s (an ensemble).
+        block / progress: A similarity model's pair blocks and progress bar (:func:`ensemble_similarities`).
+        coco_ids: JSON mapping image/caption ids to COCO ids: adds the ECCV Caption metrics.
+
+    Returns:
+        The (mean) score matrix, the split and every metric.
+    """
+    cfg = state["config"]
+    device = scoring_device()
+    models = [rebuild_model(s).to(device) for s in (state, *members)]
+    data = load(models[0].feature_layout == "pixels")
+    sims = ensemble_similarities(models, data, cfg["eval_batch_size"], device, block, progress)
+    kwargs: dict[str, Any] = {
+        k: tuple(cfg[f]) for k, f in (("ks", "eval_ks"), ("cs_ks", "cs_ks"), ("ncs_ks", "ncs_ks"))
+    }
+    if coco_ids:
+        kwargs["eccv_positives"] = eccv_positives(coco_ids, data.images.image_ids, data.caption_ids)
+    return sims, data, score_split(sims, data, protocol, kwargs)
+
+
 def evaluate_run(
     run: str,
     split: str = "test",
@@ -123,17 +161,11 @@ def evaluate_run(
             problem = vocab_mismatch(args["vocab_size"], data_dir, one["model_name"] == "vse_inf")
             if problem:
                 raise ValueError(f"checkpoint {path}: {problem}")
-    device = scoring_device()
-    models = [rebuild_model(s).to(device) for s in states]
-    data = load_split(data_dir, split, raw=models[0].feature_layout == "pixels")
-    sims = ensemble_similarities(models, data, cfg["eval_batch_size"], device, block, progress=True)
-    kwargs: dict[str, Any] = {
-        k: tuple(cfg[f]) for k, f in (("ks", "eval_ks"), ("cs_ks", "cs_ks"), ("ncs_ks", "ncs_ks"))
-    }
-    if coco_ids:
-        kwargs["eccv_positives"] = eccv_positives(coco_ids, data.images.image_ids, data.caption_ids)
-    metrics = score_split(sims, data, protocol, kwargs)
-    tag = f"_ensemble{len(models)}" if members else ""
+    load = functools.partial(load_split, data_dir, split)
+    sims, data, metrics = score_checkpoint(
+        state, load, protocol, members=states[1:], block=block, progress=True, coco_ids=coco_ids
+    )
+    tag = f"_ensemble{len(states)}" if members else ""
     name = f"{run_id or Path(checkpoint).stem}_{split}_{protocol}{tag}.json"
     path = Path(output_dir).expanduser().resolve() / "reports" / name
     report = EvaluationReport(run_id, str(checkpoint), split, protocol, metrics, path)

@@ -8,9 +8,9 @@ _EXPORTS = {
     "Variant": "vse_ray.study.spec",
     "load_study": "vse_ray.study.spec",
     "parse_study": "vse_ray.study.spec",
-    "StudyResult": "vse_ray.study.run",
+    "StudyResult": "vse_ray.study.context",
     "run_study": "vse_ray.study.run",
-    "study_summary": "vse_ray.study.run",
+    "study_summary": "vse_ray.study.summary_stage",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = sorted(_EXPORTS)

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from vse_ray.study.run import _stage_failed
+from vse_ray.study.context import check_stage
 from vse_ray.tune.trial import NAMED_TRIAL_KEY
 
 
@@ -15,8 +15,8 @@ def _result(name, checkpoint="ckpt", error=None):
 
 
 def test_a_stage_stopped_by_ctrl_c_is_an_interruption():
-    _stage_failed([_result("a"), _result("b")], "warm-up")
+    check_stage([_result("a"), _result("b")], "warm-up")
     with pytest.raises(KeyboardInterrupt, match="warm-up: stopped before every trial had a checkpoint"):
-        _stage_failed([_result("a"), _result("b", checkpoint=None)], "warm-up")
+        check_stage([_result("a"), _result("b", checkpoint=None)], "warm-up")
     with pytest.raises(RuntimeError, match="training: trial"):
-        _stage_failed([_result("a", error=ValueError("x"))], "training")
+        check_stage([_result("a", error=ValueError("x"))], "training")

@@ -1,0 +1,31 @@
+"""The study's test stage: each run's selected snapshot scored on the test split, recorded on its run."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from vse_ray.data.store.split_data import load_split
+from vse_ray.evaluation.evaluate import score_checkpoint
+from vse_ray.study.context import StudyContext
+from vse_ray.tracking import metric_keys as keys
+from vse_ray.tracking.checkpoint import load_checkpoint
+from vse_ray.tracking.recorder import RunRecorder
+
+
+def score_on_test(ctx: StudyContext, trained: dict[str, dict[str, Any]]) -> None:
+    """Score each run's selected (best validation rsum) snapshot on the test split and record the evaluation
+    on its run (`test/...` metrics, the full report as artifacts).
+
+    A run that already has it (a resumed study: its trials had all ended before) is not scored again. The
+    split is loaded once per feature layout (raw pixels or features) and shared by the runs."""
+    load = functools.cache(functools.partial(load_split, ctx.data_dir, keys.TEST))
+    for item in trained.values():
+        recorder = RunRecorder(item["run_id"], ctx.tracking_uri)
+        if recorder.has_evaluation(keys.TEST):
+            continue
+        with item["checkpoint"].as_directory() as folder:
+            state = load_checkpoint(folder)
+        _, _, metrics = score_checkpoint(state, load)
+        report = {"run_id": recorder.run_id, "split": keys.TEST, "protocol": "full", "metrics": metrics}
+        recorder.record_evaluation(keys.TEST, "full", report)

@@ -1,0 +1,128 @@
+"""The study's summary stage: tables, trade-off plot and MLflow view on the parent run; reading it back."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from mlflow import MlflowClient
+
+from vse_ray.study.context import StudyContext, StudyResult, experiment_name
+from vse_ray.study.plots import tradeoff_figure
+from vse_ray.study.spec import StudySpec
+from vse_ray.study.summary import (
+    ROW_TAG,
+    SIZE_TAG,
+    STRENGTH_TAG,
+    collect_runs,
+    strength_note,
+    summarize,
+    summary_csv,
+    summary_markdown,
+    summary_text,
+)
+from vse_ray.tracking import metric_keys as keys
+from vse_ray.tracking import resolve_tracking_uri
+from vse_ray.tracking.artifacts import log_figures
+from vse_ray.tracking.filters import tag_equals
+from vse_ray.tracking.recorder import METRICS_ARTIFACT
+from vse_ray.tracking.runs import RUN_NAME_TAG
+from vse_ray.tracking.views import comparison_view, save_view, view_url
+from vse_ray.tune.mlflow_trials import PARENT_TAG
+
+
+def epoch_histories(ctx: StudyContext) -> dict[str, list[list[dict[str, float]]]]:
+    """row -> per run (seed) -> per epoch validation metrics (every metric, the run's `metrics.json`), the
+    epochs after the shared warm-up."""
+    client = MlflowClient(ctx.tracking_uri)
+    query = tag_equals(PARENT_TAG, ctx.parent_run_id)
+    out: dict[str, list[list[dict[str, float]]]] = {}
+    for run in client.search_runs([ctx.experiment_id], query, max_results=10000):
+        row = run.data.tags.get(ROW_TAG)
+        if row is None:
+            continue
+        size = int(run.data.tags.get(SIZE_TAG, 0))
+        label = row if not size else f"{row}@{size}"
+        with tempfile.TemporaryDirectory() as tmp:
+            path = client.download_artifacts(run.info.run_id, METRICS_ARTIFACT, tmp)
+            history = json.loads(Path(path).read_text())["history"]
+        epochs = [e for e in history if e["epoch"] > ctx.spec.warmup_epochs]
+        out.setdefault(label, []).append(epochs)
+    return out
+
+
+def save_study_view(ctx: StudyContext) -> str:
+    """The MLflow view of the study's loss runs: one row per loss or control (its seeds averaged when there
+    are several), the test headline metrics as columns, best test rsum first; returns its key."""
+    runs = f"{tag_equals(PARENT_TAG, ctx.parent_run_id)} and tags.`{ROW_TAG}` LIKE '%'"
+    state = comparison_view(
+        runs,
+        [keys.mlflow_key(k, keys.TEST) for k in keys.HEADLINE],
+        keys.TEST_RSUM,
+        group_by_tag=ROW_TAG if ctx.spec.seeds > 1 else None,
+        groups=[variant.name for variant in ctx.spec.variants()],
+    )
+    return save_view(ctx.tracking_uri, ctx.experiment_id, state)
+
+
+def write_summary(ctx: StudyContext) -> StudyResult:
+    """Summary table (CSV + Markdown), trade-off plot and per-row metrics on the parent run; returns it."""
+    spec = ctx.spec
+    cells = summarize(
+        collect_runs(ctx.tracking_uri, ctx.experiment_id, ctx.parent_run_id),
+        spec.baseline,
+        [v.name for v in spec.variants()],
+    )
+    folder = ctx.out / "studies" / spec.name
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {"csv": folder / "summary.csv", "markdown": folder / "summary.md"}
+    files["csv"].write_text(summary_csv(cells))
+    claim = f"Claim: {spec.claim}\n\n" if spec.claim else ""
+    weak = strength_note(cells, spec.baseline, spec.min_baseline_rsum)
+    warning = f"**{weak}**\n\n" if weak else ""
+    files["markdown"].write_text(
+        f"# Study {spec.name}\n\n{warning}{claim}{summary_markdown(cells, spec.baseline)}\n"
+    )
+    client = MlflowClient(ctx.tracking_uri)
+    client.set_tag(ctx.parent_run_id, STRENGTH_TAG, "weak" if weak else "ok")
+    for path in files.values():
+        client.log_artifact(ctx.parent_run_id, str(path), "summary")
+    log_figures(client, ctx.parent_run_id, {"tradeoff": tradeoff_figure(epoch_histories(ctx))}, "plots")
+    client.log_dict(ctx.parent_run_id, ctx.seconds, "seconds.json")
+    client.set_terminated(ctx.parent_run_id, status="FINISHED")
+    table = (weak + "\n" if weak else "") + summary_text(cells, spec.baseline)
+    view = save_study_view(ctx)
+    return StudyResult(
+        cells,
+        ctx.tracking_uri,
+        ctx.experiment_id,
+        ctx.parent_run_id,
+        table,
+        {k: str(v) for k, v in files.items()},
+        dict(ctx.seconds),
+        view_url(ctx.tracking_uri, ctx.experiment_id, view),
+        view_url(ctx.tracking_uri, ctx.experiment_id, view, chart=True),
+    )
+
+
+def study_summary(spec: StudySpec, output_dir: str | Path) -> str:
+    """The summary table of a study already run in `output_dir`, read from MLflow (nothing retrained)."""
+    out = Path(output_dir).expanduser().resolve()
+    if not (out / "mlflow.db").is_file():
+        raise ValueError(f"{out}: no MLflow store (mlflow.db); run the study with this --output-dir first")
+    uri = resolve_tracking_uri(None, out)
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name(experiment_name(spec))
+    runs = (
+        client.search_runs([experiment.experiment_id], tag_equals(RUN_NAME_TAG, spec.name))
+        if experiment
+        else []
+    )
+    if experiment is None or not runs:
+        raise ValueError(f"{out}: study {spec.name!r} has not been run here (no MLflow parent run)")
+    records = collect_runs(uri, experiment.experiment_id, runs[0].info.run_id)
+    if not records:
+        raise ValueError(f"{out}: study {spec.name!r} has no tested run yet; run it to the end first")
+    cells = summarize(records, spec.baseline, [v.name for v in spec.variants()])
+    return summary_text(cells, spec.baseline)

@@ -1,0 +1,39 @@
+"""The study's training stage: every (train size, loss or control, seed) run from its seed's warm-up."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from vse_ray.study.context import StudyContext, run_name
+from vse_ray.study.summary import ROW_TAG, SEED_TAG, SIZE_TAG
+from vse_ray.tracking.views import RUN_COLOR_TAG, run_color
+from vse_ray.tune.engine import record_trial
+from vse_ray.tune.trial import NAMED_TRIAL_KEY
+
+
+def train_variants(ctx: StudyContext, warmups: dict[tuple[int, int], str]) -> dict[str, dict[str, Any]]:
+    """Every (train_images, variant, seed) from its seed's warm-up; name -> run id and best snapshot."""
+    spec = ctx.spec
+    configs, rows = {}, {}
+    colors = {variant.name: run_color(i) for i, variant in enumerate(spec.variants())}
+    for size in spec.train_sizes():
+        for variant in spec.variants():
+            for seed in range(spec.seeds):
+                warm = ctx.warmup_epochs[size]
+                cfg = ctx.resolved(spec.run_config(ctx.data_dir, variant, seed, size, warm))
+                if warm:
+                    cfg = dataclasses.replace(cfg, init_checkpoint=warmups[(size, seed)])
+                name = run_name(variant, seed, size)
+                configs[name] = dataclasses.replace(cfg, run_name=name)
+                rows[name] = variant.name
+    run, results = ctx.fit_stage("train", "training", configs, len(configs) * spec.epochs)
+    trained = {}
+    for result in results:
+        name = result.config[NAMED_TRIAL_KEY]
+        cfg = configs[name]
+        tags = {ROW_TAG: rows[name], SEED_TAG: str(cfg.seed), SIZE_TAG: str(cfg.train_images)}
+        tags[RUN_COLOR_TAG] = colors[rows[name]]
+        run_id, checkpoint = record_trial(run, result, tags)
+        trained[name] = {"run_id": run_id, "checkpoint": checkpoint}
+    return trained
