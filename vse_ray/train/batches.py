@@ -16,7 +16,7 @@ import torch
 from vse_ray.data.store.split_data import ImageStore, pad_tokens
 from vse_ray.models.base import AugmentIds
 from vse_ray.relevance import CiderDocFreq, batch_relevance, tokenize
-from vse_ray.relevance.sources import training_source
+from vse_ray.relevance.sources import SOURCES, training_source
 
 BATCH_COLUMNS = ("caption_id", "image_id", "tokens", "text")
 
@@ -39,7 +39,7 @@ def check_train_columns(data_dir: str, relevance_source: str | None) -> None:
     if missing:
         raise ValueError(
             f"{folder}: no {missing[0]!r} column, needed by relevance_source {relevance_source!r}"
-            + (" (only the synthetic dataset has scene descriptors)" if missing[0] == "scene" else "")
+            + (" (only the embedded dataset has it)" if SOURCES[missing[0]].synthetic_only else "")
         )
 
 

@@ -128,5 +128,5 @@ def test_missing_scene_column_is_named(tmp_path):
     folder = tmp_path / "captions" / "split=train"
     folder.mkdir(parents=True)
     pq.write_table(pa.table({n: [1] for n in train_columns(None)}), folder / "part-0.parquet")
-    with pytest.raises(ValueError, match=r"split=train: no 'scene' column.*synthetic"):
+    with pytest.raises(ValueError, match=r"split=train: no 'scene' column.*only the embedded dataset"):
         check_train_columns(str(tmp_path), "scene")

@@ -57,13 +57,12 @@ def plan_cpu_pool(
 
     The default pool has ceil(CPUs / threads) actors (never more than there are blocks), each running torch
     with ``threads = min(MAX_ACTOR_THREADS, node_cores)`` threads: one model copy per few cores starts faster
-    and scales better than one single-threaded process per core (measured on Sentence-BERT: 2 threads 1.9x
-    one, 2 processes 1.4x), and since an actor runs on one node, a cluster of small nodes gets one actor per
-    node rather than one actor with the threads of a core it does not have (two 1-CPU nodes: 2 actors of 1
-    thread, not 1 actor). In Ray's accounting an actor holds half its threads' CPUs: the decode and write
-    tasks that run between its batches take the rest, so they never queue behind the pool (a pool holding
-    every CPU hangs the stream; one holding all but a task's share stalls on its writes: 3,200 images on 2
-    CPUs took 83 s instead of 66 s).
+    and scales better than one single-threaded process per core (docs/performance.md), and since an actor
+    runs on one node, a cluster of small nodes gets one actor per node rather than one actor with the threads
+    of a core it does not have (two 1-CPU nodes: 2 actors of 1 thread, not 1 actor). In Ray's accounting an
+    actor holds half its threads' CPUs: the decode and write tasks that run between its batches take the rest,
+    so they never queue behind the pool (a pool holding every CPU hangs the stream; one holding all but a
+    task's share stalls on its writes).
 
     Args:
         cpus: CPUs of the cluster.
