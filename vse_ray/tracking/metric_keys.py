@@ -35,6 +35,8 @@ EPOCH_KEYS = {
     "time_total_s": "train/seconds",
     "val_step": "val/step",
 }
+# Set (1.0) on the epoch after which patience ends a run: the run is complete, not cut short (Tune's status).
+PATIENCE_STOP = "patience_stop"
 BEST_RSUM = "val/best_rsum"  # the selected snapshot's validation rsum; logged last by `record_checkpoint`
 BEST_EPOCH = "val/best_epoch"
 VAL_RSUM = "val/rsum"

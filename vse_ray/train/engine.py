@@ -19,6 +19,7 @@ from vse_ray.evaluation.embed import evaluate_split
 from vse_ray.losses import make_loss
 from vse_ray.models import build_model
 from vse_ray.models.training_output import split_output
+from vse_ray.tracking import metric_keys
 from vse_ray.tracking.checkpoint import load_checkpoint, save_checkpoint
 from vse_ray.tracking.relevance_histogram import RelevanceHistogram
 from vse_ray.train.batches import BatchBuilder, BatchSource, TableBatches, TrainBatch
@@ -253,6 +254,10 @@ def run_training(
         selected, selected_weights = points.select(validate())
         metrics.update(selected)
         history.append(metrics)
+        # never inside the warm-up; rank 0 decides for every worker (`_everyone_stops`)
+        stalled = epoch > cfg.warmup_epochs and epochs_without_gain(history) >= cfg.patience
+        if cfg.patience and stalled:
+            metrics[metric_keys.PATIENCE_STOP] = 1.0
         state = {
             "epoch": epoch,
             "model": model.state_dict(),
@@ -268,8 +273,7 @@ def run_training(
         with tempfile.TemporaryDirectory(prefix="vse_ray_ckpt_") as tmp:
             save_checkpoint(tmp, state)
             reporter.report(metrics, tmp)
-        stalled = epoch > cfg.warmup_epochs and epochs_without_gain(history) >= cfg.patience
-        if cfg.patience and _everyone_stops(stalled, ctx):  # never inside the warm-up
+        if cfg.patience and _everyone_stops(stalled, ctx):
             break
 
 

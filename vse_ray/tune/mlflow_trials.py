@@ -9,6 +9,7 @@ from mlflow import MlflowClient
 from ray.tune import Callback
 from ray.tune.result import AUTO_RESULT_KEYS
 
+from vse_ray.tracking.metric_keys import PATIENCE_STOP
 from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.tracking.tags import (  # noqa: F401 (re-exported)
     BEST_METRIC,
@@ -26,8 +27,9 @@ TUNE_BOOKKEEPING_KEYS = frozenset(AUTO_RESULT_KEYS) - {"time_total_s"} | {"done"
 class MLflowTrialsCallback(Callback):
     """Logs each Tune trial as a nested MLflow run and closes it with the right status.
 
-    A trial that reports all its epochs ends FINISHED; one the scheduler stops before its last epoch ends
-    KILLED with tag ``vse_ray.stop_reason=early_stopped``; an errored trial ends FAILED; a trial still running
+    A trial that reports all its epochs ends FINISHED (``completed``), and so does one its own patience ended
+    (``patience``); one the scheduler stops before its last epoch ends KILLED with tag
+    ``vse_ray.stop_reason=early_stopped``; an errored trial ends FAILED; a trial still running
     when the sweep is interrupted ends KILLED (``interrupted``). Runs are named ``<sweep>/<trial_id>`` (or by
     ``run_name``) so a trial resumed by ``Tuner.restore`` continues its run, each epoch logged once.
 
@@ -74,8 +76,10 @@ class MLflowTrialsCallback(Callback):
             RunRecorder(self.runs[trial.trial_id], self.tracking_uri).log_epochs([metrics])
 
     def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        epochs_done = int((trial.last_result or {}).get("epoch", 0))
-        if epochs_done < self._epochs.get(trial.trial_id, 0):
+        last = trial.last_result or {}
+        if last.get(PATIENCE_STOP):
+            self._close(trial.trial_id, "FINISHED", "patience")
+        elif int(last.get("epoch", 0)) < self._epochs.get(trial.trial_id, 0):
             self._close(trial.trial_id, "KILLED", "early_stopped")
         else:
             self._close(trial.trial_id, "FINISHED", "completed")

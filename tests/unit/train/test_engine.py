@@ -10,6 +10,7 @@ import torch
 
 from tests.support.local_reporter import LocalReporter
 from vse_ray.tracking.checkpoint import load_checkpoint
+from vse_ray.tracking.metric_keys import PATIENCE_STOP
 from vse_ray.train import engine
 from vse_ray.train.engine import NonFiniteLossError, run_training
 
@@ -170,6 +171,8 @@ def test_patience_stops_when_val_rsum_stops_improving(tiny_cfg, tmp_path):
 
     assert epochs_without_gain([{"rsum": 1}, {"rsum": 3}, {"rsum": 2}, {"rsum": 3}]) == 2
     frozen = dataclasses.replace(tiny_cfg, epochs=5, patience=1, lr=1e-12)  # val rsum never improves
-    assert [m["epoch"] for m in _run(frozen, tmp_path, "stop").history] == [1, 2]
+    history = _run(frozen, tmp_path, "stop").history
+    assert [m["epoch"] for m in history] == [1, 2]
+    assert [m.get(PATIENCE_STOP) for m in history] == [None, 1.0]  # the last epoch says why it is the last
     warm = dataclasses.replace(frozen, warmup_epochs=3)  # no stop inside the warm-up
     assert [m["epoch"] for m in _run(warm, tmp_path, "warm").history] == [1, 2, 3, 4]

@@ -7,6 +7,7 @@ from types import SimpleNamespace
 import pytest
 from mlflow import MlflowClient
 
+from vse_ray.tracking.metric_keys import PATIENCE_STOP
 from vse_ray.tune.mlflow_trials import PARENT_TAG, STOP_TAG, TRIAL_TAG, MLflowTrialsCallback
 
 
@@ -36,21 +37,23 @@ def store(shared_mlflow_uri, request):
 def test_statuses_params_metrics_and_nesting(store, shared_mlflow_uri):
     client, experiment_id, parent = store
     callback = MLflowTrialsCallback(shared_mlflow_uri, experiment_id, parent, "sweep", _params)
-    full, early, broken, running = (
-        _trial(t, lr) for t, lr in [("t0", 1e-4), ("t1", 2e-4), ("t2", 3e-4), ("t3", 4e-4)]
+    full, early, broken, running, patient = (
+        _trial(t, lr) for t, lr in [("t0", 1e-4), ("t1", 2e-4), ("t2", 3e-4), ("t3", 4e-4), ("t4", 5e-4)]
     )
-    for trial in (full, early, broken, running):
+    for trial in (full, early, broken, running, patient):
         callback.on_trial_start(0, [], trial)
-    for trial, epochs in ((full, 2), (early, 1), (broken, 1), (running, 1)):
+    for trial, epochs in ((full, 2), (early, 1), (broken, 1), (running, 1), (patient, 1)):
         for epoch in range(1, epochs + 1):
             _report(callback, trial, epoch)
+    patient.last_result[PATIENCE_STOP] = 1.0  # its own patience ended it after epoch 1 of 2
     callback.on_trial_complete(0, [], full)
     callback.on_trial_complete(0, [], early)  # ASHA stopped it after epoch 1 of 2
+    callback.on_trial_complete(0, [], patient)
     callback.on_trial_error(0, [], broken)
     callback.on_experiment_end([])
 
     expected = {"t0": ("FINISHED", "completed"), "t1": ("KILLED", "early_stopped")}
-    expected |= {"t2": ("FAILED", "error"), "t3": ("KILLED", "interrupted")}
+    expected |= {"t2": ("FAILED", "error"), "t3": ("KILLED", "interrupted"), "t4": ("FINISHED", "patience")}
     for trial_id, (status, reason) in expected.items():
         run = client.get_run(callback.runs[trial_id])
         assert (run.info.status, run.data.tags[STOP_TAG]) == (status, reason)
