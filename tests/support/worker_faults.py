@@ -17,6 +17,7 @@ REQUEST = "kill.json"
 
 def worker_setup(folder: str) -> Callable[[], None]:
     """The setup hook (a closure, pickled by value: workers need not import the tests)."""
+    request = Path(folder) / REQUEST
 
     def install() -> None:
         import json
@@ -28,7 +29,6 @@ def worker_setup(folder: str) -> Callable[[], None]:
         report = reporter.RayTrainReporter.report
 
         def report_or_die(self, metrics, checkpoint_dir):  # type: ignore[no-untyped-def]
-            request = Path(folder) / "kill.json"
             if request.is_file():
                 plan = json.loads(request.read_text())
                 marker = Path(plan["marker"])

@@ -255,8 +255,10 @@ def run_training(
         metrics.update(selected)
         history.append(metrics)
         # never inside the warm-up; rank 0 decides for every worker (`_everyone_stops`)
-        stalled = epoch > cfg.warmup_epochs and epochs_without_gain(history) >= cfg.patience
-        if cfg.patience and stalled:
+        stalled = (
+            cfg.patience > 0 and epoch > cfg.warmup_epochs and epochs_without_gain(history) >= cfg.patience
+        )
+        if stalled:
             metrics[metric_keys.PATIENCE_STOP] = 1.0
         state = {
             "epoch": epoch,
