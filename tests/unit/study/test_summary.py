@@ -107,6 +107,33 @@ def test_runs_are_read_back_from_their_test_groups(mlflow_uri, tmp_path):
     assert record.metrics == {"rsum": 300.0, "CS_at_100_i2t": 0.5, "CS_at_100_i2t_scene": 0.4}
 
 
+def test_trade_off_epochs_start_after_each_sizes_own_warm_up(mlflow_uri, tmp_path):
+    """With `warmup_steps` a smaller train set warms up for more epochs; its warm-up epochs (carried in the
+    run's history from the shared checkpoint) are not plotted as the loss's own."""
+    from mlflow import MlflowClient
+
+    from vse_ray.study.context import StudyContext
+    from vse_ray.study.spec import StudySpec
+    from vse_ray.study.summary_stage import epoch_histories
+    from vse_ray.tracking.recorder import METRICS_ARTIFACT
+    from vse_ray.tracking.runs import get_or_create_experiment
+    from vse_ray.tune.mlflow_trials import PARENT_TAG
+
+    client = MlflowClient(mlflow_uri)
+    experiment = get_or_create_experiment("study", mlflow_uri, tmp_path)
+    parent = client.create_run(experiment).info.run_id
+    for size in (400, 4000):
+        tags = {PARENT_TAG: parent, ROW_TAG: "sam", SEED_TAG: "0", SIZE_TAG: str(size)}
+        run = client.create_run(experiment, tags=tags).info.run_id
+        history = [{"epoch": e, "rsum": 10.0 * e} for e in range(1, 13)]
+        client.log_dict(run, {"best": history[-1], "history": history}, METRICS_ARTIFACT)
+    spec = StudySpec(name="s", baseline="vsepp", losses={"vsepp": {}}, warmup_epochs=3)
+    ctx = StudyContext(spec, tmp_path, "", mlflow_uri, experiment, parent, warmup_epochs={400: 10, 4000: 1})
+    histories = epoch_histories(ctx)
+    assert [e["epoch"] for e in histories["sam@400"][0]] == [11, 12]
+    assert [e["epoch"] for e in histories["sam@4000"][0]] == list(range(2, 13))
+
+
 def test_tradeoff_plot_uses_the_cs_keys_logged():
     from vse_ray.study.plots import tradeoff_figure, tradeoff_keys
 
