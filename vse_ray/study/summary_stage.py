@@ -47,7 +47,7 @@ def epoch_histories(ctx: StudyContext) -> dict[str, list[list[dict[str, float]]]
         with tempfile.TemporaryDirectory() as tmp:
             path = client.download_artifacts(run.info.run_id, METRICS_ARTIFACT, tmp)
             history = json.loads(Path(path).read_text())["history"]
-        warmup = ctx.warmup_epochs.get(size, ctx.spec.warmup_epochs)  # per size with `warmup_steps`
+        warmup = ctx.warmup_epochs[size]  # per size: with `warmup_steps` smaller sets warm up for more epochs
         epochs = [e for e in history if e["epoch"] > warmup]
         out.setdefault(label, []).append(epochs)
     return out
