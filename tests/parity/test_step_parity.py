@@ -14,7 +14,6 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -208,14 +207,8 @@ def _train_batch(b: dict[str, np.ndarray], cfg: TrainConfig) -> TrainBatch:
         # negatives "diagonal" (the official codes): the engine gives the loss no image ids
         image_ids=None if cfg.negatives == "diagonal" else torch.from_numpy(b["image_ids"]),
         relevance=torch.from_numpy(b["relevance"]) if "relevance" in b else None,
+        region_keep=torch.from_numpy(b["keep"]) if "keep" in b else None,  # VSE∞'s drawn regions
     ).to(DEVICE)
-
-
-def _with_batch_masks(model: nn.Module, b: dict[str, np.ndarray]) -> None:
-    """Make the model pool the fixture's drawn regions (VSE∞'s region drop) for this step."""
-    if "keep" in b:
-        keep = torch.from_numpy(b["keep"]).to(DEVICE)
-        model.encode_images = partial(type(model).encode_images, model, keep=keep)
 
 
 def _loss(cfg: TrainConfig, meta: dict, step: int) -> nn.Module:
@@ -248,9 +241,9 @@ def step_parity(case: Case) -> dict[str, tuple[float, float]]:
     cfg = _config(meta)
     first = fx.batch(0)
     probe = copy.deepcopy(model)
-    _with_batch_masks(probe, first)
     batch = _train_batch(first, cfg)
-    output = split_output(probe(batch.images, batch.tokens, batch.lengths))
+    keep = {} if batch.region_keep is None else {"region_keep": batch.region_keep}
+    output = split_output(probe(batch.images, batch.tokens, batch.lengths, **keep))
     loss_fn = _loss(cfg, meta, 0)
     loss = output.total(
         loss_fn.from_similarity(output.sims, relevance=batch.relevance, image_ids=batch.image_ids)
@@ -270,7 +263,6 @@ def step_parity(case: Case) -> dict[str, tuple[float, float]]:
     losses = []
     for step in range(5):
         b = fx.batch(step)
-        _with_batch_masks(model, b)
         loss_fn = _loss(cfg, meta, step)
         losses.append(train_step(model, loss_fn, optimizer, _train_batch(b, cfg), cfg.grad_clip).item())
         if step == 0:

@@ -62,7 +62,7 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return (x / np.linalg.norm(x, axis=-1, keepdims=True)).astype(np.float32)
 
 
-def _region_table(ids: np.ndarray, split: str, feats: np.ndarray, dtype: str) -> pa.Table:
+def region_table(ids: np.ndarray, split: str, feats: np.ndarray, dtype: str) -> pa.Table:
     """(n, R, D) features as the documented region layout (nested fixed-size lists), no PNG column."""
     n, regions, dim = feats.shape
     values = pa.array(feats.astype(dtype).ravel())
@@ -124,7 +124,7 @@ def write_tiny_store(root: Path, seed: int = 0, regions: int | None = None, dtyp
             (root / kind / f"split={split}").mkdir(parents=True)
             if kind == "features" and regions:
                 noise = rng.normal(size=(n_images, regions, FEATURE_DIM))
-                table = _region_table(ids, split, feats[:, None, :] + 0.5 * noise, dtype)
+                table = region_table(ids, split, feats[:, None, :] + 0.5 * noise, dtype)
                 with pa.ipc.new_file(
                     root / kind / f"split={split}" / "part-00000000.arrow", table.schema
                 ) as w:

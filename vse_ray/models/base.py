@@ -76,6 +76,9 @@ class RetrievalModel(nn.Module):
     # Whether the training forward may return a `TrainingOutput` with terms of the model's own: the epoch's
     # loss is then more than the run's loss, whose collapse value says nothing about it.
     own_loss_terms: ClassVar[bool] = False
+    # Share of each training image's regions the data path drops (VSE∞'s size augmentation; 0: none). The
+    # training step then passes the kept regions to `forward` (`region_keep`), which pools only those.
+    region_drop: float = 0.0
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -99,6 +102,11 @@ class RetrievalModel(nn.Module):
     def encode_captions(self, tokens: Tensor, lengths: Tensor) -> Tensor:
         """(B, L) token ids (0 = padding) and (B,) lengths → (B, E) embeddings or (B, L, E) word features."""
         raise NotImplementedError
+
+    def encode_kept_regions(self, images: Tensor, keep: Tensor) -> Tensor:
+        """`encode_images` of (B, R, D) regions pooling only those `keep` (B, R) marks (a model whose
+        `region_drop` is above 0)."""
+        raise NotImplementedError(f"{type(self).__name__} does not drop regions")
 
     def caption_ids(
         self,
@@ -131,6 +139,7 @@ class RetrievalModel(nn.Module):
         tokens: Tensor,
         lengths: Tensor,
         gather: Callable[[Tensor], Tensor] | None = None,
+        region_keep: Tensor | None = None,
     ) -> Tensor | TrainingOutput:
         """(B, B) similarities of a training batch: ``score(encode_images(...), encode_captions(...))``.
 
@@ -139,10 +148,13 @@ class RetrievalModel(nn.Module):
 
         ``gather`` (DDP, embedding models only) maps this worker's (B, E) embeddings to the (W·B, E) global
         batch (``vse_ray.train.gather``), so the result is the (W·B, W·B) matrix of every worker's pairs.
+        ``region_keep`` (B, R): the regions each image keeps (region drop, drawn by the data path).
         """
-        return self.batch_scores(
-            self.encode_images(images), self.encode_captions(tokens, lengths), lengths, gather
-        )
+        if region_keep is None:
+            img = self.encode_images(images)
+        else:
+            img = self.encode_kept_regions(images, region_keep)
+        return self.batch_scores(img, self.encode_captions(tokens, lengths), lengths, gather)
 
     def batch_scores(
         self,

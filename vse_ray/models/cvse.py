@@ -176,6 +176,7 @@ class CVSEModel(RegionWordModel):
         tokens: Tensor,
         lengths: Tensor,
         gather: Callable[[Tensor], Tensor] | None = None,
+        region_keep: Tensor | None = None,  # never given: the model keeps every region (region_drop 0)
     ) -> TrainingOutput:
         """The fused (B, B) similarities for the run's loss and CVSE's own weighted terms (see the class)."""
         img_instance, img_consensus, img_scores = self.image_levels(images)

@@ -11,10 +11,12 @@ CVPR 2021): an embedding model whose two sides pool sets of features with GPO (:
 - s(i, c) = f(i) · g(c).
 
 Training drops each region with probability `region_drop` (0.2 in the reference implementation's region
-setting, its "size augmentation"); the pooled set is then the kept regions. As in the reference
-implementation, the kept regions of each image move to the front (in their order) and are padded with zero
-rows to the longest kept set of the batch before the FC and MLP, so the MLP's BatchNorm statistics are taken
-over the kept regions and those zero rows, never over the dropped regions.
+setting, its "size augmentation"); the pooled set is then the kept regions. The data path draws which regions
+each training image keeps (`vse_ray.train.region_drop`), as the reference dataset does, and the training step
+passes them to `forward`. As in the reference implementation, the kept regions of each image move to the
+front (in their order) and are padded with zero rows to the longest kept set of the batch before the FC and
+MLP, so the MLP's BatchNorm statistics are taken over the kept regions and those zero rows, never over the
+dropped regions.
 """
 
 from __future__ import annotations
@@ -170,19 +172,21 @@ class VSEInfModel(RetrievalModel):
             return CaptionSpace(pieces.vocab_size, pieces.mask_id, pieces.continues, wrapped=True)
         return None
 
-    def encode_images(self, images: Tensor, keep: Tensor | None = None) -> Tensor:
-        """(B, R, D) region features → (B, E) unit vectors.
+    def encode_images(self, images: Tensor) -> Tensor:
+        """(B, R, D) region features → (B, E) unit vectors, pooling every region."""
+        _check_regions(images)
+        return self.image_encoder(images)
 
-        ``keep`` (B, R) bool pools only those regions; by default training draws it (``region_drop``) and
-        evaluation keeps every region.
-        """
-        if images.dim() != 3:
-            raise ValueError(f"vse_inf needs region features (B, R, D), got shape {tuple(images.shape)}")
-        if keep is None and self.training and self.region_drop > 0:
-            keep = torch.rand(images.shape[:2], device=images.device) > self.region_drop
-            keep[:, 0] |= ~keep.any(dim=1)  # every image keeps at least one region
+    def encode_kept_regions(self, images: Tensor, keep: Tensor) -> Tensor:
+        """(B, R, D) region features → (B, E) unit vectors, pooling the regions `keep` (B, R) marks."""
+        _check_regions(images)
         return self.image_encoder(images, keep)
 
     def encode_captions(self, tokens: Tensor, lengths: Tensor) -> Tensor:
         """(B, L) ids from `caption_ids` + (B,) lengths → (B, E) unit vectors."""
         return self.text_encoder(tokens, lengths)
+
+
+def _check_regions(images: Tensor) -> None:
+    if images.dim() != 3:
+        raise ValueError(f"vse_inf needs region features (B, R, D), got shape {tuple(images.shape)}")

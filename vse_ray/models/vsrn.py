@@ -136,6 +136,7 @@ class VSRNModel(RetrievalModel):
         tokens: Tensor,
         lengths: Tensor,
         gather: Callable[[Tensor], Tensor] | None = None,
+        region_keep: Tensor | None = None,  # never given: the model keeps every region (region_drop 0)
     ) -> Tensor | TrainingOutput:
         """The batch's (B, B) similarities; in training mode with them the weighted caption-generation loss
         of each caption from its own image's reasoned regions (a term of this worker's pairs)."""

@@ -17,6 +17,7 @@ from vse_ray.data.store.split_data import ImageStore, pad_tokens
 from vse_ray.models.base import AugmentIds
 from vse_ray.relevance import CiderDocFreq, batch_relevance, tokenize
 from vse_ray.relevance.sources import SOURCES, training_source
+from vse_ray.train.region_drop import draw_region_keep
 
 BATCH_COLUMNS = ("caption_id", "image_id", "tokens", "text")
 
@@ -85,7 +86,8 @@ class TableBatches:
 
 @dataclass
 class TrainBatch:
-    """Tensors of one step: images/features, padded tokens, lengths, image ids, (B, B) relevance or None.
+    """Tensors of one step: images/features, padded tokens, lengths, image ids, (B, B) relevance or None,
+    and the (B, R) regions each image keeps (region drop) or None (all).
 
     Under global-batch gathering (W workers) `image_ids` and `relevance` span the W·B gathered pairs."""
 
@@ -94,6 +96,7 @@ class TrainBatch:
     lengths: torch.Tensor
     image_ids: torch.Tensor | None
     relevance: torch.Tensor | None
+    region_keep: torch.Tensor | None = None
 
     def to(self, device: torch.device) -> TrainBatch:
         move = {k: (v.to(device) if v is not None else None) for k, v in vars(self).items()}
@@ -118,6 +121,9 @@ class BatchBuilder:
         doc_freq: Training-split CIDEr document frequencies (for "cider").
         caption_ids: ``(tokens, texts, augment) → ids`` the model reads (``RetrievalModel.caption_ids``);
             None: the stored vocabulary tokens.
+        region_drop: Share of each training image's regions to drop (``RetrievalModel.region_drop``): each
+            batch then carries the (B, R) kept regions, drawn with `draw_region_keep`, or taken from the rows'
+            ``region_keep`` column when a batch source supplies one (a recorded run).
     """
 
     def __init__(
@@ -127,6 +133,7 @@ class BatchBuilder:
         references: dict[int, list[str]] | None = None,
         doc_freq: CiderDocFreq | None = None,
         caption_ids: Callable[..., list[np.ndarray]] | None = None,
+        region_drop: float = 0.0,
     ):
         self.spec = training_source(relevance_source)
         if self.spec is not None and self.spec.needs_references and references is None:
@@ -138,16 +145,18 @@ class BatchBuilder:
             doc_freq,
         )
         self.caption_ids = caption_ids
+        self.region_drop = region_drop
 
     def __call__(
         self,
         batch: dict[str, Any],
         global_batch: dict[str, Any] | None = None,
         augment: AugmentIds | None = None,
+        region_rng: np.random.Generator | None = None,
     ) -> TrainBatch:
         """`global_batch`: every worker's rows in rank order (`gather_rows`); image ids and relevance then
         span it, while images and tokens stay this worker's. `augment`: caption augmentation of the ids
-        the model reads (training)."""
+        the model reads (training). `region_rng`: the stream of the region drop's draws (training)."""
         image_ids = np.array(batch["image_id"], dtype=np.int64)
         scope = batch if global_batch is None else global_batch
         scope_ids = np.array(scope["image_id"], dtype=np.int64)
@@ -163,7 +172,17 @@ class BatchBuilder:
             lengths=lengths,
             image_ids=torch.from_numpy(scope_ids),
             relevance=self._relevance(scope, scope_ids),
+            region_keep=self._region_keep(batch, len(image_ids), region_rng),
         )
+
+    def _region_keep(
+        self, batch: dict[str, Any], n: int, rng: np.random.Generator | None
+    ) -> torch.Tensor | None:
+        if "region_keep" in batch:
+            return torch.from_numpy(np.stack(list(batch["region_keep"])).astype(bool))
+        if self.region_drop <= 0 or rng is None:
+            return None
+        return torch.from_numpy(draw_region_keep(n, self.images.values.shape[1], self.region_drop, rng))
 
     def _relevance(self, batch: dict[str, Any], image_ids: np.ndarray) -> torch.Tensor | None:
         if self.spec is None:

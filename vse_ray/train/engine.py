@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -29,6 +28,7 @@ from vse_ray.train.gather import gather_rows, gather_with_local_grad, relevance_
 from vse_ray.train.optim import build_optimizer, milestones
 from vse_ray.train.reporter import Reporter
 from vse_ray.train.step_validation import StepValidation
+from vse_ray.train.streams import caption_rng, region_rng, seed_step_torch
 from vse_ray.train.training_data import TrainingData
 
 # Fields a shared warm-up checkpoint must agree on with the run that starts from it (`init_checkpoint`).
@@ -78,11 +78,10 @@ def train_step(
     batch (`vse_ray.train.gather`) and the loss is scaled by `world_size` for backward, so DDP's averaged
     gradient is the one-process gradient of that batch.
     """
+    options: dict[str, Any] = {} if batch.region_keep is None else {"region_keep": batch.region_keep}
     if world_size > 1:
-        gather = partial(gather_with_local_grad, rank=rank, world_size=world_size)
-        output = split_output(model(batch.images, batch.tokens, batch.lengths, gather=gather))
-    else:
-        output = split_output(model(batch.images, batch.tokens, batch.lengths))
+        options["gather"] = partial(gather_with_local_grad, rank=rank, world_size=world_size)
+    output = split_output(model(batch.images, batch.tokens, batch.lengths, **options))
     run_loss = loss_fn.from_similarity(output.sims, relevance=batch.relevance, image_ids=batch.image_ids)
     loss = output.total(run_loss)
     optimizer.zero_grad(set_to_none=True)
@@ -125,16 +124,19 @@ def train_one_epoch(
     augment: CaptionAugment | None = None,
     after_step: Callable[[int, nn.Module], None] | None = None,
 ) -> float:
-    """Run one epoch; return the mean loss over all workers. Raises NonFiniteLossError on NaN/inf."""
+    """Run one epoch; return the mean loss over all workers. Raises NonFiniteLossError on NaN/inf.
+
+    Its draws come from the epoch's streams of this worker (`vse_ray.train.streams`)."""
     model.train()
     builder_columns = relevance_columns(builder.source)
     world_size = _gathered(model, ctx)  # 1: each worker's local B x B loss, DDP averages
     total, steps = torch.zeros((), dtype=torch.float64), 0
-    rng = np.random.default_rng([cfg.seed, ctx.rank, epoch])  # caption augmentation draws
-    draw = partial(augment, rng=rng) if augment is not None else None
+    seed_step_torch(cfg.seed, ctx.rank, epoch)
+    regions = region_rng(cfg.seed, ctx.rank, epoch)
+    draw = partial(augment, rng=caption_rng(cfg.seed, ctx.rank, epoch)) if augment is not None else None
     for step, rows in enumerate(ctx.batches.epoch_batches(epoch), start=1):
         everyone = gather_rows(rows, builder_columns, world_size) if world_size > 1 else None
-        batch = builder(rows, everyone, draw).to(ctx.device)
+        batch = builder(rows, everyone, draw, regions).to(ctx.device)
         if cfg.negatives == "diagonal":  # other captions of the same image stay negatives
             batch.image_ids = None
         if histogram is not None and batch.relevance is not None:
@@ -215,7 +217,9 @@ def run_training(
         first_epoch = int(start_state["epoch"]) + 1
         if histogram is not None and start_state.get("relevance_hist"):
             histogram = RelevanceHistogram.from_dict(start_state["relevance_hist"])
-    builder = BatchBuilder(data.train_images, source, data.references, data.doc_freq, model.caption_ids)
+    builder = BatchBuilder(
+        data.train_images, source, data.references, data.doc_freq, model.caption_ids, model.region_drop
+    )
     augment = data.caption_augment
     if augment is not None and model.caption_space is not None:  # the model's own ids (BERT wordpieces)
         augment = augment.in_space(model.caption_space)

@@ -86,7 +86,14 @@ def test_train_step_skips_update_on_nonfinite_loss(tiny_cfg):
     opt = torch.optim.SGD(model.parameters(), lr=1.0)
 
     class Batch:
-        images, tokens, lengths, image_ids, relevance = torch.ones(2, 2), None, None, None, None
+        images, tokens, lengths, image_ids, relevance, region_keep = (
+            torch.ones(2, 2),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
 
     class InfLoss:
         def from_similarity(self, sims, **kwargs):

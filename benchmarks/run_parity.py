@@ -1,0 +1,209 @@
+"""Run parity: whole VSE∞ runs of vse_ray against the authors' code, seed for seed, on one region dataset.
+
+Both sides train VSE∞ BiGRU on the same precomp folder (`make_region_dataset.py`) with the settings both
+codes express: batch 128, lr 5e-4, embedding 256, word embedding 300, margin 0.2, clip 2, one VSE0 warm-up
+epoch then VSE++, region drop 0.2, same-image captions as negatives (`negatives: diagonal`), no learning-rate
+decay within the run; validation rsum after every epoch, test rsum of the last epoch's model.
+
+- `--settings adam`: Adam without weight decay and no caption augmentation on both sides.
+- `--settings released`: the released optimiser (AdamW, torch's default weight decay 0.01) and caption
+  augmentation (20 % of the tokens: mask 0.1, random 0.02, delete 0.08) on both sides.
+
+The official side runs `official_vse_inf.py` on a checkout of woodfrog/vse_infty (branch ``bigru``) given as
+`--official`; vse_ray's side runs `run_training` (the engine `vse-ray train` runs in each worker) in a process
+per seed on the folder `vse-ray precompute --dataset precomp --vocab` made from the same files. Each process
+uses one thread; `--jobs` run at once. The report (Markdown and JSON in `--out`) has each seed's test rsum and
+validation rsum per epoch, the means and standard deviations, and the targets:
+
+- |Δ mean test rsum| ≤ 5;
+- sd(vse_ray) ≤ 1.5 × sd(official) + 2;
+- every vse_ray validation rsum within the official runs' range at that epoch, widened by their sd.
+
+    python benchmarks/run_parity.py --official ~/src/vse_infty --out runs/parity --seeds 8 --jobs 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+SIDES = ("official", "vse_ray")
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--official", required=True, help="checkout of woodfrog/vse_infty, branch bigru")
+    parser.add_argument("--out", required=True, help="working and report folder")
+    parser.add_argument("--seeds", type=int, default=8)
+    parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--settings", choices=("adam", "released"), default="adam")
+    parser.add_argument("--noise", type=float, default=2.5, help="region noise std of the dataset")
+    parser.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each)")
+    parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES))
+    return parser.parse_args()
+
+
+def make_data(out: Path, noise: float) -> tuple[Path, Path]:
+    """The precomp folder (as the official code reads it) and vse_ray's folder precomputed from its files."""
+    precomp = out / f"regions_noise{noise}"
+    if not (precomp / "vocab.json").exists():
+        maker = [sys.executable, str(HERE / "make_region_dataset.py")]
+        subprocess.run([*maker, "--out", str(precomp), "--noise", f"{noise}"], check=True)
+    official = out / f"official_noise{noise}"
+    (official / "precomp").mkdir(parents=True, exist_ok=True)
+    for file in precomp.iterdir():
+        link = official / "precomp" / file.name
+        if not link.exists():
+            link.symlink_to(file)
+    if not (official / "vocab.json").exists():
+        (official / "vocab.json").symlink_to(precomp / "vocab.json")
+    store = out / f"vse_ray_noise{noise}"
+    if not (store / "manifest.json").exists():
+        subprocess.run(
+            [
+                *("vse-ray", "precompute", "--dataset", "precomp", "--precomp-dir", str(precomp)),
+                *("--vocab", str(precomp / "vocab.json"), "--relevance", "svd", "--out", str(store)),
+            ],
+            check=True,
+        )
+    return official, store
+
+
+VSE_RAY_RUN = """
+import json, sys, tempfile
+import torch
+from vse_ray.evaluation.embed import evaluate_split
+from vse_ray.data.store.split_data import load_split
+from vse_ray.models import build_model
+from vse_ray.tracking.checkpoint import load_checkpoint
+from vse_ray.train.config import TrainConfig
+from vse_ray.train.engine import run_training
+
+cfg = TrainConfig(**json.loads(sys.argv[1])).validate()
+checkpoints = []
+
+class Keep:
+    def report(self, metrics, checkpoint_dir):
+        checkpoints.append((metrics, load_checkpoint(checkpoint_dir)))
+
+torch.set_num_threads(1)
+run_training(cfg, Keep())
+state = checkpoints[-1][1]
+model = build_model(state["model_name"], **state["model_args"])
+model.load_state_dict(state["model"])
+test = evaluate_split(model, load_split(cfg.data_dir, "test", raw=False), 512, torch.device("cpu"), {})
+val = [m["rsum"] for m, _ in checkpoints]
+print(json.dumps({"seed": cfg.seed, "val_rsum": val, "test_rsum": test["rsum"]}))
+"""
+
+
+def vse_ray_config(store: Path, out: Path, seed: int, args: argparse.Namespace) -> dict:
+    released = args.settings == "released"
+    return {
+        "data_dir": str(store),
+        "model": "vse_inf",
+        "model_params": {"region_drop": 0.2},
+        "loss": "vsepp",
+        "loss_params": {"margin": 0.2},
+        "warmup_loss": "vse0",
+        "warmup_params": {"margin": 0.2},
+        "warmup_epochs": 1,
+        "epochs": args.epochs,
+        "batch_size": 128,
+        "optimizer": "adamw" if released else "adam",
+        "weight_decay": 0.01 if released else 0.0,
+        "lr": 5e-4,
+        "grad_clip": 2.0,
+        "negatives": "diagonal",
+        "caption_mask": 0.1 if released else 0.0,
+        "caption_replace": 0.02 if released else 0.0,
+        "caption_delete": 0.08 if released else 0.0,
+        "word_dim": 300,
+        "embed_dim": 256,
+        "seed": seed,
+        "output_dir": str(out / "vse_ray_runs"),
+    }
+
+
+def run_one(side: str, seed: int, args: argparse.Namespace, official: Path, store: Path, out: Path) -> dict:
+    """One seed's run on one side, cached as `<out>/<settings>/<side>_s<seed>.json`."""
+    result = out / args.settings / f"{side}_s{seed}.json"
+    if result.exists():
+        return json.loads(result.read_text())
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    if side == "official":
+        cmd = [
+            *(sys.executable, str(HERE / "official_vse_inf.py"), "--official", args.official),
+            *("--data", str(official), "--seed", str(seed), "--epochs", str(args.epochs)),
+            *(["--adam"] if args.settings == "adam" else ["--caption-aug"]),
+        ]
+    else:
+        cmd = [sys.executable, "-c", VSE_RAY_RUN, json.dumps(vse_ray_config(store, out, seed, args))]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{side} seed {seed} failed:\n{done.stderr[-3000:]}")
+    record = json.loads(done.stdout.strip().splitlines()[-1])
+    result.parent.mkdir(parents=True, exist_ok=True)
+    result.write_text(json.dumps(record))
+    print(f"{side} seed {seed}: test rsum {record['test_rsum']:.1f}", flush=True)
+    return record
+
+
+def report(runs: dict[str, list[dict]], args: argparse.Namespace) -> str:
+    """The Markdown report: per seed, means, sds and the three targets."""
+    lines = [f"# Run parity, VSE∞ BiGRU, settings `{args.settings}`, noise {args.noise}", ""]
+    header = " | ".join(f"val e{e + 1}" for e in range(args.epochs))
+    lines += [f"| side | seed | test rsum | {header} |", "|---" * (3 + args.epochs) + "|"]
+    for side, records in runs.items():
+        for r in records:
+            vals = " | ".join(f"{v:.1f}" for v in r["val_rsum"])
+            lines.append(f"| {side} | {r['seed']} | {r['test_rsum']:.1f} | {vals} |")
+    stats = {}
+    for side, records in runs.items():
+        test = np.array([r["test_rsum"] for r in records])
+        val = np.array([r["val_rsum"] for r in records])
+        stats[side] = (test.mean(), test.std(ddof=1) if len(test) > 1 else 0.0, val)
+        means = " | ".join(f"{v:.1f}" for v in val.mean(axis=0))
+        lines.append(f"| {side} | mean ± sd | {test.mean():.1f} ± {stats[side][1]:.1f} | {means} |")
+    if set(runs) == set(SIDES):
+        (m_o, s_o, v_o), (m_v, s_v, v_v) = stats["official"], stats["vse_ray"]
+        sd_o = v_o.std(axis=0, ddof=1)
+        low, high = v_o.min(axis=0) - sd_o, v_o.max(axis=0) + sd_o
+        outside = int(((v_v < low) | (v_v > high)).sum())
+        lines += [
+            "",
+            f"- |Δ mean test rsum| = {abs(m_v - m_o):.1f} (target ≤ 5): "
+            + ("met" if abs(m_v - m_o) <= 5 else "NOT met"),
+            f"- sd vse_ray {s_v:.1f} vs 1.5 × sd official + 2 = {1.5 * s_o + 2:.1f}: "
+            + ("met" if s_v <= 1.5 * s_o + 2 else "NOT met"),
+            f"- vse_ray validation rsums outside the official range ± sd: {outside} of {v_v.size}"
+            + (" (met)" if outside == 0 else " (NOT met)"),
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    args = parse_args()
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    official, store = make_data(out, args.noise)
+    jobs = [(side, seed) for seed in range(args.seeds) for side in args.sides]
+    with ThreadPoolExecutor(args.jobs) as pool:
+        done = list(pool.map(lambda job: run_one(*job, args, official, store, out), jobs))
+    runs = {side: [r for (s, _), r in zip(jobs, done, strict=True) if s == side] for side in args.sides}
+    text = report(runs, args)
+    (out / f"run_parity_{args.settings}.md").write_text(text)
+    (out / f"run_parity_{args.settings}.json").write_text(json.dumps(runs, indent=1))
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""Replay a recorded run of the official VSE∞ code through vse_ray's own training engine.
+
+A recording (`tests/fixtures/official/vse_inf_run_replay.npz`, see the README there) holds a precomp dataset
+as the official code reads it (`{split}_ims.npy`, `{split}_caps.txt`, its vocabulary JSON), the initial
+weights the official code drew, and every training step's draws: the caption indices of the batch and each
+image's region-drop keep mask. `write_store` turns the dataset into a vse_ray data folder with vse_ray's own
+caption tokenizer and vocabulary reader; `ReplayBatches` is a batch source that deals the recorded batches,
+with their masks as the rows' ``region_keep`` column; `official_start` is the epoch-0 state of the official
+initial weights. Everything else (batch building, model, loss, warm-up switch, optimiser, validation) is
+vse_ray's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import torch
+
+from tests.support.tiny_store import region_table
+from vse_ray.data.precompute.official_vocab import ReleasedTokenizer, read_vocab_file
+from vse_ray.data.precompute.vocab import encode
+from vse_ray.data.store.verify import describe_folder
+from vse_ray.models import build_model, official_names
+from vse_ray.train.config import TrainConfig
+from vse_ray.train.optim import build_optimizer
+
+CAPTIONS_PER_IMAGE = 5
+SPLITS = {"train": "train", "dev": "val"}  # official file prefix → vse_ray split
+
+
+class Recording:
+    """The arrays of a recording, grouped by prefix."""
+
+    def __init__(self, path: Path) -> None:
+        with np.load(path) as data:
+            self.arrays = {k: data[k] for k in data.files}
+        self.meta = json.loads(str(self.arrays["meta"]))
+        self.epoch_steps = [int(s) for s in self.arrays["epoch_steps"]]
+
+    def group(self, prefix: str) -> dict[str, np.ndarray]:
+        return {k.split("/", 1)[1]: v for k, v in self.arrays.items() if k.startswith(prefix + "/")}
+
+    def epoch_losses(self) -> list[float]:
+        """The official mean training loss of each epoch."""
+        losses, bounds = self.arrays["losses"], [0, *self.epoch_steps]
+        return [float(losses[a:b].mean()) for a, b in zip(bounds, bounds[1:], strict=False)]
+
+
+def write_store(rec: Recording, root: Path) -> Path:
+    """A vse_ray data folder holding the recording's train and dev splits (dev as val)."""
+    data = rec.group("data")
+    vocab_file = root / "released_vocab.json"
+    root.mkdir(parents=True)
+    vocab_file.write_text(str(data["vocab_json"]))
+    vocab = read_vocab_file(vocab_file)
+    tokenize = ReleasedTokenizer()
+    first_image = first_caption = 0
+    for prefix, split in SPLITS.items():
+        features = data[f"{prefix}_ims"]
+        texts = str(data[f"{prefix}_caps"]).splitlines()
+        n_images, n_captions = len(features), len(texts)
+        assert n_captions == CAPTIONS_PER_IMAGE * n_images
+        image_ids = np.arange(first_image, first_image + n_images, dtype=np.int64)
+        captions = pa.table(
+            {
+                "caption_id": np.arange(first_caption, first_caption + n_captions, dtype=np.int64),
+                "image_id": np.repeat(image_ids, CAPTIONS_PER_IMAGE),
+                "split": [split] * n_captions,
+                "text": texts,
+                "tokens": pa.array([encode(tokenize(t), vocab) for t in texts], type=pa.list_(pa.int32())),
+            }
+        )
+        for kind in ("features", "captions"):
+            (root / kind / f"split={split}").mkdir(parents=True)
+        table = region_table(image_ids, split, features, "float32")
+        with pa.ipc.new_file(root / "features" / f"split={split}" / "part-00000000.arrow", table.schema) as w:
+            w.write_table(table.combine_chunks(), max_chunksize=n_images)
+        pq.write_table(captions, root / "captions" / f"split={split}" / "part-0.parquet")
+        first_image, first_caption = first_image + n_images, first_caption + n_captions
+    (root / "vocab.json").write_text(json.dumps(vocab))
+    regions, dim = data["train_ims"].shape[1:]
+    dims = {"feature": int(dim), "feature_shape": [int(regions), int(dim)], "regions": int(regions)}
+    manifest = {**describe_folder(root), "dataset": "replay", "dims": dims, "vocab_size": len(vocab)}
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    return root
+
+
+class ReplayBatches:
+    """The recorded batches in their order, each caption row with the regions its image kept."""
+
+    def __init__(self, rec: Recording, table: pa.Table) -> None:
+        self.rec = rec
+        self.columns = {name: table[name].to_numpy(zero_copy_only=False) for name in table.column_names}
+        # official caption index = line of train_caps.txt = vse_ray caption_id of the train split
+        self.row_of = {int(c): i for i, c in enumerate(self.columns["caption_id"])}
+        self.fed: list[dict[str, np.ndarray]] = []
+
+    def epoch_batches(self, epoch: int) -> Iterator[dict[str, Any]]:
+        bounds = [0, *self.rec.epoch_steps]
+        for step in range(bounds[epoch - 1], bounds[epoch]):
+            drawn = self.rec.group(f"step{step}")
+            rows = np.array([self.row_of[int(i)] for i in drawn["ids"]])
+            batch = {name: column[rows] for name, column in self.columns.items()}
+            self.fed.append(
+                {"tokens": batch["tokens"], "official": drawn["tokens"], "lengths": drawn["lengths"]}
+            )
+            yield {**batch, "region_keep": list(drawn["keep"])}
+
+
+def replay_config(rec: Recording, data_dir: Path, output_dir: Path) -> TrainConfig:
+    """The recorded run's settings as vse_ray training options."""
+    meta = rec.meta
+    return TrainConfig(
+        data_dir=str(data_dir),
+        model="vse_inf",
+        model_params={"region_drop": 0.2},
+        loss="vsepp",
+        loss_params={"margin": 0.2},
+        warmup_loss="vse0",
+        warmup_params={"margin": 0.2},
+        warmup_epochs=1,
+        epochs=int(meta["epochs"]),
+        batch_size=128,
+        optimizer="adam" if meta["adam"] else "adamw",
+        lr=float(meta["lr"]),
+        weight_decay=0.0 if meta["adam"] else 0.01,  # torch's AdamW default, which the official code keeps
+        grad_clip=2.0,
+        negatives="diagonal",
+        word_dim=int(meta["word_dim"]),
+        embed_dim=int(meta["embed"]),
+        output_dir=str(output_dir),
+    ).validate()
+
+
+def official_start(rec: Recording, cfg: TrainConfig, model_args: dict[str, Any]) -> dict[str, Any]:
+    """The epoch-0 state of a run from the official initial weights (its `<mask>` embedding row, unused
+    without caption augmentation, left out), with a fresh optimiser and schedule."""
+    model = build_model(cfg.model, **model_args)
+    state = model.state_dict()
+    for name, value in rec.group("init").items():
+        key = official_names.VSE_INF_BIGRU.ours(name)
+        if key is not None:
+            state[key] = torch.from_numpy(value[: len(state[key])] if value.ndim else value)
+    model.load_state_dict(state)
+    optimizer, scheduler = build_optimizer(cfg, model)
+    return {
+        "epoch": 0,
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "scheduler": scheduler.state_dict(),
+        "history": [],
+    }
