@@ -110,7 +110,8 @@ def write_tiny_store(root: Path, seed: int = 0, regions: int | None = None, dtyp
                 "split": [split] * n_caps,
                 "text": texts,
                 "tokens": pa.array(
-                    [[2, *(vocab[w] for w in t.split()), 3] for t in texts], type=pa.list_(pa.int32())
+                    [[vocab["<start>"], *(vocab[w] for w in t.split()), vocab["<end>"]] for t in texts],
+                    type=pa.list_(pa.int32()),
                 ),
                 "sbert": pa.FixedSizeListArray.from_arrays(pa.array(sbert.ravel()), SBERT_DIM),
                 "svd": pa.FixedSizeListArray.from_arrays(pa.array(svd.ravel()), SVD_DIM),

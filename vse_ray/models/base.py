@@ -71,6 +71,9 @@ class RetrievalModel(nn.Module):
     input_layouts: ClassVar[tuple[str, ...]] = ()
     # TrainConfig fields passed to the constructor as keywords of the same name (besides model_params).
     config_fields: ClassVar[tuple[str, ...]] = ()
+    # Constructor keywords given the id of a token of the data's vocabulary ({keyword: token}): a released
+    # vocabulary numbers the special tokens otherwise than vse_ray's own.
+    vocab_ids: ClassVar[dict[str, str]] = {}
     # Parameter-name prefixes left out of gradient-norm clipping (as a reference code clips them).
     unclipped: ClassVar[tuple[str, ...]] = ()
     # Whether the training forward may return a `TrainingOutput` with terms of the model's own: the epoch's

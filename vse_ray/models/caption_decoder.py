@@ -18,18 +18,16 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from vse_ray.data.precompute.vocab import END
 
-
-def caption_targets(tokens: Tensor, lengths: Tensor, max_len: int) -> tuple[Tensor, Tensor]:
+def caption_targets(tokens: Tensor, lengths: Tensor, max_len: int, end_id: int) -> tuple[Tensor, Tensor]:
     """Teacher-forcing targets of captions stored as ``<start> w1 ... wn <end>`` ids: (B, T + 1) ids y and
     a (B, T + 1) float mask m, with T the decoding steps any caption needs.
 
     As the reference data loader: a caption longer than `max_len` tokens keeps its first `max_len` with the
-    last replaced by ``<end>``; y is zero-padded, and m covers the n kept tokens and the first padding
-    position after them (the decoder also learns to emit padding after ``<end>``). The decoder runs
-    `max_len` - 1 steps there; the steps after every caption's last masked target add nothing to the loss
-    or its gradient, so they are not run."""
+    last replaced by ``<end>`` (`end_id`, as the data's vocabulary numbers it); y is zero-padded, and m
+    covers the n kept tokens and the first padding position after them (the decoder also learns to emit
+    padding after ``<end>``). The decoder runs `max_len` - 1 steps there; the steps after every caption's
+    last masked target add nothing to the loss or its gradient, so they are not run."""
     kept = lengths.clamp(max=max_len)
     steps = min(max_len - 1, int(kept.max()))
     positions = torch.arange(steps + 1, device=tokens.device)
@@ -39,7 +37,7 @@ def caption_targets(tokens: Tensor, lengths: Tensor, max_len: int) -> tuple[Tens
     labels = labels * (positions[None, :] < kept[:, None])
     if steps + 1 >= max_len:
         cut = lengths > max_len
-        labels[cut, max_len - 1] = END
+        labels[cut, max_len - 1] = end_id
     mask = (positions[None, :] <= kept[:, None]).to(torch.float32)
     return labels, mask
 
@@ -50,6 +48,8 @@ class CaptionDecoder(nn.Module):
     Args:
         vocab_size: Caption vocabulary size (the decoder's output classes).
         region_dim: Width E of the reasoned regions.
+        end_id: Id of ``<end>`` in the captions' vocabulary (vse_ray's own: 3; a released one: 2), the last
+            target of a caption cut at `max_len`.
         hidden_dim: Hidden size H of both GRUs (512 in the reference code).
         word_dim: Size of the decoder's word embeddings (300).
         max_len: Longest target sequence, ``<start>`` and ``<end>`` included (60).
@@ -60,6 +60,7 @@ class CaptionDecoder(nn.Module):
         self,
         vocab_size: int,
         region_dim: int,
+        end_id: int,
         hidden_dim: int = 512,
         word_dim: int = 300,
         max_len: int = 60,
@@ -68,7 +69,7 @@ class CaptionDecoder(nn.Module):
         super().__init__()
         if max_len < 2:
             raise ValueError(f"max_len must be >= 2 (<start> and one target), got {max_len}")
-        self.max_len = max_len
+        self.max_len, self.end_id = max_len, end_id
         self.region_fc = nn.Linear(region_dim, hidden_dim)
         self.region_rnn = nn.GRU(hidden_dim, hidden_dim, batch_first=True)
         self.embed = nn.Embedding(vocab_size, word_dim)
@@ -97,9 +98,13 @@ class CaptionDecoder(nn.Module):
             states.append(output)
         return F.log_softmax(self.out(torch.cat(states, dim=1)), dim=2)
 
+    def targets(self, tokens: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor]:
+        """Teacher-forcing targets and mask of captions (B, L) with lengths (B,): :func:`caption_targets`."""
+        return caption_targets(tokens, lengths, self.max_len, self.end_id)
+
     def loss(self, regions: Tensor, tokens: Tensor, lengths: Tensor) -> Tensor:
         """Caption-generation loss L_G of captions (B, L) with lengths (B,) given their images' regions."""
-        labels, mask = caption_targets(tokens, lengths, self.max_len)
+        labels, mask = self.targets(tokens, lengths)
         logprobs = self(regions, labels)
         target_logp = logprobs.gather(2, labels[:, 1:, None]).squeeze(2)
         return -(target_logp * mask[:, 1:]).sum() / tokens.shape[0]

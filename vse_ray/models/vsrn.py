@@ -21,9 +21,11 @@ Matching", ICCV 2019), an embedding model whose image side reasons over region f
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import ClassVar
 
 from torch import Tensor, nn
 
+from vse_ray.data.precompute.vocab import END
 from vse_ray.models.base import RetrievalModel
 from vse_ray.models.caption_decoder import CaptionDecoder
 from vse_ray.models.normalize import l2_normalize
@@ -90,11 +92,14 @@ class VSRNModel(RetrievalModel):
         caption_word_dim: Word embedding size of the caption decoder (300).
         max_len: Longest caption the decoder learns, ``<start>`` and ``<end>`` included (60).
         caption_dropout: Dropout inside the caption decoder (0.2).
+        end_id: Id of ``<end>`` in the data's vocabulary, which training passes (`vocab_ids`); a released
+            vocabulary numbers it 2, vse_ray's own 3 (the default).
     """
 
     kind = "embedding"
     feature_layout = "regions"
     own_loss_terms = True
+    vocab_ids: ClassVar[dict[str, str]] = {"end_id": "<end>"}
 
     def __init__(
         self,
@@ -109,6 +114,7 @@ class VSRNModel(RetrievalModel):
         caption_word_dim: int = 300,
         max_len: int = 60,
         caption_dropout: float = 0.2,
+        end_id: int = END,
     ):
         super().__init__()
         if caption_weight < 0:
@@ -117,7 +123,9 @@ class VSRNModel(RetrievalModel):
         self.text_encoder = GRUTextEncoder(vocab_size, word_dim, embed_dim)
         self.caption_weight = caption_weight
         self.captioner = (
-            CaptionDecoder(vocab_size, embed_dim, caption_hidden, caption_word_dim, max_len, caption_dropout)
+            CaptionDecoder(
+                vocab_size, embed_dim, end_id, caption_hidden, caption_word_dim, max_len, caption_dropout
+            )
             if caption_weight > 0
             else None
         )

@@ -1,7 +1,8 @@
 """Checkpoints of the authors' released code converted into vse_ray checkpoints, one recipe per format.
 
 Every released training script saves ``{'epoch', 'model': [one state dict per part], 'best_rsum', 'opt',
-'Eiters'}``, ``opt`` being its ``argparse.Namespace``. A :class:`ReleasedFormat` names the parts, how their
+'Eiters'}``, ``opt`` being its ``argparse.Namespace``; VSE∞'s wraps each part in ``nn.DataParallel`` first, so
+every name of its state dicts starts with ``module.``. A :class:`ReleasedFormat` names the parts, how their
 parameter names read in vse_ray (:mod:`vse_ray.models.official_names`) and how ``opt`` gives the vse_ray
 model's constructor keywords; :func:`import_released` does the rest alike for every format: it refuses, in
 one line naming the file, another format, a truncated file, options without a vse_ray counterpart and
@@ -26,6 +27,7 @@ from vse_ray.official.torch_file import load_torch_file
 from vse_ray.tracking.checkpoint import save_checkpoint
 from vse_ray.train.config import TrainConfig
 
+DATA_PARALLEL = "module."  # what nn.DataParallel puts before every name of the module it wraps
 SHARED_ARGS = ("vocab_size", "feature_dim", "word_dim", "embed_dim")
 # Released training options kept in the imported run's TrainConfig (released name, vse_ray name).
 TRAINING_OPTIONS = (
@@ -173,7 +175,15 @@ def _parts(fmt: ReleasedFormat, path: Path, raw: Any) -> tuple[dict[str, dict], 
         kinds = [type(s).__name__ for s in model]
         hint = {2: " (VSE++, VSE∞ or SCAN?)", 3: " (SGRAF?)"}.get(len(model), "")
         raise ValueError(f"checkpoint {path}: {expected}, found 'model' = {kinds}{hint}")
-    return dict(zip(fmt.parts, model, strict=True)), opt
+    return {part: without_data_parallel(state) for part, state in zip(fmt.parts, model, strict=True)}, opt
+
+
+def without_data_parallel(state: dict[str, Any]) -> dict[str, Any]:
+    """The state dict of a part saved inside ``nn.DataParallel`` under the part's own names (the leading
+    ``module.`` of every name removed); a state dict saved unwrapped as it is."""
+    if state and all(isinstance(k, str) and k.startswith(DATA_PARALLEL) for k in state):
+        return {k.removeprefix(DATA_PARALLEL): v for k, v in state.items()}
+    return state
 
 
 def _renamed(

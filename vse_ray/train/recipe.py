@@ -104,6 +104,7 @@ def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **
         "cnn",
         "cnn_weights",
         *cls.config_fields,
+        *cls.vocab_ids,
     )
     own = [name for name in inspect.signature(cls.__init__).parameters if name not in shared]
     _check_params(f"{path} train", "model_params", cfg.model_params, own)

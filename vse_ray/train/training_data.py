@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow as pa
 
 from vse_ray.data.precompute.vocab import MASK
-from vse_ray.data.store.readers import load_captions, load_vocab
+from vse_ray.data.store.readers import VOCAB_FILE, load_captions, load_vocab
 from vse_ray.data.store.split_data import ImageStore, SplitData, load_image_store, load_split
 from vse_ray.models import model_class
 from vse_ray.relevance import CiderDocFreq
@@ -22,17 +22,23 @@ from vse_ray.train.model_input import check_model_input, check_same_image_shape
 from vse_ray.train.train_captions import select_train_captions
 
 
-def model_args(cfg: TrainConfig, vocab_size: int, feature_dim: int) -> dict[str, Any]:
+def model_args(cfg: TrainConfig, vocab: dict[str, int], vocab_size: int, feature_dim: int) -> dict[str, Any]:
     """Constructor keywords of `cfg.model` (stored in checkpoints so evaluation rebuilds the same model):
-    the shared sizes, the TrainConfig fields the model declares in `config_fields`, a CNN to fine-tune when
-    `cfg.finetune`, then `cfg.model_params`."""
+    the shared sizes, the TrainConfig fields the model declares in `config_fields`, the ids of the tokens it
+    declares in `vocab_ids` as the data's `vocab` numbers them, a CNN to fine-tune when `cfg.finetune`, then
+    `cfg.model_params`."""
     cls = model_class(cfg.model)
+    lacking = [token for token in cls.vocab_ids.values() if token not in vocab]
+    if lacking:
+        path = Path(cfg.data_dir) / VOCAB_FILE
+        raise ValueError(f"{path}: no {lacking[0]!r}, which model '{cfg.model}' needs")
     args: dict[str, Any] = {
         "vocab_size": vocab_size,
         "feature_dim": feature_dim,
         "word_dim": cfg.word_dim,
         "embed_dim": cfg.embed_dim,
         **{name: getattr(cfg, name) for name in cls.config_fields},
+        **{name: vocab[token] for name, token in cls.vocab_ids.items()},
     }
     if cfg.finetune:
         args.update(cnn=cfg.cnn, cnn_weights=cfg.cnn_weights)
@@ -87,7 +93,7 @@ class TrainingData:
                 raise ValueError(f"{df_path}: missing; loss '{cfg.loss}' needs the train CIDEr doc freqs")
             doc_freq = CiderDocFreq.from_dict(json.loads(df_path.read_text()))
         return cls(
-            model_args=model_args(cfg, vocab_size, 0 if images.raw else int(images.values.shape[-1])),
+            model_args=model_args(cfg, vocab, vocab_size, 0 if images.raw else int(images.values.shape[-1])),
             train_images=images,
             train_captions=captions if with_captions else None,
             val=val,

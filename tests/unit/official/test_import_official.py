@@ -18,6 +18,7 @@ from tests.support import tiny_store
 from vse_ray.cli.main import app
 from vse_ray.evaluation.evaluate import CHECKPOINT_EXPERIMENT
 from vse_ray.models import rebuild_model
+from vse_ray.official.released import DATA_PARALLEL, without_data_parallel
 from vse_ray.official.torch_file import load_torch_file
 from vse_ray.tracking import metric_keys, resolve_tracking_uri
 from vse_ray.tracking.checkpoint import load_checkpoint
@@ -104,9 +105,31 @@ def test_official_names_round_trip():
         fmt = FORMATS[case.split("_i2t")[0].removesuffix("_saf")]
         parts = load_torch_file(FIXTURES / checkpoint)["model"]
         for part, tensors in zip(fmt.parts, parts, strict=True):
-            for name in tensors:
+            for name in without_data_parallel(tensors):
                 key = fmt.names.ours(f"{part}.{name}")
                 assert key is None or fmt.names.official(key) == f"{part}.{name}", (case, name)
+
+
+@pytest.mark.parametrize("fmt", ["vse_infty_bigru", "vse_infty_bert"])
+def test_data_parallel_prefix_is_optional(tmp_path, fmt):
+    """VSE∞'s train.py saves its encoders inside nn.DataParallel (every name starts with 'module.', as in the
+    BERT fixture); a file saved without the wrapper (the BiGRU fixture) imports to the same model."""
+    checkpoint = FIXTURES / RELEASED_FILES[fmt][0]
+    raw = load_torch_file(checkpoint)
+    wrapped = all(k.startswith(DATA_PARALLEL) for part in raw["model"] for k in part)
+    assert wrapped == (fmt == "vse_infty_bert")
+    raw["model"] = [
+        without_data_parallel(part) if wrapped else {DATA_PARALLEL + k: v for k, v in part.items()}
+        for part in raw["model"]
+    ]
+    torch.save(raw, tmp_path / "resaved.pth")
+    extra = ["--format", fmt, *(["--bert-path", str(_tiny_bert(tmp_path / "bert"))] if wrapped else [])]
+    for source, output in ((checkpoint, "original"), (tmp_path / "resaved.pth", "resaved")):
+        result = _import(source, tmp_path / output, *extra)
+        assert result.exit_code == 0, result.output
+    original, resaved = (load_checkpoint(tmp_path / name)["model"] for name in ("original", "resaved"))
+    assert list(original) == list(resaved)
+    assert all(torch.equal(original[k], resaved[k]) for k in original)
 
 
 def _data_of_vocab_size(tmp_path, monkeypatch, size: int) -> Path:

@@ -10,22 +10,26 @@ import pytest
 import torch
 
 from tests.parity.vsrn_names import vsrn_name
-from vse_ray.data.precompute.vocab import END, START
+from tests.support import tiny_store
+from vse_ray.data.precompute.official_vocab import SPECIALS
+from vse_ray.data.precompute.vocab import END, START, encode
 from vse_ray.models import build_model
 from vse_ray.models.caption_decoder import caption_targets
 from vse_ray.models.training_output import TrainingOutput
+from vse_ray.train.training_data import TrainingData
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-FIXTURE = Path(__file__).parents[2] / "fixtures" / "official" / "vsrn_forward.npz"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "official"
+FIXTURE = FIXTURES / "vsrn_forward.npz"
 TOL = 1e-5
 
 
-def _official_model(variant: str) -> tuple[torch.nn.Module, dict[str, np.ndarray]]:
+def _official_model(variant: str, end_id: int = END) -> tuple[torch.nn.Module, dict[str, np.ndarray]]:
     """vse_ray's VSRN with the weights the official code was run with (see the fixtures' README)."""
     with np.load(FIXTURE) as data:
         arrays = {k: data[k] for k in data.files}
     sizes = json.loads(str(arrays["meta"]))["sizes"]
-    model = build_model("vsrn", variant=variant, caption_dropout=0.0, **sizes)
+    model = build_model("vsrn", variant=variant, caption_dropout=0.0, end_id=end_id, **sizes)
     state = model.state_dict()
     prefix = f"{variant}/weights/"
     weights = {vsrn_name(k.removeprefix(prefix)): v for k, v in arrays.items() if k.startswith(prefix)}
@@ -66,9 +70,56 @@ def test_caption_targets_follow_the_reference_loader() -> None:
     tokens = torch.zeros(3, 7, dtype=torch.int64)
     for i, r in enumerate(rows):
         tokens[i, : len(r)] = torch.tensor(r)
-    labels, mask = caption_targets(tokens, lengths, max_len)
+    labels, mask = caption_targets(tokens, lengths, max_len, END)
     assert labels.tolist() == [[START, 7, 8, END, 0], [START, 7, 8, 9, END], [START, END, 0, 0, 0]]
     assert mask.tolist() == [[1, 1, 1, 1, 1], [1, 1, 1, 1, 1], [1, 1, 1, 0, 0]]
+
+
+def test_caption_targets_of_a_released_vocabulary_match_the_official_code() -> None:
+    """Captions encoded with a released vocabulary (<pad> 0, <start> 1, <end> 2, <unk> 3): the official
+    loader's labels and masks, and the official caption loss on the official reasoned regions."""
+    with np.load(FIXTURES / "vsrn_released_vocab.npz") as data:
+        fx = {k: data[k] for k in data.files}
+    vocab = json.loads(str(fx["vocab_json"]))
+    assert [vocab[t] for t in SPECIALS] == [0, 1, 2, 3]
+    for caption, length, row in zip(fx["captions"], fx["lengths"], fx["tokens"], strict=True):
+        assert encode(str(caption), vocab).tolist() == row[:length].tolist()
+    model, forward = _official_model("f30k", end_id=vocab["<end>"])
+    tokens, lengths = torch.from_numpy(fx["tokens"]), torch.from_numpy(fx["lengths"])
+    labels, mask = model.captioner.targets(tokens, lengths)
+    steps = labels.shape[1]
+    assert labels.tolist() == fx["labels"][:, :steps].tolist() and not fx["masks"][:, steps + 1 :].any()
+    assert mask.tolist() == fx["masks"][:, :steps].tolist()
+    with torch.no_grad():
+        loss = model.captioner.loss(torch.from_numpy(forward["regions"]), tokens, lengths).item()
+    diff = abs(loss - float(fx["caption_loss"]))
+    print(f"\nvsrn released-vocabulary caption loss {loss:.6f}, max |diff| {diff:.1e}")
+    assert diff < TOL * abs(loss)
+
+
+def test_training_gives_vsrn_the_end_id_of_the_data(tmp_path, monkeypatch) -> None:
+    """Data precomputed with a released vocabulary keeps its ids: the VSRN that training builds from it ends
+    a cut caption's target with that vocabulary's <end> (2), not vse_ray's own (3, a released <unk>)."""
+    words = [w for w in tiny_store._vocab() if w not in SPECIALS]
+    released = {w: i for i, w in enumerate((*SPECIALS, *words))}
+    monkeypatch.setattr(tiny_store, "_vocab", lambda: released)
+    data_dir = tiny_store.write_tiny_store(tmp_path / "released", regions=3)
+    params = {"max_len": 5, "caption_hidden": 4, "caption_word_dim": 4}
+    cfg = tiny_store.tiny_config(data_dir, tmp_path / "out", model="vsrn", model_params=params)
+    data = TrainingData.load(cfg, None)
+    assert data.model_args["end_id"] == released["<end>"] == 2
+    model = build_model("vsrn", **data.model_args)
+    stored = data.train_captions.column("tokens").to_pylist()
+    longest = max(map(len, stored))
+    tokens = torch.tensor([t for t in stored if len(t) == longest][:3])
+    assert longest > params["max_len"] and released["<end>"] not in tokens[:, :-1]
+    labels, _ = model.captioner.targets(tokens, torch.full((len(tokens),), longest))
+    assert labels[:, 0].tolist() == [released["<start>"]] * len(tokens)
+    assert labels[:, params["max_len"] - 1].tolist() == [released["<end>"]] * len(tokens)
+
+    (data_dir / "vocab.json").write_text(json.dumps({k: v for k, v in released.items() if k != "<end>"}))
+    with pytest.raises(ValueError, match=r"vocab.json: no '<end>', which model 'vsrn' needs"):
+        TrainingData.load(cfg, None)
 
 
 def test_caption_term_comes_with_the_similarities_in_training_only() -> None:

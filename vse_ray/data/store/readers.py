@@ -117,7 +117,8 @@ def load_relevance(data_dir: str, split: str, source: str, chunk_rows: int = 256
 
 
 def load_vocab(data_dir: str) -> dict:
-    """``{word: id}`` of ``vocab.json`` (0=<pad>, 1=<unk>, 2=<start>, 3=<end>)."""
+    """``{word: id}`` of ``vocab.json`` (vse_ray's own: 0=<pad>, 1=<unk>, 2=<start>, 3=<end>; a released
+    vocabulary given to precompute keeps its ids: 0=<pad>, 1=<start>, 2=<end>, 3=<unk>)."""
     path = Path(data_dir) / VOCAB_FILE
     if not path.is_file():
         raise ValueError(f"{path} does not exist: run `vse-ray precompute --out {data_dir}` first")
