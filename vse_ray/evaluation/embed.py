@@ -39,8 +39,9 @@ def split_similarities(
     """`model.score` of every image × caption of the split: (n_images, n_captions) float32.
 
     Each side is encoded once (``batch_size`` rows at a time), the captions as ``model.caption_ids`` gives
-    them. Embedding models score (batch_size × all captions) blocks; similarity models, whose score is a
-    learned function of each pair, go through ``score_matrix`` in memory-bounded ``block`` = (images,
+    them (through ``model.encode_caption_split`` when the model encodes them with the split in view).
+    Embedding models score (batch_size × all captions) blocks; similarity models, whose score is a learned
+    function of each pair, go through ``score_matrix`` in memory-bounded ``block`` = (images,
     captions) blocks (None: sized automatically), a block that cannot fit being refused before anything is
     encoded.
     """
@@ -58,12 +59,12 @@ def split_similarities(
             for s in range(0, n_img, batch_size)
         ]
     )
-    txt, lengths = [], []
-    for s in range(0, n_cap, batch_size):
-        tokens, length = pad_tokens(caption_ids[s : s + batch_size])
-        txt.append(model.encode_captions(tokens.to(device), length.to(device)))
-        lengths.append(length.to(device))
-    txt_all, len_all = _pad_words(txt), torch.cat(lengths)
+    padded = (pad_tokens(caption_ids[s : s + batch_size]) for s in range(0, n_cap, batch_size))
+    batches = [(tokens.to(device), length.to(device)) for tokens, length in padded]
+    txt_all = model.encode_caption_split(img, batches)
+    if txt_all is None:
+        txt_all = _pad_words([model.encode_captions(tokens, length) for tokens, length in batches])
+    len_all = torch.cat([length for _, length in batches])
     if model.kind == "similarity":
         sims = score_matrix(model, img, txt_all, len_all, block, device, progress)
         model.train(was_training)

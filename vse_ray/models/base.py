@@ -74,8 +74,9 @@ class RetrievalModel(nn.Module):
     # Constructor keywords given the id of a token of the data's vocabulary ({keyword: token}): a released
     # vocabulary numbers the special tokens otherwise than vse_ray's own.
     vocab_ids: ClassVar[dict[str, str]] = {}
-    # Parameter-name prefixes left out of gradient-norm clipping (as a reference code clips them).
-    unclipped: ClassVar[tuple[str, ...]] = ()
+    # Parameter-name prefixes left out of gradient-norm clipping (as a reference code clips them); a model
+    # may set it per instance (CVSE's readings differ).
+    unclipped: tuple[str, ...] = ()
     # Whether the training forward may return a `TrainingOutput` with terms of the model's own: the epoch's
     # loss is then more than the run's loss, whose collapse value says nothing about it.
     own_loss_terms: ClassVar[bool] = False
@@ -127,6 +128,12 @@ class RetrievalModel(nn.Module):
     def caption_space(self) -> CaptionSpace | None:
         """The ids `caption_ids` gives when the model derives its own (what caption augmentation draws
         from); None: the stored vocabulary ids, augmented over the data's vocabulary."""
+        return None
+
+    def encode_caption_split(self, img: Tensor, batches: Sequence[tuple[Tensor, Tensor]]) -> Tensor | None:
+        """The caption representations of a whole evaluation split when their encoding reads the split itself
+        (CVSE's released label completion): `img` the split's encoded images, `batches` its (tokens, lengths)
+        in split order. None (the default): each batch goes through `encode_captions` on its own."""
         return None
 
     def score(self, img_repr: Tensor, txt_repr: Tensor, txt_lengths: Tensor | None = None) -> Tensor:

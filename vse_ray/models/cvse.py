@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -16,9 +16,11 @@ from vse_ray.data.precompute.concepts import (
     concept_adjacency,
     concepts_of_split,
 )
+from vse_ray.data.precompute.lemmas import NounLemmatizer, load_noun_lemmatizer
 from vse_ray.data.store.readers import load_vocab
 from vse_ray.losses import make_loss
 from vse_ray.models.cross_attention import l2_normalize, length_mask
+from vse_ray.models.cvse_completion import complete_labels, completion_neighbours
 from vse_ray.models.cvse_modules import (
     ConceptGCN,
     ConsensusLevel,
@@ -29,6 +31,13 @@ from vse_ray.models.region_input import check_region_features
 from vse_ray.models.region_word import RegionWordModel
 from vse_ray.models.sgraf_modules import VisualSelfAttention
 from vse_ray.models.training_output import TrainingOutput
+
+# The two released codes of CVSE (docs/cvse.md): the copy inside SAM's code
+# (AndresPMD/semantic_adaptive_margin) and the authors' own (BruceW91/CVSE).
+READINGS = ("sam_copy", "released")
+TRAIN_ALPHA = {"sam_copy": 0.75, "released": 0.85}
+RELEASED_EVAL_ALPHA = {"f30k": 0.85, "coco": 0.9}  # evaluation.py's fuse weight per dataset
+RELEASED_FUSED_SCORE = 0.95  # released score: 0.95 · fused cosine + 0.05 · consensus cosine
 
 
 class CVSEModel(RegionWordModel):
@@ -42,6 +51,17 @@ class CVSEModel(RegionWordModel):
       weighted by it. A caption mixes in its concept labels (the concept words it holds) with `label_ratio`.
     - Fusion (Sec. 3.4): l2norm(α · instance + (1 - α) · consensus), α = `fuse_alpha`; retrieval scores the
       fused vectors by cosine.
+
+    Two readings (`reading`) of the released code differ in fusion and evaluation (docs/cvse.md):
+
+    - ``sam_copy`` (SAM's copy): α = 0.75 in training and evaluation; a caption's labels are the concept
+      words it holds; retrieval scores the fused vectors by cosine.
+    - ``released`` (BruceW91/CVSE): α = 0.85 in training and 0.85 (Flickr30K) or 0.9 (MS-COCO,
+      `eval_dataset`) at evaluation; a caption's labels are the concepts with the WordNet lemma of one of its
+      words; evaluation completes each caption's labels from its neighbours
+      (`vse_ray.models.cvse_completion`), encodes it again and scores 0.95 · fused cosine + 0.05 ·
+      consensus cosine. `encode_images` and `encode_captions` then give [fused, consensus] rows (B, 2E).
+      The gradient clipping takes in the GCN too.
 
     Training (Sec. 3.5, the released weights): the run's loss on the fused similarities × `fused_weight`
     (3), plus VSE++ ranking losses (max of hinges, margin `rank_margin`, only the pair's own column is
@@ -61,7 +81,11 @@ class CVSEModel(RegionWordModel):
         n_regions: regions per image (the visual self-attention's batch norm has one channel per region).
         dropout: of the word embeddings and the self-attention branches (0.4).
         label_ratio: weight r of a caption's concept labels in its concept distribution (0.35).
-        fuse_alpha: α of the fusion (0.75).
+        fuse_alpha: α of the fusion in training (None: the reading's, 0.75 or 0.85); the sam_copy reading
+            evaluates with it too.
+        reading: "sam_copy" or "released" (above).
+        eval_dataset: "f30k" or "coco": the released reading's evaluation α and label-completion rule.
+        wordnet: WordNet database folder for the released reading's lemmas ("": nltk's data).
         fused_weight, instance_weight, consensus_weight, kl_weight, rank_margin: the training loss above.
     """
 
@@ -69,7 +93,6 @@ class CVSEModel(RegionWordModel):
     feature_layout: ClassVar[str] = "regions"
     own_loss_terms: ClassVar[bool] = True
     config_fields: ClassVar[tuple[str, ...]] = ("data_dir", "concept_vectors")
-    unclipped: ClassVar[tuple[str, ...]] = ("gcn.",)  # the released step clips every module but the GCN
     adjacency: Tensor  # (K, K) normalised concept graph
     concept_inputs: Tensor  # (K, concept_dim) concept input vectors
     token_concepts: Tensor  # (vocab_size,) concept index of each token id, -1: none
@@ -89,20 +112,29 @@ class CVSEModel(RegionWordModel):
         n_regions: int = 36,
         dropout: float = 0.4,
         label_ratio: float = 0.35,
-        fuse_alpha: float = 0.75,
+        fuse_alpha: float | None = None,
         fused_weight: float = 3.0,
         instance_weight: float = 5.0,
         consensus_weight: float = 1.0,
         kl_weight: float = 2.0,
         rank_margin: float = 0.2,
+        reading: str = "sam_copy",
+        eval_dataset: str = "f30k",
+        wordnet: str = "",
     ) -> None:
+        _check_reading(reading, eval_dataset)
         super().__init__(vocab_size, feature_dim, word_dim, embed_dim, True, dropout, n_regions)
+        self.reading, self.eval_dataset = reading, eval_dataset
+        # SAM's copy leaves the GCN out of gradient clipping; BruceW91/CVSE clips every module.
+        self.unclipped = ("gcn.",) if reading == "sam_copy" else ()
         self.image_attention = VisualSelfAttention(embed_dim, n_regions, dropout)
         self.text_attention = GuidedTextSelfAttention(embed_dim, dropout)
         self.gcn = ConceptGCN(concept_dim, embed_dim)
         self.image_consensus = ConsensusLevel(embed_dim)
         self.text_consensus = ConsensusLevel(embed_dim)
-        self.label_ratio, self.fuse_alpha = label_ratio, fuse_alpha
+        self.label_ratio = label_ratio
+        self.fuse_alpha = TRAIN_ALPHA[reading] if fuse_alpha is None else fuse_alpha
+        self.eval_alpha = RELEASED_EVAL_ALPHA[eval_dataset] if reading == "released" else self.fuse_alpha
         self.term_weights = {
             "instance_rank": instance_weight,
             "consensus_rank": consensus_weight,
@@ -110,8 +142,9 @@ class CVSEModel(RegionWordModel):
         }
         self.fused_weight = fused_weight
         self.rank_loss = make_loss("vsepp", margin=rank_margin)
+        lemmatizer = load_noun_lemmatizer(wordnet) if reading == "released" and data_dir else None
         graph, token_concepts, vectors = _concept_inputs(
-            data_dir, concepts, concept_vectors, n_concepts, concept_dim, vocab_size
+            data_dir, concepts, concept_vectors, n_concepts, concept_dim, vocab_size, lemmatizer
         )
         adjacency = concept_adjacency(graph.counts, graph.cooccurrence) if graph else np.identity(n_concepts)
         self.register_buffer("adjacency", normalized_adjacency(adjacency))
@@ -124,11 +157,18 @@ class CVSEModel(RegionWordModel):
         concepts: str = "",
         concept_vectors: str = "",
         n_concepts: int = DEFAULT_CONCEPTS,
+        reading: str = "sam_copy",
+        eval_dataset: str = "f30k",
+        wordnet: str = "",
         **_: object,
     ) -> None:
-        """Before training starts: the concept graph is read (ValueError naming the file, or the concept
-        count the data cannot give) and the concept vectors' file exists."""
+        """Before training starts: the reading is known, the concept graph is read (ValueError naming the
+        file, or the concept count the data cannot give), the concept vectors' file exists and the released
+        reading finds WordNet."""
+        _check_reading(reading, eval_dataset)
         _concept_graph(data_dir, concepts, n_concepts)
+        if reading == "released" and data_dir:
+            load_noun_lemmatizer(wordnet)
         if concept_vectors and not Path(concept_vectors).is_file():
             raise FileNotFoundError(f"concept_vectors {concept_vectors}: no such file")
 
@@ -150,25 +190,61 @@ class CVSEModel(RegionWordModel):
         consensus, scores = self.image_consensus(instance, self.concepts())
         return instance, consensus, scores
 
-    def caption_levels(self, tokens: Tensor, lengths: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-        """(B, L) tokens, (B,) lengths → instance, consensus vectors (B, E), concept distribution (B, K)."""
+    def caption_levels(
+        self, tokens: Tensor, lengths: Tensor, labels: Tensor | None = None
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """(B, L) tokens, (B,) lengths → instance, consensus vectors (B, E), concept distribution (B, K);
+        the caption's concept `labels` (B, K) default to `caption_labels`."""
         words = self.text_encoder(tokens, lengths)
         instance = self.text_attention(words, length_mask(lengths.to(words.device), words.shape[1]))
-        labels = self.caption_labels(tokens[:, : words.shape[1]], lengths)
+        if labels is None:
+            labels = self.caption_labels(tokens[:, : words.shape[1]], lengths)
         consensus, scores = self.text_consensus(instance, self.concepts(), labels, self.label_ratio)
         return instance, consensus, scores
 
-    def fuse(self, instance: Tensor, consensus: Tensor) -> Tensor:
-        """(B, E) fused vectors: l2norm(α · instance + (1 - α) · consensus)."""
-        return l2_normalize(self.fuse_alpha * instance + (1 - self.fuse_alpha) * consensus)
+    def fuse(self, instance: Tensor, consensus: Tensor, alpha: float | None = None) -> Tensor:
+        """(B, E) fused vectors: l2norm(α · instance + (1 - α) · consensus), α the training one by default."""
+        alpha = self.fuse_alpha if alpha is None else alpha
+        return l2_normalize(alpha * instance + (1 - alpha) * consensus)
+
+    def _retrieval_vectors(self, instance: Tensor, consensus: Tensor) -> Tensor:
+        """What evaluation scores: the fused vectors (B, E), or [fused, consensus] (B, 2E) as released."""
+        fused = self.fuse(instance, consensus, self.eval_alpha)
+        return torch.cat([fused, consensus], 1) if self.reading == "released" else fused
 
     def encode_images(self, images: Tensor) -> Tensor:
-        """(B, R, D) region features → (B, E) fused embeddings."""
-        return self.fuse(*self.image_levels(images)[:2])
+        """(B, R, D) region features → (B, E) fused embeddings ((B, 2E) with consensus, as released)."""
+        return self._retrieval_vectors(*self.image_levels(images)[:2])
 
-    def encode_captions(self, tokens: Tensor, lengths: Tensor) -> Tensor:
-        """(B, L) token ids, (B,) lengths → (B, E) fused embeddings."""
-        return self.fuse(*self.caption_levels(tokens, lengths)[:2])
+    def encode_captions(self, tokens: Tensor, lengths: Tensor, labels: Tensor | None = None) -> Tensor:
+        """(B, L) token ids, (B,) lengths → (B, E) fused embeddings ((B, 2E) with consensus, as released);
+        `labels` (B, K) replace the caption's own concept labels."""
+        return self._retrieval_vectors(*self.caption_levels(tokens, lengths, labels)[:2])
+
+    def score(self, img_repr: Tensor, txt_repr: Tensor, txt_lengths: Tensor | None = None) -> Tensor:
+        """Cosine of the fused vectors; as released, 0.95 · that + 0.05 · cosine of the consensus vectors."""
+        if self.reading != "released":
+            return img_repr @ txt_repr.T
+        e = img_repr.shape[1] // 2
+        fused, consensus = img_repr[:, :e] @ txt_repr[:, :e].T, img_repr[:, e:] @ txt_repr[:, e:].T
+        return RELEASED_FUSED_SCORE * fused + (1 - RELEASED_FUSED_SCORE) * consensus
+
+    def encode_caption_split(self, img: Tensor, batches: Sequence[tuple[Tensor, Tensor]]) -> Tensor | None:
+        """As released: every caption encoded with its own labels, the labels completed from its neighbours
+        (`vse_ray.models.cvse_completion`), every caption encoded again with them. None: sam_copy."""
+        if self.reading != "released":
+            return None
+        first = torch.cat([self.encode_captions(tokens, lengths) for tokens, lengths in batches])
+        own = torch.cat([self.caption_labels(tokens, lengths) for tokens, lengths in batches])
+        e = first.shape[1] // 2
+        labels = complete_labels(own, completion_neighbours(img[:, :e], first[:, :e], self.eval_dataset))
+        starts = np.cumsum([0] + [len(tokens) for tokens, _ in batches])
+        return torch.cat(
+            [
+                self.encode_captions(tokens, lengths, labels[start : start + len(tokens)])
+                for (tokens, lengths), start in zip(batches, starts[:-1].tolist(), strict=True)
+            ]
+        )
 
     def forward(
         self,
@@ -197,6 +273,33 @@ class CVSEModel(RegionWordModel):
         return TrainingOutput(sims["fused"], extra, self.fused_weight)
 
 
+def _check_reading(reading: str, eval_dataset: str) -> None:
+    if reading not in READINGS:
+        raise ValueError(f"reading: {reading!r}, expected one of {list(READINGS)}")
+    if eval_dataset not in RELEASED_EVAL_ALPHA:
+        raise ValueError(f"eval_dataset: {eval_dataset!r}, expected one of {list(RELEASED_EVAL_ALPHA)}")
+
+
+def token_concept_index(
+    vocab: Mapping[str, int],
+    words: Sequence[str],
+    vocab_size: int,
+    lemmatizer: NounLemmatizer | None = None,
+) -> Tensor:
+    """(vocab_size,) the concept index of each token id, -1: none. Without `lemmatizer` a token is the
+    concept word itself; with it, as the released loader labels test captions, a token whose lemma is a
+    concept word's lemma is the first concept with that lemma."""
+    lemma = lemmatizer.lemma if lemmatizer is not None else str
+    first: dict[str, int] = {}
+    for index, word in enumerate(words):
+        first.setdefault(lemma(word), index)
+    result = torch.full((vocab_size,), -1, dtype=torch.int64)
+    for word, token in vocab.items():
+        if token < vocab_size and (concept := first.get(lemma(word))) is not None:
+            result[token] = concept
+    return result
+
+
 def _concept_graph(data_dir: str, concepts: str, k: int) -> ConceptGraph | None:
     """The `k` concepts of the file or folder `concepts`, else of `data_dir`'s train captions (None: none)."""
     from vse_ray.official.cvse_concepts import read_official_concepts  # vse_ray.official imports the models
@@ -213,19 +316,22 @@ def _concept_graph(data_dir: str, concepts: str, k: int) -> ConceptGraph | None:
 
 
 def _concept_inputs(
-    data_dir: str, concepts: str, concept_vectors: str, k: int, concept_dim: int, vocab_size: int
+    data_dir: str,
+    concepts: str,
+    concept_vectors: str,
+    k: int,
+    concept_dim: int,
+    vocab_size: int,
+    lemmatizer: NounLemmatizer | None,
 ) -> tuple[ConceptGraph | None, Tensor, Tensor]:
-    """The concept graph (None without data), the (vocab_size,) concept index of each token id (-1: none)
-    and the (K, concept_dim) concept input vectors."""
+    """The concept graph (None without data), the (vocab_size,) concept index of each token id (-1: none;
+    `token_concept_index`) and the (K, concept_dim) concept input vectors."""
     from vse_ray.official.cvse_concepts import read_concept_vectors
 
     graph = _concept_graph(data_dir, concepts, k)
     token_concepts = torch.full((vocab_size,), -1, dtype=torch.int64)
     if graph is not None and data_dir:
-        vocab = load_vocab(data_dir)
-        for index, word in enumerate(graph.words):
-            if vocab.get(word, vocab_size) < vocab_size:
-                token_concepts[vocab[word]] = index
+        token_concepts = token_concept_index(load_vocab(data_dir), graph.words, vocab_size, lemmatizer)
     if concept_vectors:
         if graph is None:
             raise ValueError("concept_vectors: needs the concept words (data_dir or concepts)")

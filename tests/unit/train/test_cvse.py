@@ -8,11 +8,14 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
+from tests.data.test_lemmas import write_wordnet
 from tests.support.local_reporter import LocalReporter
 from tests.support.tiny_store import tiny_config
 from vse_ray.cli.main import app
 from vse_ray.data.precompute.concepts import concepts_of_split
 from vse_ray.data.store.readers import load_captions, load_vocab
+from vse_ray.data.store.split_data import load_split
+from vse_ray.evaluation.embed import split_similarities
 from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.losses import LOSS_NAMES, make_loss
 from vse_ray.models import build_model
@@ -68,9 +71,39 @@ def test_every_loss_trains_cvse(loaded, loss_name):
     assert gcn and not gcn & {id(p) for p in clipped_parameters(model)}  # as released: the GCN is not clipped
 
 
-def test_one_epoch_of_the_low_data_recipe_trains_and_evaluates(tiny_region_dir, tmp_path):
+@pytest.fixture(scope="module")
+def wordnet(tiny_region_dir, tmp_path_factory):
+    """A WordNet folder in which every word of the tiny vocabulary is a noun."""
+    words = sorted(load_vocab(str(tiny_region_dir)))
+    return write_wordnet(tmp_path_factory.mktemp("wordnet"), words, [])
+
+
+def test_released_reading_fuses_clips_and_evaluates_as_released(loaded, wordnet, tiny_region_dir):
+    data, captions = loaded
+    torch.manual_seed(0)
+    released = {**data.model_args, "reading": "released", "wordnet": str(wordnet)}
+    model = build_model("cvse", **released)
+    assert (model.fuse_alpha, model.eval_alpha) == (0.85, 0.85)
+    assert build_model("cvse", **released, eval_dataset="coco").eval_alpha == 0.9
+    loss = make_loss("vsepp")
+    builder = BatchBuilder(data.train_images, loss.relevance_source, data.references, data.doc_freq)
+    batch = builder(next(iter(TableBatches(captions, 16, 0).epoch_batches(1))))
+    assert torch.isfinite(train_step(model, loss, torch.optim.Adam(model.parameters(), lr=1e-3), batch, 2.0))
+    gcn = {id(p) for p in model.gcn.parameters()}
+    assert gcn and gcn <= {id(p) for p in clipped_parameters(model)}  # BruceW91/CVSE clips the GCN too
+    split = load_split(str(tiny_region_dir), "test", raw=False)
+    sims = split_similarities(model, split, 16, torch.device("cpu"))
+    with torch.no_grad():
+        img = model.encode_images(split.images.tensor_rows(slice(0, 4)))
+    assert img.shape == (4, 2 * 32) and sims.shape == (len(split.images.image_ids), len(split.tokens))
+    assert np.isfinite(sims).all() and np.abs(sims).max() <= 1 + 1e-5
+
+
+@pytest.mark.parametrize("reading", ["sam_copy", "released"])
+def test_one_epoch_of_the_low_data_recipe_trains_and_evaluates(tiny_region_dir, wordnet, tmp_path, reading):
     tiny = ["batch_size=16", "embed_dim=32", "word_dim=16", "epochs=1", "cs_ks=[5, 10]", "ncs_ks=[1, 5]"]
     tiny += [f"model_params.{k}={v}" for k, v in TINY_CVSE.items()]
+    tiny += [f"model_params.reading={reading}", f"model_params.wordnet={wordnet}"]
     cfg = load_recipe("cvse_sam_f30k_25pct", str(tiny_region_dir), tiny, output_dir=str(tmp_path)).config
     assert cfg.train_fraction == 0.25 and cfg.to_flat_dict()["train_fraction"] == 0.25  # an MLflow param
     reporter = LocalReporter(tmp_path / "ckpt")
@@ -108,6 +141,12 @@ def test_concept_vectors_load_glove(loaded, tiny_region_dir, tmp_path):
         (["--concept-vectors", "nope.txt"], "concept_vectors: no such file: nope.txt"),
         ([], "concepts: 300 requested, the training captions mention 10 words"),
         (["--set", "model_params.concepts=nope"], "concepts nope: no such file or folder"),
+        (["--set", "model_params.reading=paper"], "reading: 'paper', expected one of ['sam_copy', 'released"),
+        (
+            ["--set", "model_params.n_concepts=6", "--set", "model_params.reading=released"]
+            + ["--set", "model_params.wordnet=nope"],
+            "wordnet nope: no index.noun, noun.exc there",
+        ),
     ],
 )
 def test_bad_cvse_options_fail_before_anything_starts(tiny_region_dir, tmp_path, options, fragment):
