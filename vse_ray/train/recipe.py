@@ -24,12 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from vse_ray.data.precompute.config import PrecomputeConfig
 from vse_ray.losses import loss_hparams
 from vse_ray.models import model_class
-from vse_ray.resources import resource_names, resource_path
+from vse_ray.resources import load_yaml, resource_names
 from vse_ray.train.config import CheckedConfig, TrainConfig, merge_overrides
 
 RECIPE_KEYS = ("paper", "reports", "precompute", "train", "deviations")
@@ -74,8 +72,8 @@ def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **
         ValueError: naming the recipe file and the key: an unknown top-level, precompute, train, loss or
             model key, or a value the config or the loss rejects.
     """
-    path = resource_path("recipe", name)
-    raw = yaml.safe_load(path.read_text()) or {}
+    path, raw = load_yaml("recipe", name)
+    raw = raw or {}
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: expected a mapping with keys {RECIPE_KEYS}")
     _check_params(str(path), "top-level key(s)", raw, list(RECIPE_KEYS))
