@@ -26,7 +26,8 @@ from vse_ray.data.store.shards import sha256_file
 MANIFEST = "manifest.json"
 TABLES = ("features", "captions", "relevance")
 # Files besides the tables that training and evaluation read; the manifest lists their sha256 (``files``).
-MODEL_FILES = ("vocab.json", "cider_df.json", "tfidf_svd.npz")
+# concepts.npz: CVSE's concept graph of the train captions (vse_ray.data.precompute.concepts).
+MODEL_FILES = ("vocab.json", "cider_df.json", "tfidf_svd.npz", "concepts.npz")
 
 
 @dataclass(frozen=True)
