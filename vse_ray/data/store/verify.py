@@ -39,6 +39,17 @@ class VerifiedData:
     images: dict[str, int]
     captions: dict[str, int]
 
+    def check_cutoffs(self, split: str, ks: Sequence[int]) -> None:
+        """ValueError naming the split and the folder when the split has fewer images than the largest R@K
+        cut-off: text-to-image retrieval ranks the split's images, so R@10 needs 10 of them."""
+        n, k = self.images.get(split, 0), max(ks)
+        if n < k:
+            raise ValueError(
+                f"data folder {self.path}: split {split!r} has {n} images, fewer than the largest R@K "
+                f"cut-off (eval_ks {tuple(ks)}) ranks; precompute at least {k} {split} images or lower "
+                "eval_ks"
+            )
+
     def mlflow_params(self) -> dict[str, str | int]:
         """``data.manifest_sha256`` and ``data.<split>_images`` / ``data.<split>_captions`` counts."""
         params: dict[str, str | int] = {"data.manifest_sha256": self.manifest_sha256}
