@@ -18,6 +18,7 @@ from typing import Any
 from mlflow import MlflowClient
 
 from vse_ray.data.store.shards import write_json_atomic
+from vse_ray.losses import LOSS_NAMES, loss_hparams
 from vse_ray.tracking.filters import tag_equals
 from vse_ray.tracking.lock import FolderLock
 from vse_ray.tracking.runs import RUN_NAME_TAG
@@ -34,10 +35,21 @@ def record_path(cfg: TrainConfig) -> Path:
     return Path(cfg.storage_path) / cfg.run_name / RECORD
 
 
+def effective_config(config: dict[str, Any]) -> dict[str, Any]:
+    """A config (``TrainConfig.to_dict()``) as JSON values, with the defaults of its loss and warm-up loss
+    filled into ``loss_params`` and ``warmup_params``: restating a default changes nothing it computes."""
+    filled = dict(config)
+    for params, loss in (("loss_params", "loss"), ("warmup_params", "warmup_loss")):
+        if isinstance(filled.get(params), dict) and filled.get(loss) in LOSS_NAMES:
+            filled[params] = {**loss_hparams(filled[loss]), **filled[params]}
+    return json.loads(json.dumps(filled))
+
+
 def config_changes(old: dict[str, Any], new: dict[str, Any]) -> dict[str, list[Any]]:
-    """``{key: [old, new]}`` of the keys both configs have whose values differ (as JSON values); a key only
-    one has (a field added or removed by another vse_ray version) is no change."""
-    new = json.loads(json.dumps(new))
+    """``{key: [old, new]}`` of the keys both configs have whose effective values differ (see
+    :func:`effective_config`); a key only one has (a field added or removed by another vse_ray version)
+    is no change."""
+    old, new = effective_config(old), effective_config(new)
     return {k: [old[k], new[k]] for k in sorted(set(old) & set(new)) if old[k] != new[k]}
 
 

@@ -89,6 +89,16 @@ def test_a_rerun_with_another_config_is_refused_listing_the_keys(tmp_path):
         plan_run(_cfg(tmp_path, lr=2e-3, epochs=40), resume=True)
 
 
+def test_restating_a_default_is_no_change(tmp_path):
+    first = plan_run(_cfg(tmp_path))
+    restated = _cfg(tmp_path, loss_params={"margin": 0.2}, warmup_params={"reduction": "sum"})
+    assert plan_run(restated).run_name == first.run_name  # the same run resumes
+    with pytest.raises(
+        ValueError, match=r"another config \(loss_params .*'margin': 0.2.* -> .*'margin': 0.3"
+    ):
+        plan_run(_cfg(tmp_path, loss_params={"margin": 0.3}))
+
+
 def test_a_field_added_by_a_later_version_is_no_change(tmp_path):
     cfg = plan_run(_cfg(tmp_path))
     record = json.loads(record_path(cfg).read_text())
