@@ -18,7 +18,6 @@ one entry of ``loss_params`` or ``model_params`` (``loss_params.margin=0.2``).
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import Any
 
 from vse_ray.data.precompute.config import PrecomputeConfig
 from vse_ray.losses import loss_hparams
-from vse_ray.models import model_class
+from vse_ray.models import model_class, model_options
 from vse_ray.resources import load_yaml, resource_names
 from vse_ray.train.config import CheckedConfig, TrainConfig, merge_overrides
 
@@ -93,17 +92,7 @@ def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **
     cfg = checked.config
     _check_params(f"{path} train", "loss_params", cfg.loss_params, list(loss_hparams(cfg.loss)))
     cls = model_class(cfg.model)
-    shared = (
-        "self",
-        "vocab_size",
-        "feature_dim",
-        "word_dim",
-        "embed_dim",
-        "cnn",
-        "cnn_weights",
-        *cls.config_fields,
-    )
-    own = [name for name in inspect.signature(cls.__init__).parameters if name not in shared]
+    own = list(model_options(cfg.model))
     _check_params(f"{path} train", "model_params", cfg.model_params, own)
     check_options = getattr(cls, "check_options", None)
     if check_options is not None:

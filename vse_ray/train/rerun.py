@@ -9,6 +9,7 @@ in the file and on the MLflow run) or ``new_run`` (a fresh run ``<run_name>-2``,
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 import time
 from collections.abc import Callable
@@ -20,6 +21,7 @@ from mlflow import MlflowClient
 from vse_ray.data.store.shards import write_json_atomic
 from vse_ray.data.store.verify import VerifiedData
 from vse_ray.losses import LOSS_NAMES, loss_hparams
+from vse_ray.models import MODEL_NAMES, model_options
 from vse_ray.tracking.filters import tag_equals
 from vse_ray.tracking.lock import FolderLock
 from vse_ray.tracking.runs import RUN_NAME_TAG
@@ -29,6 +31,8 @@ RECORD = "vse_ray_config.json"
 # Keys that change how long or where a run trains, not what it computes up to the epochs it has done.
 SAFE_ON_RESUME = ("epochs", "max_failures", "cpus_per_worker", "placement_strategy", "eval_batch_size")
 CHANGES_TAG = "vse_ray.resume_changes"
+# Dict fields of hyper-parameters and the field naming the loss or model whose defaults fill them in.
+CONFIGURED_BY = {"loss_params": "loss", "warmup_params": "warmup_loss", "model_params": "model"}
 
 
 def record_path(cfg: TrainConfig) -> Path:
@@ -37,13 +41,24 @@ def record_path(cfg: TrainConfig) -> Path:
 
 
 def effective_config(config: dict[str, Any]) -> dict[str, Any]:
-    """A config (``TrainConfig.to_dict()``) as JSON values, with the defaults of its loss and warm-up loss
-    filled into ``loss_params`` and ``warmup_params``: restating a default changes nothing it computes."""
+    """A config (``TrainConfig.to_dict()``) as JSON values, with the defaults of its loss, warm-up loss and
+    model filled into ``loss_params``, ``warmup_params`` and ``model_params``: restating a default changes
+    nothing the run computes."""
     filled = dict(config)
-    for params, loss in (("loss_params", "loss"), ("warmup_params", "warmup_loss")):
-        if isinstance(filled.get(params), dict) and filled.get(loss) in LOSS_NAMES:
-            filled[params] = {**loss_hparams(filled[loss]), **filled[params]}
-    return json.loads(json.dumps(filled))
+    for params, name in CONFIGURED_BY.items():
+        if isinstance(filled.get(params), dict):
+            filled[params] = {**_defaults(params, filled.get(name)), **filled[params]}
+    return json.loads(json.dumps(filled, default=repr))
+
+
+def _defaults(params: str, name: Any) -> dict[str, Any]:
+    """The defaults of the loss or model ``name`` that the field ``params`` configures ({} for an unknown
+    name: the config check names it)."""
+    if params == "model_params":
+        found = model_options(name) if name in MODEL_NAMES else {}
+    else:
+        found = loss_hparams(name) if name in LOSS_NAMES else {}
+    return {key: value for key, value in found.items() if value is not inspect.Parameter.empty}
 
 
 def config_changes(old: dict[str, Any], new: dict[str, Any]) -> dict[str, list[Any]]:

@@ -93,7 +93,9 @@ def test_a_rerun_with_another_config_is_refused_listing_the_keys(tmp_path):
 
 def test_restating_a_default_is_no_change(tmp_path):
     first = plan_run(_cfg(tmp_path))
-    restated = _cfg(tmp_path, loss_params={"margin": 0.2}, warmup_params={"reduction": "sum"})
+    restated = _cfg(
+        tmp_path, loss_params={"margin": 0.2}, warmup_params={"reduction": "sum"}, model_params={"crop": 0}
+    )
     assert plan_run(restated).run_name == first.run_name  # the same run resumes
     with pytest.raises(
         ValueError, match=r"another config \(loss_params .*'margin': 0.2.* -> .*'margin': 0.3"
