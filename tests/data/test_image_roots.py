@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import threading
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -33,3 +36,24 @@ def test_a_ref_outside_the_root_becomes_a_reject_with_its_reason(root):
     out = load_images(batch, source=FileImages(str(root)), size=8, keep_png=False)
     assert out["reject"][:2].tolist() == ["", ""]
     assert out["reject"][2].startswith("outside --image-root: ../../outside_secret.png")
+
+
+def test_a_fifo_or_folder_named_as_an_image_is_a_reject_and_is_never_opened(root):
+    os.mkfifo(root / "pipe.png")
+    (root / "folder.png").mkdir()
+    batch = {"ref": np.array(["inside.png", "pipe.png", "folder.png"], dtype=object)}
+    done: dict = {}
+    worker = threading.Thread(
+        target=lambda: done.update(load_images(batch, source=FileImages(str(root)), size=8, keep_png=False)),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(timeout=10)
+    if worker.is_alive():  # blocked opening the FIFO: a writer that opens and closes it lets it go
+        with open(root / "pipe.png", "wb"):
+            pass
+        pytest.fail("reading a FIFO named as an image blocked")
+    assert done["reject"][0] == ""
+    pipe, folder = root / "pipe.png", root / "folder.png"
+    assert done["reject"][1] == f"not a regular file: {pipe} (a FIFO, socket or device; not read)"
+    assert done["reject"][2] == f"not a regular file: {folder} (a folder)"

@@ -175,7 +175,7 @@ def test_manifest_records_counts_checksums_and_config(tiny):
     ]
     assert json.loads((tiny / "cider_df.json").read_text())["log_num_docs"] == pytest.approx(np.log(40))
     assert manifest["format"] == "vse_ray.precompute"
-    names = ("vocab.json", "cider_df.json", "tfidf_svd.npz")
+    names = ("vocab.json", "cider_df.json", "tfidf_svd.npz", "concepts.npz")
     assert manifest["files"] == {name: {"sha256": sha256_file(tiny / name)} for name in names}
     verify_data_dir(tiny, ("train", "val", "test"))  # every image has its 5 captions
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from tests.data.conftest import write_karpathy, write_precomp
 from vse_ray.data.sources.karpathy import read_karpathy
 from vse_ray.data.sources.precomp import read_precomp, read_precomp_rows
+from vse_ray.data.sources.source import MAX_CAPTION_CHARS
 
 
 def test_karpathy_restval_goes_to_train_and_keeps_five_captions(tmp_path):
@@ -97,3 +99,21 @@ def test_precomp_empty_caption_and_missing_split(tmp_path):
         read_precomp(str(folder), ("train",))
     with pytest.raises(ValueError, match="split 'test' does not exist"):
         read_precomp(str(folder), ("train", "test"))
+
+
+def test_a_caption_over_the_maximum_is_cut_with_a_warning_naming_it(tmp_path, caplog):
+    path = write_karpathy(tmp_path, {"train": 2, "val": 1})
+    data = json.loads(path.read_text())
+    huge = " ".join(f"word{i % 7}" for i in range(200_000))  # about 1.2 MB, 200,000 tokens
+    data["images"][1]["sentences"][2]["raw"] = huge
+    path.write_text(json.dumps(data))
+    with caplog.at_level(logging.WARNING):
+        splits = read_karpathy(str(path), ("train", "val"))
+    caption = splits["train"].captions[1][2]
+    assert len(caption) <= MAX_CAPTION_CHARS and huge.startswith(caption + " ")
+    assert splits["train"].captions[0] == tuple(s["raw"] for s in data["images"][0]["sentences"][:5])
+    [record] = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert record.getMessage() == (
+        f"1 caption(s) longer than {MAX_CAPTION_CHARS} characters cut to that length (docs/data.md), e.g. "
+        f"{path}: images[1] (img1.png): caption 2 ({len(huge):,} characters)"
+    )

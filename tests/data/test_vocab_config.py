@@ -6,9 +6,12 @@ import json
 
 import pytest
 
+from tests.support.tiny_store import write_tiny_store
+from vse_ray.data.precompute.concepts import write_concepts
 from vse_ray.data.precompute.config import PrecomputeConfig
 from vse_ray.data.precompute.manifest import FORMAT, STATE_CONFIG, claim_output
 from vse_ray.data.precompute.vocab import END, START, UNK, build_vocab, encode
+from vse_ray.data.store.verify import model_files
 
 
 def test_vocab_keeps_frequent_words_after_special_tokens():
@@ -115,6 +118,16 @@ def test_overwrite_keeps_foreign_files_inside_a_vse_ray_folder(tmp_path):
     with pytest.raises(ValueError, match="also holds notes.txt, which vse_ray did not write"):
         claim_output(out, PrecomputeConfig(n_train=11), overwrite=True)
     assert (out / "notes.txt").read_text() == "mine"
+
+
+def test_overwrite_deletes_every_file_a_precompute_writes_and_the_manifest_lists_concepts(tmp_path):
+    out = tmp_path / "out"
+    claim_output(out, PrecomputeConfig(n_train=10), overwrite=False)
+    write_tiny_store(out)
+    write_concepts(out)
+    assert set(model_files(out)) == {"vocab.json", "cider_df.json", "concepts.npz"}
+    claim_output(out, PrecomputeConfig(n_train=11), overwrite=True)
+    assert [p.name for p in out.iterdir()] == ["_state"]
 
 
 def test_overwrite_deletes_a_folder_of_an_earlier_manifest_without_format(tmp_path):

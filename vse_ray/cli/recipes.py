@@ -5,10 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-import yaml
 
 from vse_ray.reporting import DEFAULT_WIDTH, FORMATS, render_table
-from vse_ray.resources import resource_dir, resource_names
+from vse_ray.resources import load_yaml, resource_dir, resource_names
 
 
 def recipes(
@@ -17,7 +16,7 @@ def recipes(
     """List the shipped recipes; run one with `vse-ray train --recipe <name>`."""
     rows = []
     for name in resource_names("recipe"):
-        raw = yaml.safe_load((resource_dir("recipe") / f"{name}.yaml").read_text(encoding="utf-8")) or {}
+        raw = load_yaml("recipe", resource_dir("recipe") / f"{name}.yaml")[1] or {}
         paper, train = raw.get("paper") or {}, raw.get("train") or {}
         row = f"{paper.get('file', '?')} Table {paper.get('table', '?')}: {paper.get('row', '?')}"
         rows.append(

@@ -45,10 +45,7 @@ def sweep(
     from vse_ray.tune.sweep import run_sweep
     from vse_ray.tune.sweep_config import SweepConfig
 
-    try:
-        train = merge_overrides({"epochs": epochs}, set_ or [])
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from err
+    train = merge_overrides({"epochs": epochs}, set_ or [])  # a bad --set: one line (readable_errors)
     cfg = SweepConfig(
         space=space,
         data_dir=data_dir,
@@ -70,9 +67,6 @@ def sweep(
         tracking_uri=tracking_uri,
         experiment=experiment,
     )
-    try:
-        result = run_sweep(cfg)
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from err
+    result = run_sweep(cfg)  # a bad space or config: one line, before Ray and MLflow start
     if not result.finished:
         raise typer.Exit(code=3)

@@ -120,7 +120,8 @@ def train(
     from vse_ray.train.rerun import claim_run
     from vse_ray.train.trainer import fit
 
-    planned = claim_run(checked.config, resume, new_run, wait, notify=typer.echo)  # locked for the command
+    # locked for the command; a folder precomputed again since the run started is refused
+    planned = claim_run(checked.config, resume, new_run, wait, notify=typer.echo, data=checked.data)
     if planned.run_name != checked.config.run_name:
         checked = checked.renamed(planned.run_name)
     ensure_ray(ray_address)

@@ -27,7 +27,7 @@ from vse_ray.tracking import get_best_checkpoint, resolve_tracking_uri
 from vse_ray.tracking.artifacts import log_figures
 from vse_ray.tracking.checkpoint import CHECKPOINT_FILE, load_checkpoint
 from vse_ray.tracking.recorder import RunRecorder
-from vse_ray.tracking.runs import get_or_create_experiment
+from vse_ray.tracking.runs import CHECKPOINT_ARTIFACT_DIR, get_or_create_experiment
 
 PROTOCOLS = ("full", "coco1k", "coco5k")
 # The MLflow experiment of evaluations of a checkpoint file (an imported model, a copied checkpoint): one run
@@ -64,6 +64,14 @@ def resolve_run(run: str, tracking_uri: str) -> tuple[Path, str | None]:
     except Exception as err:
         raise ValueError(f"run: {run!r} is neither a checkpoint path nor a run id in {tracking_uri}") from err
     return get_best_checkpoint(run, tracking_uri), run
+
+
+def checkpoint_name(path: Path, run_id: str | None) -> str:
+    """How messages name a checkpoint: its path, or the run's artifact (an MLflow download folder is
+    temporary, so its path tells the user nothing)."""
+    if run_id is None:
+        return f"checkpoint {path}"
+    return f"run {run_id}: artifact {CHECKPOINT_ARTIFACT_DIR}/{CHECKPOINT_FILE}"
 
 
 def score_split(
@@ -149,18 +157,20 @@ def evaluate_run(
     block = parse_block(eval_block) if eval_block else None
     uri = resolve_tracking_uri(tracking_uri, output_dir)
     checkpoint, run_id = resolve_run(run, uri)
-    members = [resolve_run(other, uri)[0] for other in ensemble or []]
-    state = load_checkpoint(checkpoint)
+    others = [resolve_run(other, uri) for other in ensemble or []]
+    members = [path for path, _ in others]
+    names = [checkpoint_name(path, run) for path, run in [(checkpoint, run_id), *others]]
+    state = load_checkpoint(checkpoint, name=names[0])
     cfg = state["config"]  # the run's TrainConfig.to_dict()
     data_dir = data_dir or cfg["data_dir"]
     verify_data_dir(data_dir, splits=(split,))
-    states = [state, *(load_checkpoint(m) for m in members)]
-    for path, one in zip([checkpoint, *members], states, strict=True):
+    states = [state, *(load_checkpoint(m, name=n) for m, n in zip(members, names[1:], strict=True))]
+    for name, one in zip(names, states, strict=True):
         args = one["model_args"]
         if args.get("text_encoder") != "bert":  # BERT reads wordpieces of the texts, not the vocabulary
             problem = vocab_mismatch(args["vocab_size"], data_dir, one["model_name"] == "vse_inf")
             if problem:
-                raise ValueError(f"checkpoint {path}: {problem}")
+                raise ValueError(f"{name}: {problem}")
     load = functools.partial(load_split, data_dir, split)
     sims, data, metrics = score_checkpoint(
         state, load, protocol, members=states[1:], block=block, progress=True, coco_ids=coco_ids

@@ -9,6 +9,7 @@ from vse_ray.models.registry import (
     MODELS,
     build_model,
     model_class,
+    model_options,
     rebuild_model,
 )
 from vse_ray.models.text_encoder import GRUTextEncoder
@@ -27,5 +28,6 @@ __all__ = [
     "build_cnn",
     "build_model",
     "model_class",
+    "model_options",
     "rebuild_model",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from vse_ray.models.base import RetrievalModel
@@ -22,6 +23,9 @@ MODELS: dict[str, type[RetrievalModel]] = {
 }
 MODEL_NAMES = tuple(MODELS)
 DEFAULT_MODEL = "vsepp"
+# Constructor arguments that training fills in for every model (with each model's `config_fields`); the
+# others are the model's own options, given as `model_params`.
+SHARED_ARGS = ("self", "vocab_size", "feature_dim", "word_dim", "embed_dim", "cnn", "cnn_weights")
 
 
 def model_class(name: str) -> type[RetrievalModel]:
@@ -29,6 +33,15 @@ def model_class(name: str) -> type[RetrievalModel]:
     if name not in MODELS:
         raise ValueError(f"model: must be one of {sorted(MODELS)}, got {name!r}")
     return MODELS[name]
+
+
+def model_options(name: str) -> dict[str, Any]:
+    """The options (`model_params`) model `name` takes, with their defaults (`inspect.Parameter.empty`
+    for one without)."""
+    cls = model_class(name)
+    shared = (*SHARED_ARGS, *cls.config_fields, *cls.vocab_ids)
+    parameters = inspect.signature(cls.__init__).parameters
+    return {key: p.default for key, p in parameters.items() if key not in shared}
 
 
 def build_model(name: str, **kwargs: Any) -> RetrievalModel:

@@ -8,6 +8,9 @@ or after ``pip install``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 RESOURCE_ROOT = Path(__file__).resolve().parent
 KINDS = {"recipe": "recipes", "study": "studies", "space": "tune_spaces"}
@@ -38,3 +41,35 @@ def resource_path(kind: str, name_or_path: str | Path) -> Path:
     raise ValueError(
         f"{kind} {str(name_or_path)!r}: no such file or shipped {kind}; shipped: {resource_names(kind)}"
     )
+
+
+def parse_yaml(text: str, source: str, loader: type[yaml.SafeLoader] = yaml.SafeLoader) -> Any:
+    """The YAML document in ``text``, read by a safe loader (no tag builds a Python object).
+
+    Raises:
+        ValueError: One line naming ``source``, the line and column and what is wrong, for malformed
+            YAML and for tags such as ``!!python/object`` alike.
+    """
+    try:
+        return yaml.load(text, Loader=loader)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None) or getattr(err, "context_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        context = getattr(err, "context", None)
+        raise ValueError(
+            f"{source}: not valid YAML{where}: {f'{context}: ' if context else ''}{problem}"
+        ) from err
+
+
+def load_yaml(
+    kind: str, name_or_path: str | Path, loader: type[yaml.SafeLoader] = yaml.SafeLoader
+) -> tuple[Path, Any]:
+    """``(path, document)`` of a YAML file of one kind, by path or shipped name (see :func:`resource_path`);
+    ValueError in one line naming the file when it is not valid YAML or not UTF-8."""
+    path = resource_path(kind, name_or_path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: expected a UTF-8 text file ({err.reason} at byte {err.start})") from err
+    return path, parse_yaml(text, str(path), loader)

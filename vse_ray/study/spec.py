@@ -35,12 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from vse_ray.folder_names import check_plain_name
 from vse_ray.losses import LOSS_NAMES, make_loss
 from vse_ray.relevance.sources import VECTOR_COLUMN
-from vse_ray.resources import resource_path
+from vse_ray.resources import load_yaml, parse_yaml
 from vse_ray.train.config import TrainConfig, field_default, fields_where
 from vse_ray.tune.space_checks import tunable_fields
 
@@ -265,10 +263,11 @@ def _positive_int(where: str, key: str, value: Any, minimum: int = 1) -> None:
 
 def parse_study(text: str, source: str = "<study>") -> StudySpec:
     """Parse and validate the YAML text of a study."""
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        raise ValueError(f"{source}: not valid YAML: {err}") from err
+    return study_from_yaml(parse_yaml(text, source), source)
+
+
+def study_from_yaml(raw: Any, source: str) -> StudySpec:
+    """Validate the loaded YAML document of a study (``source`` names it in errors)."""
     if not isinstance(raw, dict):
         raise ValueError(f"{source}: expected a mapping at the top level, got {type(raw).__name__}")
     names = {f.name for f in dataclasses.fields(StudySpec)} - {"source"}
@@ -291,5 +290,5 @@ def parse_study(text: str, source: str = "<study>") -> StudySpec:
 
 def load_study(path: str | Path) -> StudySpec:
     """Read, parse and validate a study file, by path or shipped name (`studies/<name>.yaml`)."""
-    path = resource_path("study", path)
-    return parse_study(path.read_text(encoding="utf-8"), str(path))
+    found, raw = load_yaml("study", path)
+    return study_from_yaml(raw, str(found))

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import pickle
+import re
+import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,26 +30,85 @@ def save_checkpoint(directory: str | Path, state: dict[str, Any]) -> Path:
     return path
 
 
-def load_checkpoint(path: str | Path, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    """Load a checkpoint file (or the `model.pt` inside a directory).
+def load_torch_file(
+    path: str | Path,
+    allowed_types: Sequence[type] = (),
+    holder: str = "a vse_ray checkpoint",
+    map_location: str | torch.device = "cpu",
+    name: str | None = None,
+) -> Any:
+    """The object in a ``torch.save`` file, loaded with ``weights_only=True`` (tensors and plain values) and
+    ``allowed_types``; nothing in the file runs.
+
+    Args:
+        path: The file.
+        allowed_types: Further types the file may hold (released code stores an ``argparse.Namespace``).
+        holder: What the file is, for the refusal message ("a checkpoint of released code").
+        map_location: Where tensors go.
+        name: How messages name the file (default ``checkpoint <path>``), e.g. a run's artifact when
+            ``path`` is a download folder.
 
     Raises:
         FileNotFoundError: nothing at `path`.
-        ValueError: the file is truncated/corrupt, or not a vse_ray checkpoint (foreign format).
+        ValueError: one line naming the file: a type outside the allow-list (named), or a truncated or
+            foreign file.
+    """
+    path = Path(path)
+    name = name or f"checkpoint {path}"
+    if not path.is_file():
+        raise FileNotFoundError(f"{name}: no such file")
+    problem = _not_torch_file(path)
+    if problem:
+        raise ValueError(f"{name}: expected a torch.save file, found {problem}")
+    try:
+        with torch.serialization.safe_globals(list(allowed_types)):
+            return torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as err:
+        found = re.search(r"GLOBAL ([\w.]+)", str(err))
+        if isinstance(err, pickle.UnpicklingError) and found:  # torch's advice to drop weights_only stays out
+            allowed = "".join(f", {t.__module__}.{t.__qualname__}" for t in allowed_types)
+            raise ValueError(
+                f"{name}: holds the type {found.group(1)}, outside what {holder} may hold (tensors, plain "
+                f"values{allowed}); not loaded"
+            ) from None
+        first = str(err).strip().split("\n")[0].split(". ")[0] if str(err).strip() else type(err).__name__
+        raise ValueError(
+            f"{name}: expected a torch.save file, found an unreadable one (truncated?): {first}"
+        ) from err
+
+
+def _not_torch_file(path: Path) -> str | None:
+    """What `path` is instead of a torch.save file, or None when it starts as one: a zip archive (the
+    format since PyTorch 1.6) or a pickle (the legacy format)."""
+    with path.open("rb") as f:
+        head = f.read(4)
+    if head.startswith(b"PK\x03\x04"):
+        return None if zipfile.is_zipfile(path) else "a truncated zip archive (no central directory)"
+    if head[:1] == b"\x80":  # pickle protocol 2+ opcode, the legacy format's first byte
+        return None
+    return f"a file that starts with {head!r}"
+
+
+def load_checkpoint(
+    path: str | Path, map_location: str | torch.device = "cpu", name: str | None = None
+) -> dict[str, Any]:
+    """Load a checkpoint file (or the `model.pt` inside a directory); ``name`` names it in messages
+    (default ``checkpoint <path>``).
+
+    Raises:
+        FileNotFoundError: nothing at `path`.
+        ValueError: the file is truncated/corrupt, holds a type a checkpoint may not (named; not loaded), or
+            is not a vse_ray checkpoint (foreign format).
     """
     path = Path(path)
     if path.is_dir():
         path = path / CHECKPOINT_FILE
-    if not path.is_file():
-        raise FileNotFoundError(f"checkpoint {path}: no such file")
-    try:
-        state = torch.load(path, map_location=map_location, weights_only=True)
-    except Exception as err:
-        raise ValueError(f"checkpoint {path}: unreadable (truncated or corrupt?): {err}") from err
+    name = name or f"checkpoint {path}"
+    state = load_torch_file(path, map_location=map_location, name=name)
     if not isinstance(state, dict) or state.get("format") != CHECKPOINT_FORMAT:
         found = state.get("format") if isinstance(state, dict) else type(state).__name__
-        raise ValueError(f"checkpoint {path}: not a {CHECKPOINT_FORMAT} checkpoint (format: {found!r})")
+        raise ValueError(f"{name}: not a {CHECKPOINT_FORMAT} checkpoint (format: {found!r})")
     missing = [k for k in REQUIRED_KEYS if k not in state]
     if missing:
-        raise ValueError(f"checkpoint {path}: missing keys {missing}")
+        raise ValueError(f"{name}: missing keys {missing}")
     return state

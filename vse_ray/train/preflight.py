@@ -52,6 +52,7 @@ def check_training(cfg: TrainConfig | CheckedConfig) -> CheckedTraining:
     if cfg.run_name is not None:
         _check_run_name(cfg.run_name)
     verified = verify_data_dir(cfg.data_dir, splits=("train", "val"))
+    verified.check_cutoffs("val", cfg.eval_ks)  # each epoch ranks the val images
     check_data_for_model(cfg.data_dir, cfg.model, cfg.finetune)
     cls = model_class(cfg.model)
     cls.check_pretrained(**{**{name: getattr(cfg, name) for name in cls.config_fields}, **cfg.model_params})

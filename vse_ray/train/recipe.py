@@ -18,18 +18,15 @@ one entry of ``loss_params`` or ``model_params`` (``loss_params.margin=0.2``).
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from vse_ray.data.precompute.config import PrecomputeConfig
 from vse_ray.losses import loss_hparams
-from vse_ray.models import model_class
-from vse_ray.resources import resource_names, resource_path
+from vse_ray.models import model_class, model_options
+from vse_ray.resources import load_yaml, resource_names
 from vse_ray.train.config import CheckedConfig, TrainConfig, merge_overrides
 
 RECIPE_KEYS = ("paper", "reports", "precompute", "train", "deviations")
@@ -74,8 +71,8 @@ def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **
         ValueError: naming the recipe file and the key: an unknown top-level, precompute, train, loss or
             model key, or a value the config or the loss rejects.
     """
-    path = resource_path("recipe", name)
-    raw = yaml.safe_load(path.read_text()) or {}
+    path, raw = load_yaml("recipe", name)
+    raw = raw or {}
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: expected a mapping with keys {RECIPE_KEYS}")
     _check_params(str(path), "top-level key(s)", raw, list(RECIPE_KEYS))
@@ -95,18 +92,7 @@ def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **
     cfg = checked.config
     _check_params(f"{path} train", "loss_params", cfg.loss_params, list(loss_hparams(cfg.loss)))
     cls = model_class(cfg.model)
-    shared = (
-        "self",
-        "vocab_size",
-        "feature_dim",
-        "word_dim",
-        "embed_dim",
-        "cnn",
-        "cnn_weights",
-        *cls.config_fields,
-        *cls.vocab_ids,
-    )
-    own = [name for name in inspect.signature(cls.__init__).parameters if name not in shared]
+    own = list(model_options(cfg.model))
     _check_params(f"{path} train", "model_params", cfg.model_params, own)
     check_options = getattr(cls, "check_options", None)
     if check_options is not None:

@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 from ray import tune
 
-from vse_ray.resources import resource_path
+from vse_ray.resources import load_yaml
 from vse_ray.tune.distributions import Distribution, is_distribution, parse_distribution
 
 TOP_LEVEL_KEYS = ("loss", "metric", "mode", "params", "one_of")
@@ -135,9 +135,8 @@ def load_search_space(path: str | Path) -> SearchSpace:
             a bad ``mode``, a malformed distribution, an impossible range, or an empty ``one_of`` group;
             an unknown file or name.
     """
-    path = resource_path("space", path)
-    raw = yaml.load(path.read_text(), Loader=_SpaceLoader)
-    return parse_search_space(raw, source=str(path))
+    found, raw = load_yaml("space", path, _SpaceLoader)
+    return parse_search_space(raw, source=str(found))
 
 
 def parse_search_space(raw: Any, source: str = "<space>") -> SearchSpace:

@@ -113,6 +113,7 @@ def run_sweep(cfg: SweepConfig) -> SweepResult:
     if restoring and not cfg.resume:
         raise ValueError(f"name: sweep {name!r} already exists at {path}; resume it or pick another name")
     data = verify_data_dir(cfg.data_dir)  # a finished precompute that matches its manifest
+    data.check_cutoffs("val", base["eval_ks"])  # each epoch of each trial ranks the val images
     uri = resolved.tracking_uri
     experiment_id = get_or_create_experiment(resolved.experiment, uri, resolved.output_dir)
     parent, num_samples = _parent_run(experiment_id, name, uri, cfg, space, data)

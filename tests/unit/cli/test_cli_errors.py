@@ -33,6 +33,19 @@ def test_train_rejects_bad_loss_params_before_anything_starts(store, tmp_path, l
     assert not (tmp_path / "out").exists()  # no MLflow store, no experiment, no Ray results
 
 
+@pytest.mark.parametrize("command", ["train", "sweep"])
+def test_a_val_split_smaller_than_the_largest_cutoff_is_refused_before_ray(store, tmp_path, command):
+    # the tiny store has 20 val images: R@25 cannot be computed on them
+    data = ["--data", str(store)] if command == "train" else ["--data-dir", str(store), "--space", "vsepp"]
+    args = [command, *data, "--set", "eval_ks=[1, 5, 25]", "--output-dir", str(tmp_path / "out")]
+    one_error_line(
+        run_cli(args),
+        f"data folder {store}: split 'val' has 20 images, fewer than the largest R@K cut-off (eval_ks",
+        "precompute at least 25 val images",
+    )
+    assert not list((tmp_path / "out").glob("*"))  # no MLflow store, no Ray results
+
+
 def test_missing_data_folder_names_it(tmp_path):
     result = run_cli(["train", "--data", str(tmp_path / "nope"), "--output-dir", str(tmp_path / "out")])
     one_error_line(result, str(tmp_path / "nope"), "does not exist")

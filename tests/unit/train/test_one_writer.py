@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -15,6 +16,7 @@ from mlflow import MlflowClient
 
 from tests.support.cli import one_error_line, run_cli
 from tests.support.tiny_store import write_tiny_store
+from vse_ray.data.store.verify import verify_data_dir
 from vse_ray.tracking.lock import LOCK_NAME, FolderLock, release_all
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.rerun import CHANGES_TAG, claim_run, plan_run, record_path
@@ -87,6 +89,39 @@ def test_a_rerun_with_another_config_is_refused_listing_the_keys(tmp_path):
         ValueError, match=r"--resume: .* cannot continue with another lr \(lr 0.0002 -> 0.002\)"
     ):
         plan_run(_cfg(tmp_path, lr=2e-3, epochs=40), resume=True)
+
+
+def test_restating_a_default_is_no_change(tmp_path):
+    first = plan_run(_cfg(tmp_path))
+    restated = _cfg(
+        tmp_path, loss_params={"margin": 0.2}, warmup_params={"reduction": "sum"}, model_params={"crop": 0}
+    )
+    assert plan_run(restated).run_name == first.run_name  # the same run resumes
+    with pytest.raises(
+        ValueError, match=r"another config \(loss_params .*'margin': 0.2.* -> .*'margin': 0.3"
+    ):
+        plan_run(_cfg(tmp_path, loss_params={"margin": 0.3}))
+
+
+def test_a_data_folder_precomputed_again_at_the_same_path_is_refused(tmp_path):
+    data = write_tiny_store(tmp_path / "coco")
+    before = verify_data_dir(data)
+    first = plan_run(_cfg(tmp_path), data=before)
+    assert plan_run(_cfg(tmp_path), data=verify_data_dir(data)).run_name == first.run_name  # same data
+    (data / "manifest.json").write_text((data / "manifest.json").read_text() + "\n")  # only the bytes differ
+    assert plan_run(_cfg(tmp_path), data=verify_data_dir(data)).run_name == first.run_name
+    shutil.rmtree(data)
+    write_tiny_store(data, seed=1)  # the same path, other data
+    after = verify_data_dir(data)
+    with pytest.raises(ValueError) as err:
+        plan_run(_cfg(tmp_path), resume=True, data=after)
+    assert str(err.value) == (
+        f"run 'coco-vsepp-s0' in {first.storage_path} was trained on {data} with manifest sha256 "
+        f"{before.manifest_sha256}; that folder now holds other data (manifest sha256 "
+        f"{after.manifest_sha256}: precomputed again?); its checkpoints do not fit that data: pass --new-run "
+        "to start a fresh run beside it, or choose another --run-name"
+    )
+    assert plan_run(_cfg(tmp_path), new_run=True, data=after).run_name == "coco-vsepp-s0-2"
 
 
 def test_a_field_added_by_a_later_version_is_no_change(tmp_path):

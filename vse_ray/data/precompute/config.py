@@ -109,6 +109,13 @@ class PrecomputeConfig:
             raise ValueError(
                 f"splits must include 'train' (vocabulary, SVD and CIDEr df are fitted on it): {self.splits}"
             )
+        for split in self.splits if synthetic else ():
+            size = getattr(self, f"n_{split}", None)
+            if size is not None and size < 1:
+                raise ValueError(
+                    f"n_{split} (--n-{split}) must be >= 1: the synthetic {split!r} split is requested "
+                    f"(--splits {','.join(self.splits)}), got {size}"
+                )
         for name in ("captions_per_image", "shard_size", "svd_dim", "vocab_min_count", "image_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")

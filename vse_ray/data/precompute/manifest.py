@@ -13,23 +13,13 @@ import vse_ray
 from vse_ray.data.precompute.config import PrecomputeConfig
 from vse_ray.data.store.schema import SCHEMA_VERSION
 from vse_ray.data.store.shards import ShardLedger, merge_nodes, part_name, write_json_atomic
-from vse_ray.data.store.verify import model_files, parquet_files
+from vse_ray.data.store.verify import MODEL_FILES, model_files, parquet_files
 
 STATE_CONFIG = Path("_state") / "config.json"
 FORMAT = "vse_ray.precompute"
 # Every top-level entry a precompute writes; --overwrite deletes a folder only when it holds nothing else.
 MADE_ENTRIES = frozenset(
-    {
-        "manifest.json",
-        "vocab.json",
-        "cider_df.json",
-        "tfidf_svd.npz",
-        "rejects.parquet",
-        "features",
-        "captions",
-        "relevance",
-        "_state",
-    }
+    {"manifest.json", "rejects.parquet", "features", "captions", "relevance", "_state", *MODEL_FILES}
 )
 TEMPORARY = re.compile(r"^\.(.+)\.\d+\.tmp$")  # write_json_atomic's hidden file of a known entry
 

@@ -36,6 +36,20 @@ class OutsideRoot(ValueError):
     """An image ref that leads outside the image root (``..``, an absolute path or a symlink out)."""
 
 
+class NotAFile(ValueError):
+    """An image ref that names something other than a regular file: a folder, a FIFO, a socket or a device
+    (reading a FIFO would wait forever for a writer)."""
+
+
+def check_regular_file(fs: pafs.FileSystem, path: str) -> None:
+    """:class:`NotAFile` naming ``path`` when it exists and is not a regular file (nothing is opened)."""
+    kind = fs.get_file_info(path).type
+    if kind == pafs.FileType.Directory:
+        raise NotAFile(f"{path} (a folder)")
+    if kind not in (pafs.FileType.File, pafs.FileType.NotFound):  # NotFound: open() names the missing file
+        raise NotAFile(f"{path} (a FIFO, socket or device; not read)")
+
+
 def path_under_root(base: str, ref: str, local: bool) -> str:
     """``base/ref``; :class:`OutsideRoot` when ``ref`` leaves ``base``.
 
@@ -60,11 +74,12 @@ class FileImages:
 
     def load(self, ref: str, size: int | None) -> np.ndarray:
         """Read, decode to RGB and (when ``size`` is set) resize to ``size`` x ``size``; a ref outside the
-        root raises :class:`OutsideRoot`."""
+        root raises :class:`OutsideRoot`, one that is not a regular file :class:`NotAFile`."""
         if self._fs is None:
             self._fs = resolve_filesystem(self.root)
         fs, base = self._fs
         path = path_under_root(base, ref, isinstance(fs, pafs.LocalFileSystem))
+        check_regular_file(fs, path)
         with fs.open_input_stream(path) as stream:
             data = stream.read()
         with Image.open(io.BytesIO(data)) as image:
@@ -92,6 +107,8 @@ def reject_reason(error: Exception) -> str:
     """A short reason for the rejects table."""
     if isinstance(error, OutsideRoot):
         return f"outside --image-root: {error}"
+    if isinstance(error, NotAFile):
+        return f"not a regular file: {error}"
     if isinstance(error, FileNotFoundError):
         return f"missing file: {error}"
     if isinstance(error, UnidentifiedImageError):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vse_ray.data.sources.source import SPLIT_NAMES, SplitSource, check_captions, select_splits
+from vse_ray.data.sources.source import SPLIT_NAMES, SplitSource, checked_captions, select_splits
 
 SPLIT_OF = {
     "train": "train",
@@ -118,12 +118,12 @@ def _check_unique(json_path: str, key: str, rows_ids: list[tuple[int, int]]) -> 
 def _split_source(json_path: str, images: list[dict], rows: list[int], per_image: int) -> SplitSource:
     where = [f"{json_path}: images[{row}] ({images[row]['filename']})" for row in rows]
     sentences = [images[row]["sentences"] for row in rows]
-    check_captions([[s.get("raw", "") for s in sents] for sents in sentences], per_image, where)
+    captions = checked_captions([[s.get("raw", "") for s in sents] for sents in sentences], per_image, where)
     refs = [str(Path(images[row].get("filepath", "")) / images[row]["filename"]) for row in rows]
     return SplitSource(
         image_ids=np.array([images[row]["imgid"] for row in rows], dtype=np.int64),
         refs=np.array(refs, dtype=object),
-        captions=tuple(tuple(s["raw"] for s in sents[:per_image]) for sents in sentences),
+        captions=captions,
         caption_ids=np.array(
             [[s["sentid"] for s in sents[:per_image]] for sents in sentences], dtype=np.int64
         ),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vse_ray.data.sources.source import PrecompFeatures, SplitSource, check_captions, select_splits
+from vse_ray.data.sources.source import PrecompFeatures, SplitSource, checked_captions, select_splits
 from vse_ray.data.store.schema import check_float16_range
 
 FILE_SPLITS = {"train": "train", "val": "dev", "test": "test"}  # our split name → precomp file prefix
@@ -79,14 +79,15 @@ def _read_split(
             f"expected {n} rows (one per image) or {n * per_image} (one per caption)"
         )
     _check_values(features, ims, float16 and features.ndim == 3)
-    captions = [lines[k * per_image : (k + 1) * per_image] for k in range(n)]
-    check_captions(
-        captions, per_image, [f"{caps}: lines {k * per_image + 1}-{(k + 1) * per_image}" for k in range(n)]
+    captions = checked_captions(
+        [[c.strip() for c in lines[k * per_image : (k + 1) * per_image]] for k in range(n)],
+        per_image,
+        [f"{caps}: lines {k * per_image + 1}-{(k + 1) * per_image}" for k in range(n)],
     )
     source = SplitSource(
         image_ids=np.arange(first_id, first_id + n, dtype=np.int64),
         refs=np.arange(n).astype(str).astype(object),
-        captions=tuple(tuple(c.strip() for c in caps_k) for caps_k in captions),
+        captions=captions,
         caption_ids=(
             np.arange(first_id, first_id + n, dtype=np.int64)[:, None] * per_image + np.arange(per_image)
         ),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -11,6 +12,9 @@ import numpy as np
 from vse_ray.data.sources.image_io import FileImages, SyntheticImages
 
 SPLIT_NAMES = ("train", "val", "test")
+# The longest caption kept (characters, so at most as many tokens); COCO's and Flickr30K's longest are a few
+# hundred. Longer captions are cut with a warning (docs/data.md).
+MAX_CAPTION_CHARS = 1000
 T = TypeVar("T")
 
 
@@ -53,20 +57,50 @@ class Source:
     features: dict[str, PrecompFeatures] | None = None
 
 
-def check_captions(captions: Sequence[Sequence[str]], per_image: int, where: Sequence[str]) -> None:
-    """ValueError naming the file and row of an image with too few captions or of an empty caption.
+def checked_captions(
+    captions: Sequence[Sequence[str]], per_image: int, where: Sequence[str]
+) -> tuple[tuple[str, ...], ...]:
+    """The first ``per_image`` captions of each image, each cut to :data:`MAX_CAPTION_CHARS`.
+
+    A longer caption is cut at the last word boundary before the limit, with one warning that counts them
+    and names the first (a 1 MB caption would otherwise be stored, tokenised and padded whole).
 
     Args:
         captions: Captions of each image.
         per_image: Captions each image needs.
         where: ``where[k]`` names image k (file and row) in messages.
+
+    Raises:
+        ValueError: Naming the file and row of an image with too few captions or of an empty caption.
     """
+    kept, long = [], []
     for k, caps in enumerate(captions):
         if len(caps) < per_image:
             raise ValueError(f"{where[k]}: has {len(caps)} captions, needs at least {per_image}")
         for j, text in enumerate(caps[:per_image]):
             if not isinstance(text, str) or not text.strip():
                 raise ValueError(f"{where[k]}: caption {j} is empty")
+            if len(text) > MAX_CAPTION_CHARS:
+                long.append(f"{where[k]}: caption {j} ({len(text):,} characters)")
+        kept.append(tuple(_cut(text, MAX_CAPTION_CHARS) for text in caps[:per_image]))
+    if long:
+        logging.getLogger(__name__).warning(
+            "%d caption(s) longer than %d characters cut to that length (docs/data.md), e.g. %s",
+            len(long),
+            MAX_CAPTION_CHARS,
+            long[0],
+        )
+    return tuple(kept)
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, at the last word boundary when there is one."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    if not text[limit].isspace() and len(head.split()) > 1:
+        head = head.rsplit(maxsplit=1)[0]
+    return head.rstrip()
 
 
 def select_splits(available: dict[str, T], wanted: Sequence[str], origin: str) -> dict[str, T]:

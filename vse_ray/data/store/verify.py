@@ -26,17 +26,32 @@ from vse_ray.data.store.shards import sha256_file
 MANIFEST = "manifest.json"
 TABLES = ("features", "captions", "relevance")
 # Files besides the tables that training and evaluation read; the manifest lists their sha256 (``files``).
-MODEL_FILES = ("vocab.json", "cider_df.json", "tfidf_svd.npz")
+# concepts.npz: CVSE's concept graph of the train captions (vse_ray.data.precompute.concepts).
+MODEL_FILES = ("vocab.json", "cider_df.json", "tfidf_svd.npz", "concepts.npz")
 
 
 @dataclass(frozen=True)
 class VerifiedData:
-    """A data folder that matches its manifest: where it is, the manifest's sha256 and the row counts."""
+    """A data folder that matches its manifest: where it is, the manifest's sha256, the row counts, and the
+    sha256 of what the data holds (the config hash and every file's sha256 the manifest lists: unlike the
+    manifest's own bytes, the same after a precompute rerun that only rewrote its timings)."""
 
     path: Path
     manifest_sha256: str
     images: dict[str, int]
     captions: dict[str, int]
+    content_sha256: str = ""
+
+    def check_cutoffs(self, split: str, ks: Sequence[int]) -> None:
+        """ValueError naming the split and the folder when the split has fewer images than the largest R@K
+        cut-off: text-to-image retrieval ranks the split's images, so R@10 needs 10 of them."""
+        n, k = self.images.get(split, 0), max(ks)
+        if n < k:
+            raise ValueError(
+                f"data folder {self.path}: split {split!r} has {n} images, fewer than the largest R@K "
+                f"cut-off (eval_ks {tuple(ks)}) ranks; precompute at least {k} {split} images or lower "
+                "eval_ks"
+            )
 
     def mlflow_params(self) -> dict[str, str | int]:
         """``data.manifest_sha256`` and ``data.<split>_images`` / ``data.<split>_captions`` counts."""
@@ -233,7 +248,11 @@ def verify_data_dir(
             raise ValueError(f"{folder}: split {split!r} is empty or missing; it has {have}")
         per_image = manifest.get("config", {}).get("captions_per_image")
         check_captions_match_images(folder, split, per_image if isinstance(per_image, int) else None)
-    return VerifiedData(folder, digest, dict(rows["features"]), dict(rows["captions"]))
+    content = json.dumps(
+        {key: manifest.get(key) for key in ("config_hash", "shards", "files")}, sort_keys=True
+    )
+    content_sha256 = hashlib.sha256(content.encode("utf-8")).hexdigest()
+    return VerifiedData(folder, digest, dict(rows["features"]), dict(rows["captions"]), content_sha256)
 
 
 def _ids(folder: Path, file_format: str) -> np.ndarray:
