@@ -20,10 +20,11 @@ from vse_ray.study.context import StageClock, StudyResult, open_study
 from vse_ray.study.data_stage import prepare_data
 from vse_ray.study.scoring import score_on_test
 from vse_ray.study.spec import StudySpec
-from vse_ray.study.summary_stage import write_summary
+from vse_ray.study.summary_stage import SUMMARY_DIR, write_summary
 from vse_ray.study.variants import train_variants
 from vse_ray.study.warmup import train_warmups, warmup_schedule
-from vse_ray.tracking import ui_command
+from vse_ray.tracking import resolve_tracking_uri, ui_command
+from vse_ray.tracking.lifecycle import claim_run_folder
 
 
 def run_study(
@@ -31,16 +32,33 @@ def run_study(
 ) -> StudyResult:
     """Run (or resume) the whole study; print one progress line per stage and the summary table.
 
+    Before Ray starts, the study is claimed as every run is (:mod:`vse_ray.tracking.lifecycle`): the
+    tracking server answers, ``<output_dir>/studies/<name>`` is locked (one writer, until this call
+    returns) and the store exists.
+
     Args:
         spec: A study (validated again here, before Ray or MLflow start).
         output_dir: Data, Tune trials, MLflow store, summary files and the log file go here.
         ray_options: `ray.init` keywords when a local Ray instance is started (e.g. `num_cpus`).
     """
-    from vse_ray.ray_session import ensure_ray
-
     spec.validate()
     out = Path(output_dir).expanduser().resolve()
-    log_path = route_library_logs(out)
+    log_path = route_library_logs(out)  # MLflow's store-creation lines too
+    folder = out / SUMMARY_DIR / spec.name
+    where = f"study {spec.name!r} ({folder})"
+    lock = claim_run_folder(folder, where, "choose another --output-dir", resolve_tracking_uri(None, out))
+    try:
+        return _run_claimed(spec, out, log_path, ray_options)
+    finally:
+        lock.release()
+
+
+def _run_claimed(
+    spec: StudySpec, out: Path, log_path: Path, ray_options: dict[str, Any] | None
+) -> StudyResult:
+    """The stages of a claimed study (see :func:`run_study`)."""
+    from vse_ray.ray_session import ensure_ray
+
     print(f"[{spec.name}] Ray, Tune and MLflow logs: {log_path}", flush=True)
     clock = StageClock(spec.name)
     with clock.stage("ray start"):

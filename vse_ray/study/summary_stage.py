@@ -31,6 +31,8 @@ from vse_ray.tracking.runs import RUN_NAME_TAG
 from vse_ray.tracking.views import comparison_view, save_view, view_url
 from vse_ray.tune.mlflow_trials import PARENT_TAG
 
+SUMMARY_DIR = "studies"  # <output_dir>/studies/<name>/: the summary files (and the study's lock)
+
 
 def epoch_histories(ctx: StudyContext) -> dict[str, list[list[dict[str, float]]]]:
     """row -> per run (seed) -> per epoch validation metrics (every metric, the run's `metrics.json`), the
@@ -75,7 +77,7 @@ def write_summary(ctx: StudyContext) -> StudyResult:
         spec.baseline,
         [v.name for v in spec.variants()],
     )
-    folder = ctx.out / "studies" / spec.name
+    folder = ctx.out / SUMMARY_DIR / spec.name
     folder.mkdir(parents=True, exist_ok=True)
     files = {"csv": folder / "summary.csv", "markdown": folder / "summary.md"}
     files["csv"].write_text(summary_csv(cells))
