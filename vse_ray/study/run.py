@@ -28,13 +28,17 @@ from vse_ray.tracking.lifecycle import claim_run_folder
 
 
 def run_study(
-    spec: StudySpec, output_dir: str | Path, *, ray_options: dict[str, Any] | None = None
+    spec: StudySpec,
+    output_dir: str | Path,
+    *,
+    ray_options: dict[str, Any] | None = None,
+    wait: bool = False,
 ) -> StudyResult:
     """Run (or resume) the whole study; print one progress line per stage and the summary table.
 
     Before Ray starts, the study is claimed as every run is (:mod:`vse_ray.tracking.lifecycle`): the
     tracking server answers, ``<output_dir>/studies/<name>`` is locked (one writer, until this call
-    returns) and the store exists.
+    returns; ``wait`` queues behind another command running it) and the store exists.
 
     Args:
         spec: A study (validated again here, before Ray or MLflow start).
@@ -46,7 +50,8 @@ def run_study(
     log_path = route_library_logs(out)  # MLflow's store-creation lines too
     folder = out / SUMMARY_DIR / spec.name
     where = f"study {spec.name!r} ({folder})"
-    lock = claim_run_folder(folder, where, "choose another --output-dir", resolve_tracking_uri(None, out))
+    uri = resolve_tracking_uri(None, out)
+    lock = claim_run_folder(folder, where, "choose another --output-dir", uri, wait=wait)
     try:
         return _run_claimed(spec, out, log_path, ray_options)
     finally:

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import one_error_line, run_cli
-from vse_ray.tracking.lifecycle import check_server
 from vse_ray.tracking.lock import FolderLock
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -72,6 +71,15 @@ def test_a_second_sweep_of_a_held_name_is_one_line(tiny_data_dir, tmp_path, no_r
     one_error_line(result, f"sweep 'tiny' ({folder}) is in use by PID {os.getpid()}", "--wait", "--name")
 
 
+def test_a_second_study_in_one_output_folder_is_one_line(tiny_data_dir, tmp_path, no_ray):
+    study = tmp_path / "tiny.yaml"
+    study.write_text(STUDY.format(data_dir=tiny_data_dir))
+    folder = tmp_path / "out" / "studies" / "tiny"
+    with FolderLock(folder):
+        result = run_cli(["study", str(study), "--output-dir", str(tmp_path / "out")])
+    one_error_line(result, f"study 'tiny' ({folder}) is in use by PID {os.getpid()}", "--output-dir")
+
+
 def test_a_sweep_rerun_with_another_config_is_refused_naming_the_keys(tiny_data_dir, tmp_path, monkeypatch):
     monkeypatch.setattr("vse_ray.tune.sweep.fit_trials", _ctrl_c)  # stopped once it has claimed its run
     first = run_cli(_sweep(tiny_data_dir, tmp_path, "--num-samples", "1", "--epochs", "1"))
@@ -87,13 +95,12 @@ def test_a_sweep_rerun_with_another_config_is_refused_naming_the_keys(tiny_data_
 
 
 def test_first_commands_on_a_new_store_do_not_race(tiny_data_dir, tmp_path):
-    """Two sweeps and a study start at the same moment on one new store: each creates it or waits."""
+    """A sweep and a study start at the same moment on one new store: one creates it, the other waits."""
     study = tmp_path / "tiny.yaml"
     study.write_text(STUDY.format(data_dir=tiny_data_dir))
     out = str(tmp_path / "out")
     commands = [
-        _sweep(tiny_data_dir, tmp_path, "--num-samples", "1", "--name", "a"),
-        _sweep(tiny_data_dir, tmp_path, "--num-samples", "1", "--name", "b"),
+        _sweep(tiny_data_dir, tmp_path, "--num-samples", "1"),
         ["study", str(study), "--output-dir", out],
     ]
     env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"} | {"PYTHONPATH": str(ROOT)}
@@ -145,6 +152,8 @@ def test_an_absent_tracking_server_is_one_line(command, tiny_data_dir, tmp_path,
 
 
 def test_any_answer_of_a_server_counts():
+    from vse_ray.tracking.lifecycle import check_server
+
     server = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)  # answers 501
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
