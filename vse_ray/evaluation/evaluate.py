@@ -180,7 +180,7 @@ def evaluate_run(
         pixels = data.images.values if data.images.raw else _pixels(data_dir, split)
         _log_to_run(recorder, report, sims, data, pixels)
         if run_id is None:
-            recorder.client.set_terminated(recorder.run_id)
+            recorder.finish()
     return report
 
 

@@ -13,8 +13,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mlflow import MlflowClient
-
 from vse_ray.log_file import route_library_logs
 from vse_ray.study.context import StageClock, StudyResult, open_study
 from vse_ray.study.data_stage import prepare_data
@@ -25,6 +23,7 @@ from vse_ray.study.variants import train_variants
 from vse_ray.study.warmup import train_warmups, warmup_schedule
 from vse_ray.tracking import resolve_tracking_uri, ui_command
 from vse_ray.tracking.lifecycle import claim_run_folder
+from vse_ray.tracking.recorder import RunRecorder
 
 
 def run_study(
@@ -85,7 +84,7 @@ def _run_claimed(
         with clock.stage("test"):
             score_on_test(ctx, trained)
     except KeyboardInterrupt:
-        MlflowClient(ctx.tracking_uri).set_terminated(ctx.parent_run_id, status="KILLED")
+        RunRecorder(ctx.parent_run_id, ctx.tracking_uri).finish("KILLED")
         raise
     clock.stop()
     result = write_summary(ctx)

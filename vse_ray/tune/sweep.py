@@ -18,13 +18,13 @@ from vse_ray.data.store.verify import VerifiedData, verify_data_dir
 from vse_ray.reporting.sweep_report import report_document, sweep_summary
 from vse_ray.tracking import (
     get_or_create_experiment,
-    get_or_create_run,
     log_epoch_metrics,
     log_params_flat,
 )
 from vse_ray.tracking import metric_keys as keys
 from vse_ray.tracking.filters import tag_equals
 from vse_ray.tracking.lifecycle import ConfigRecord, claim_run_folder, flat, keep_config
+from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.tracking.views import comparison_view, save_view, view_url
 from vse_ray.train.config import TrainConfig
 from vse_ray.tune.engine import TuneRun, fit_trials, record_trial, saved_trial_statuses
@@ -32,7 +32,6 @@ from vse_ray.tune.mlflow_trials import (
     BEST_METRIC,
     BEST_PARAM,
     PARENT_TAG,
-    STOP_TAG,
     TRIAL_TAG,
     TUNE_BOOKKEEPING_KEYS,
 )
@@ -212,7 +211,7 @@ def _parent_run(
 ) -> tuple[str, int]:
     """The sweep's parent run and the trials it samples: a new run records ``cfg``'s plan, a resumed one
     keeps the plan it started with (a restored Tuner samples as first set up)."""
-    parent = get_or_create_run(experiment_id, name, uri)
+    parent = RunRecorder.open(experiment_id, name, uri).run_id
     client = MlflowClient(uri)
     logged = client.get_run(parent).data.params
     if logged:
@@ -269,9 +268,8 @@ def _finish(
     best = _best_trial(results, space, base)
     if best["best_trial_id"] is not None:
         best["best_run_id"] = _record_best(run, best)
-    client = MlflowClient(run.tracking_uri)
-    client.set_tag(run.parent_run_id, STOP_TAG, "completed" if finished else "interrupted")
-    client.set_terminated(run.parent_run_id, status="FINISHED" if finished else "KILLED")
+    stop = ("FINISHED", "completed") if finished else ("KILLED", "interrupted")
+    RunRecorder(run.parent_run_id, run.tracking_uri).finish(*stop)
     view = save_sweep_view(run, space)
     sweep = SweepResult(
         name=run.name,
