@@ -1,4 +1,5 @@
-"""A 2-trial sweep on the shared Ray instance: interrupted after one trial, resumed, tracked in MLflow."""
+"""A 2-trial sweep on the shared Ray instance: interrupted after one trial, refused with another config,
+resumed, tracked in MLflow."""
 
 from __future__ import annotations
 
@@ -56,6 +57,10 @@ def test_sweep_interrupt_resume_and_mlflow(ray_session, tmp_path, mlflow_uri, ca
     assert not first.finished and first.num_trials == 2
     assert client.get_run(first.parent_run_id).info.status == "KILLED"
     assert "RUNNING" not in {r.info.status for r in client.search_runs([first.experiment_id])}
+    with pytest.raises(
+        ValueError, match=r"started with another config \(num_samples 2 -> 3, train.epochs 2 -> 3\)"
+    ):
+        run_sweep(dataclasses.replace(cfg, num_samples=3, train={**TINY_TRAINING, "epochs": 3}))
 
     second = run_sweep(dataclasses.replace(cfg, stop_after_trials=0))  # Tuner.restore(resume_unfinished=True)
     assert second.finished and second.num_trials == 2 and second.num_errors == 0

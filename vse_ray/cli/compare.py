@@ -8,6 +8,7 @@ import typer
 
 from vse_ray.reporting import DEFAULT_WIDTH, FORMATS
 from vse_ray.tracking import resolve_tracking_uri
+from vse_ray.tracking.lifecycle import check_server
 from vse_ray.tracking.metric_keys import VAL_RSUM
 from vse_ray.tune.runs_table import DEFAULT_METRICS, fetch_runs, runs_table
 
@@ -43,6 +44,7 @@ def compare(
     if mode not in ("max", "min"):
         raise typer.BadParameter(f"--mode must be 'max' or 'min', got {mode!r}")
     uri = resolve_tracking_uri(tracking_uri, output_dir)
+    check_server(uri)  # MLflow itself retries an absent server for minutes
     try:
         runs = fetch_runs(uri, experiment, parent)
         table = runs_table(

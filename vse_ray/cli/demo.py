@@ -48,6 +48,7 @@ def demo(
     concurrent: Annotated[int, typer.Option(help="Trials at once.")] = D.concurrent,
     num_cpus: Annotated[int, typer.Option(help="CPUs of the local Ray instance.")] = D.num_cpus,
     seed: Annotated[int, typer.Option(help="Seed of the embedded data.")] = D.seed,
+    wait: Annotated[bool, typer.Option(help="Wait for another demo running in this output folder.")] = False,
 ) -> None:
     """A small loss comparison on the embedded data: warm-up once per seed, every loss family from it.
 
@@ -81,4 +82,4 @@ def demo(
     from vse_ray.log_file import native_stderr_to_log
 
     with native_stderr_to_log(settings.output_dir):
-        run_demo(settings)
+        run_demo(settings, wait=wait)

@@ -20,6 +20,7 @@ def study(
     ] = False,
     seeds: Annotated[int | None, typer.Option(help="Override the file's number of seeds.")] = None,
     num_cpus: Annotated[int | None, typer.Option(help="CPUs of a local Ray instance (default: all).")] = None,
+    wait: Annotated[bool, typer.Option(help="Wait for another command running this study here.")] = False,
 ) -> None:
     """Compare losses over seeds: one shared warm-up per seed, then every loss and control from it.
 
@@ -45,4 +46,4 @@ def study(
     from vse_ray.study.run import run_study
 
     with native_stderr_to_log(output_dir):
-        run_study(spec, output_dir, ray_options={"num_cpus": num_cpus} if num_cpus else None)
+        run_study(spec, output_dir, ray_options={"num_cpus": num_cpus} if num_cpus else None, wait=wait)

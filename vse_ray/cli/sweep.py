@@ -25,6 +25,7 @@ def sweep(
     gpus_per_trial: Annotated[float, typer.Option(help="GPUs of a 'process' trial (0.25: 4 per GPU).")] = 0.0,
     name: Annotated[str | None, typer.Option(help="Sweep name; reuse it to resume.")] = None,
     resume: Annotated[bool, typer.Option(help="Resume an interrupted sweep of the same name.")] = True,
+    wait: Annotated[bool, typer.Option(help="Wait for another command running this sweep.")] = False,
     stop_after_trials: Annotated[
         int, typer.Option(help="End this run after N finished trials; rerun to resume (0: no limit).")
     ] = 0,
@@ -67,6 +68,6 @@ def sweep(
         tracking_uri=tracking_uri,
         experiment=experiment,
     )
-    result = run_sweep(cfg)  # a bad space or config: one line, before Ray and MLflow start
+    result = run_sweep(cfg, wait=wait)  # bad input, a sweep in use: one line (`readable_errors`)
     if not result.finished:
         raise typer.Exit(code=3)

@@ -13,12 +13,13 @@ from vse_ray.study.context import StudyResult
 from vse_ray.study.run import run_study
 
 
-def run_demo(settings: DemoSettings | None = None) -> StudyResult:
-    """Run the demo study (everything checked before Ray starts) and print its table and where to look."""
+def run_demo(settings: DemoSettings | None = None, *, wait: bool = False) -> StudyResult:
+    """Run the demo study (everything checked before Ray starts) and print its table and where to look;
+    ``wait`` queues behind another command running it in the same output folder."""
     s = (settings or DemoSettings()).validate()
     spec = s.study()
     ray_options = {"num_cpus": s.num_cpus, "include_dashboard": False, "object_store_memory": 400 * 1024**2}
-    result = run_study(spec, s.output_dir, ray_options=ray_options)
+    result = run_study(spec, s.output_dir, ray_options=ray_options, wait=wait)
     chance = chance_levels(s.n_test, 5 * s.n_test)
     print(f"Chance level (test, {s.n_test} images): rsum {chance['rsum']:.1f}")
     return result

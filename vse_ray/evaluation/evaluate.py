@@ -26,6 +26,7 @@ from vse_ray.models import rebuild_model
 from vse_ray.tracking import get_best_checkpoint, resolve_tracking_uri
 from vse_ray.tracking.artifacts import log_figures
 from vse_ray.tracking.checkpoint import CHECKPOINT_FILE, load_checkpoint
+from vse_ray.tracking.lifecycle import check_server
 from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.tracking.runs import CHECKPOINT_ARTIFACT_DIR, get_or_create_experiment
 
@@ -156,6 +157,7 @@ def evaluate_run(
         raise ValueError(f"protocol: must be one of {PROTOCOLS}, got {protocol!r}")
     block = parse_block(eval_block) if eval_block else None
     uri = resolve_tracking_uri(tracking_uri, output_dir)
+    check_server(uri)  # MLflow itself retries an absent server for minutes
     checkpoint, run_id = resolve_run(run, uri)
     others = [resolve_run(other, uri) for other in ensemble or []]
     members = [path for path, _ in others]
@@ -188,7 +190,7 @@ def evaluate_run(
         pixels = data.images.values if data.images.raw else _pixels(data_dir, split)
         _log_to_run(recorder, report, sims, data, pixels)
         if run_id is None:
-            recorder.client.set_terminated(recorder.run_id)
+            recorder.finish()
     return report
 
 

@@ -13,34 +13,56 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mlflow import MlflowClient
-
 from vse_ray.log_file import route_library_logs
 from vse_ray.study.context import StageClock, StudyResult, open_study
 from vse_ray.study.data_stage import prepare_data
 from vse_ray.study.scoring import score_on_test
 from vse_ray.study.spec import StudySpec
-from vse_ray.study.summary_stage import write_summary
+from vse_ray.study.summary_stage import SUMMARY_DIR, write_summary
 from vse_ray.study.variants import train_variants
 from vse_ray.study.warmup import train_warmups, warmup_schedule
-from vse_ray.tracking import ui_command
+from vse_ray.tracking import resolve_tracking_uri, ui_command
+from vse_ray.tracking.lifecycle import claim_run_folder
+from vse_ray.tracking.recorder import RunRecorder
 
 
 def run_study(
-    spec: StudySpec, output_dir: str | Path, *, ray_options: dict[str, Any] | None = None
+    spec: StudySpec,
+    output_dir: str | Path,
+    *,
+    ray_options: dict[str, Any] | None = None,
+    wait: bool = False,
 ) -> StudyResult:
     """Run (or resume) the whole study; print one progress line per stage and the summary table.
+
+    Before Ray starts, the study is claimed as every run is (:mod:`vse_ray.tracking.lifecycle`): the
+    tracking server answers, ``<output_dir>/studies/<name>`` is locked (one writer, until this call
+    returns; ``wait`` queues behind another command running it) and the store exists.
 
     Args:
         spec: A study (validated again here, before Ray or MLflow start).
         output_dir: Data, Tune trials, MLflow store, summary files and the log file go here.
         ray_options: `ray.init` keywords when a local Ray instance is started (e.g. `num_cpus`).
     """
-    from vse_ray.ray_session import ensure_ray
-
     spec.validate()
     out = Path(output_dir).expanduser().resolve()
-    log_path = route_library_logs(out)
+    log_path = route_library_logs(out)  # MLflow's store-creation lines too
+    folder = out / SUMMARY_DIR / spec.name
+    where = f"study {spec.name!r} ({folder})"
+    uri = resolve_tracking_uri(None, out)
+    lock = claim_run_folder(folder, where, "choose another --output-dir", uri, wait=wait)
+    try:
+        return _run_claimed(spec, out, log_path, ray_options)
+    finally:
+        lock.release()
+
+
+def _run_claimed(
+    spec: StudySpec, out: Path, log_path: Path, ray_options: dict[str, Any] | None
+) -> StudyResult:
+    """The stages of a claimed study (see :func:`run_study`)."""
+    from vse_ray.ray_session import ensure_ray
+
     print(f"[{spec.name}] Ray, Tune and MLflow logs: {log_path}", flush=True)
     clock = StageClock(spec.name)
     with clock.stage("ray start"):
@@ -62,7 +84,7 @@ def run_study(
         with clock.stage("test"):
             score_on_test(ctx, trained)
     except KeyboardInterrupt:
-        MlflowClient(ctx.tracking_uri).set_terminated(ctx.parent_run_id, status="KILLED")
+        RunRecorder(ctx.parent_run_id, ctx.tracking_uri).finish("KILLED")
         raise
     clock.stop()
     result = write_summary(ctx)

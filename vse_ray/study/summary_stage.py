@@ -26,10 +26,12 @@ from vse_ray.tracking import metric_keys as keys
 from vse_ray.tracking import resolve_tracking_uri
 from vse_ray.tracking.artifacts import log_figures
 from vse_ray.tracking.filters import tag_equals
-from vse_ray.tracking.recorder import METRICS_ARTIFACT
+from vse_ray.tracking.recorder import METRICS_ARTIFACT, RunRecorder
 from vse_ray.tracking.runs import RUN_NAME_TAG
 from vse_ray.tracking.views import comparison_view, save_view, view_url
 from vse_ray.tune.mlflow_trials import PARENT_TAG
+
+SUMMARY_DIR = "studies"  # <output_dir>/studies/<name>/: the summary files (and the study's lock)
 
 
 def epoch_histories(ctx: StudyContext) -> dict[str, list[list[dict[str, float]]]]:
@@ -75,7 +77,7 @@ def write_summary(ctx: StudyContext) -> StudyResult:
         spec.baseline,
         [v.name for v in spec.variants()],
     )
-    folder = ctx.out / "studies" / spec.name
+    folder = ctx.out / SUMMARY_DIR / spec.name
     folder.mkdir(parents=True, exist_ok=True)
     files = {"csv": folder / "summary.csv", "markdown": folder / "summary.md"}
     files["csv"].write_text(summary_csv(cells))
@@ -91,7 +93,7 @@ def write_summary(ctx: StudyContext) -> StudyResult:
         client.log_artifact(ctx.parent_run_id, str(path), "summary")
     log_figures(client, ctx.parent_run_id, {"tradeoff": tradeoff_figure(epoch_histories(ctx))}, "plots")
     client.log_dict(ctx.parent_run_id, ctx.seconds, "seconds.json")
-    client.set_terminated(ctx.parent_run_id, status="FINISHED")
+    RunRecorder(ctx.parent_run_id, ctx.tracking_uri).finish()
     table = (weak + "\n" if weak else "") + summary_text(cells, spec.baseline)
     view = save_study_view(ctx)
     return StudyResult(

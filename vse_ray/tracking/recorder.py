@@ -28,6 +28,7 @@ from mlflow.entities import Metric, Param
 from vse_ray.tracking import metric_keys
 from vse_ray.tracking.checkpoint import CHECKPOINT_FILE
 from vse_ray.tracking.runs import CHECKPOINT_ARTIFACT_DIR, get_or_create_run
+from vse_ray.tracking.tags import STOP_TAG
 
 _BATCH = 100  # MLflow's log_batch takes at most 1000 metrics and 100 params
 METRICS_ARTIFACT = "metrics.json"  # the selected snapshot's metrics and every epoch's, every metric
@@ -167,5 +168,8 @@ class RunRecorder:
         log_metrics(self.client, self.run_id, metric_keys.headline(metrics, split, protocol))
         return stem
 
-    def finish(self, status: str = "FINISHED") -> None:
+    def finish(self, status: str = "FINISHED", reason: str | None = None) -> None:
+        """End the run: ``status`` FINISHED, KILLED or FAILED, and why (tag ``vse_ray.stop_reason``)."""
+        if reason is not None:
+            self.client.set_tag(self.run_id, STOP_TAG, reason)
         self.client.set_terminated(self.run_id, status=status)

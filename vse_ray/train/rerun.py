@@ -18,16 +18,16 @@ from typing import Any
 
 from mlflow import MlflowClient
 
-from vse_ray.data.store.shards import write_json_atomic
 from vse_ray.data.store.verify import VerifiedData
 from vse_ray.losses import LOSS_NAMES, loss_hparams
 from vse_ray.models import MODEL_NAMES, model_options
+from vse_ray.tracking import lifecycle
 from vse_ray.tracking.filters import tag_equals
+from vse_ray.tracking.lifecycle import ConfigRecord, claim_run_folder, describe
 from vse_ray.tracking.lock import FolderLock
 from vse_ray.tracking.runs import RUN_NAME_TAG
 from vse_ray.train.config import TrainConfig
 
-RECORD = "vse_ray_config.json"
 # Keys that change how long or where a run trains, not what it computes up to the epochs it has done.
 SAFE_ON_RESUME = ("epochs", "max_failures", "cpus_per_worker", "placement_strategy", "eval_batch_size")
 CHANGES_TAG = "vse_ray.resume_changes"
@@ -35,9 +35,13 @@ CHANGES_TAG = "vse_ray.resume_changes"
 CONFIGURED_BY = {"loss_params": "loss", "warmup_params": "warmup_loss", "model_params": "model"}
 
 
+def _folder(cfg: TrainConfig) -> Path:
+    return Path(cfg.storage_path) / cfg.run_name
+
+
 def record_path(cfg: TrainConfig) -> Path:
     """Where a resolved config's run keeps the config it was started with."""
-    return Path(cfg.storage_path) / cfg.run_name / RECORD
+    return ConfigRecord.of(_folder(cfg)).path
 
 
 def effective_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -63,15 +67,8 @@ def _defaults(params: str, name: Any) -> dict[str, Any]:
 
 def config_changes(old: dict[str, Any], new: dict[str, Any]) -> dict[str, list[Any]]:
     """``{key: [old, new]}`` of the keys both configs have whose effective values differ (see
-    :func:`effective_config`); a key only one has (a field added or removed by another vse_ray version)
-    is no change."""
-    old, new = effective_config(old), effective_config(new)
-    return {k: [old[k], new[k]] for k in sorted(set(old) & set(new)) if old[k] != new[k]}
-
-
-def describe(changes: dict[str, list[Any]]) -> str:
-    """``lr 0.0002 -> 0.002, epochs 30 -> 40``."""
-    return ", ".join(f"{key} {old!r} -> {new!r}" for key, (old, new) in changes.items())
+    :func:`effective_config`)."""
+    return lifecycle.config_changes(effective_config(old), effective_config(new))
 
 
 def _new_run_name(cfg: TrainConfig) -> str:
@@ -132,22 +129,21 @@ def plan_run(
     if resume and new_run:
         raise ValueError("--resume and --new-run exclude each other: continue the run or start a new one")
     cfg = cfg.resolved()
-    path = record_path(cfg)
-    if not path.is_file():
-        write_json_atomic({"config": cfg.to_dict(), "changes": [], "data": _data_record(data)}, path)
+    kept = ConfigRecord.of(_folder(cfg))
+    record = kept.load()
+    if record is None:
+        kept.save(cfg.to_dict(), data=_data_record(data))
         return cfg
-    record = json.loads(path.read_text())
     changes = config_changes(record["config"], cfg.to_dict())
     other_data = _data_changed(record, data)
     if not changes and other_data is None:
         if data is not None and not record.get("data"):  # a run recorded before its data was
-            write_json_atomic({**record, "data": _data_record(data)}, path)
+            kept.save(record["config"], record["changes"], data=_data_record(data))
         return cfg
     where = f"run {cfg.run_name!r} in {cfg.storage_path}"
     if new_run:
         fresh = dataclasses.replace(cfg, run_name=_new_run_name(cfg))
-        fresh_record = {"config": fresh.to_dict(), "changes": [], "data": _data_record(data)}
-        write_json_atomic(fresh_record, record_path(fresh))
+        ConfigRecord.of(_folder(fresh)).save(fresh.to_dict(), data=_data_record(data))
         reason = f", which {other_data}" if other_data else f" ({describe(changes)})"
         notify(f"new run {fresh.run_name} beside {cfg.run_name}{reason}")
         return fresh
@@ -170,27 +166,18 @@ def plan_run(
             "choose another --run-name"
         )
     history = [*record["changes"], {"time": time.time(), "changes": changes}]
-    write_json_atomic({**record, "config": cfg.to_dict(), "changes": history}, path)
+    kept.save(cfg.to_dict(), history, data=record.get("data") or _data_record(data))
     _tag_changes(cfg, history)
     notify(f"resuming {cfg.run_name} with {describe(changes)}")
     return cfg
 
 
-def _run_lock(cfg: TrainConfig) -> FolderLock:
-    folder = Path(cfg.storage_path) / cfg.run_name
-    return FolderLock(folder, f"run {cfg.run_name!r} ({folder})", "choose another --run-name")
-
-
-def _create_store(cfg: TrainConfig, notify: Callable[[str], None]) -> None:
-    """Create a local sqlite MLflow store under the output folder's lock: two first runs in one folder
-    would otherwise race in MLflow's schema migration."""
-    if not cfg.tracking_uri.startswith("sqlite:///"):
-        return
-    lock = FolderLock(cfg.output_dir, f"output folder {cfg.output_dir}").acquire(wait=True, notify=notify)
-    try:
-        MlflowClient(cfg.tracking_uri).search_experiments(max_results=1)
-    finally:
-        lock.release()
+def _claim(cfg: TrainConfig, wait: bool, notify: Callable[[str], None]) -> FolderLock:
+    folder = _folder(cfg)
+    what = f"run {cfg.run_name!r} ({folder})"
+    return claim_run_folder(
+        folder, what, "choose another --run-name", cfg.tracking_uri, wait=wait, notify=notify
+    )
 
 
 def claim_run(
@@ -201,19 +188,19 @@ def claim_run(
     notify: Callable[[str], None] = print,
     data: VerifiedData | None = None,
 ) -> TrainConfig:
-    """Lock the run (one writer; ``wait`` queues behind the holder), then :func:`plan_run`; a new run beside
-    it is locked too.
+    """Claim the run (:func:`~vse_ray.tracking.lifecycle.claim_run_folder`: the server answers, one writer,
+    ``wait`` queues behind the holder, the store exists), then :func:`plan_run`; a new run beside it is
+    claimed too.
 
     The locks are held until :func:`~vse_ray.tracking.lock.release_all` (the end of the command) or the end
     of the process.
     """
     cfg = cfg.resolved()
-    locks = [_run_lock(cfg).acquire(wait=wait, notify=notify)]
+    locks = [_claim(cfg, wait, notify)]
     try:
-        _create_store(cfg, notify)
         planned = plan_run(cfg, resume, new_run, notify, data)
         if planned.run_name != cfg.run_name:
-            locks.append(_run_lock(planned).acquire(wait=wait, notify=notify))
+            locks.append(_claim(planned, wait, notify))
         return planned
     except BaseException:
         for lock in locks:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mlflow import MlflowClient
 from ray.tune import Callback
 from ray.tune.result import AUTO_RESULT_KEYS
 
@@ -95,6 +94,4 @@ class MLflowTrialsCallback(Callback):
         if trial_id not in self._open:
             return
         self._open.discard(trial_id)
-        client = MlflowClient(self.tracking_uri)
-        client.set_tag(self.runs[trial_id], STOP_TAG, reason)
-        client.set_terminated(self.runs[trial_id], status=status)
+        RunRecorder(self.runs[trial_id], self.tracking_uri).finish(status, reason)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import yaml
 from mlflow import MlflowClient
 from ray import tune
 from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
@@ -17,19 +18,20 @@ from vse_ray.data.store.verify import VerifiedData, verify_data_dir
 from vse_ray.reporting.sweep_report import report_document, sweep_summary
 from vse_ray.tracking import (
     get_or_create_experiment,
-    get_or_create_run,
     log_epoch_metrics,
     log_params_flat,
 )
 from vse_ray.tracking import metric_keys as keys
 from vse_ray.tracking.filters import tag_equals
+from vse_ray.tracking.lifecycle import ConfigRecord, claim_run_folder, flat, keep_config
+from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.tracking.views import comparison_view, save_view, view_url
+from vse_ray.train.config import TrainConfig
 from vse_ray.tune.engine import TuneRun, fit_trials, record_trial, saved_trial_statuses
 from vse_ray.tune.mlflow_trials import (
     BEST_METRIC,
     BEST_PARAM,
     PARENT_TAG,
-    STOP_TAG,
     TRIAL_TAG,
     TUNE_BOOKKEEPING_KEYS,
 )
@@ -85,11 +87,16 @@ def trial_params(config: dict[str, Any], *, space: SearchSpace, base: dict[str, 
     return trial_config(space, space.overrides(config), base).config.to_flat_dict()
 
 
-def run_sweep(cfg: SweepConfig) -> SweepResult:
-    """Check the space, run (or resume) the sweep, log the best trial on the parent run and return it.
+def run_sweep(cfg: SweepConfig, *, wait: bool = False) -> SweepResult:
+    """Check the space, claim the sweep, run (or resume) it, log the best trial on the parent run, return it.
+
+    Before Ray starts, the sweep is claimed as every run is (:mod:`vse_ray.tracking.lifecycle`): the
+    tracking server answers, its folder is locked (one writer; ``wait`` queues behind the holder, until
+    this call returns), the store exists, and a rerun has the config the sweep started with.
 
     Raises:
-        ValueError: for an invalid ``cfg`` or space, or an existing sweep folder with ``resume=False``.
+        ValueError: for an invalid ``cfg`` or space, an existing sweep folder with ``resume=False``, a sweep
+            in use by another command, another config than the sweep's, or a server that does not answer.
     """
     cfg.validate()
     space = load_search_space(cfg.space)
@@ -109,12 +116,48 @@ def run_sweep(cfg: SweepConfig) -> SweepResult:
         base["use_gpu"] = cfg.gpus_per_trial > 0
     base.pop("loss")
     check_search_space(space, base)
-    restoring = tune.Tuner.can_restore(path)
-    if restoring and not cfg.resume:
+    if tune.Tuner.can_restore(path) and not cfg.resume:
         raise ValueError(f"name: sweep {name!r} already exists at {path}; resume it or pick another name")
     data = verify_data_dir(cfg.data_dir)  # a finished precompute that matches its manifest
     data.check_cutoffs("val", base["eval_ks"])  # each epoch of each trial ranks the val images
     uri = resolved.tracking_uri
+    lock = claim_run_folder(path, f"sweep {name!r} ({path})", "choose another --name", uri, wait=wait)
+    try:
+        keep_config(
+            ConfigRecord.of(path),
+            _sweep_record(cfg, resolved),
+            f"sweep {name!r} in {path.parent}",
+            "run it with the config it started with to resume it, or choose another --name",
+        )
+        return _run(cfg, space, base, path, uri, resolved, data)
+    finally:
+        lock.release()
+
+
+def _sweep_record(cfg: SweepConfig, resolved: TrainConfig) -> dict[str, Any]:
+    """What a sweep computes, as flat keys: its fields (where it writes resolved), the fixed training fields
+    and the space's content. A rerun's name, ``resume`` and ``stop_after_trials`` may differ."""
+    fields = asdict(cfg)
+    for key in ("name", "resume", "stop_after_trials", "space", "train"):
+        fields.pop(key)
+    where = ("data_dir", "output_dir", "storage_path", "tracking_uri", "experiment")
+    fields.update({key: getattr(resolved, key) for key in where})
+    space = yaml.safe_load(Path(cfg.space).read_text())
+    return flat({**fields, "train": cfg.train, "space": space})
+
+
+def _run(
+    cfg: SweepConfig,
+    space: SearchSpace,
+    base: dict[str, Any],
+    path: Path,
+    uri: str,
+    resolved: TrainConfig,
+    data: VerifiedData,
+) -> SweepResult:
+    """Run or resume the claimed sweep in ``path``, tracked under its MLflow parent run."""
+    name = path.name
+    restoring = tune.Tuner.can_restore(path)
     experiment_id = get_or_create_experiment(resolved.experiment, uri, resolved.output_dir)
     parent, num_samples = _parent_run(experiment_id, name, uri, cfg, space, data)
 
@@ -169,7 +212,7 @@ def _parent_run(
 ) -> tuple[str, int]:
     """The sweep's parent run and the trials it samples: a new run records ``cfg``'s plan, a resumed one
     keeps the plan it started with (a restored Tuner samples as first set up)."""
-    parent = get_or_create_run(experiment_id, name, uri)
+    parent = RunRecorder.open(experiment_id, name, uri).run_id
     client = MlflowClient(uri)
     logged = client.get_run(parent).data.params
     if logged:
@@ -226,9 +269,8 @@ def _finish(
     best = _best_trial(results, space, base)
     if best["best_trial_id"] is not None:
         best["best_run_id"] = _record_best(run, best)
-    client = MlflowClient(run.tracking_uri)
-    client.set_tag(run.parent_run_id, STOP_TAG, "completed" if finished else "interrupted")
-    client.set_terminated(run.parent_run_id, status="FINISHED" if finished else "KILLED")
+    stop = ("FINISHED", "completed") if finished else ("KILLED", "interrupted")
+    RunRecorder(run.parent_run_id, run.tracking_uri).finish(*stop)
     view = save_sweep_view(run, space)
     sweep = SweepResult(
         name=run.name,

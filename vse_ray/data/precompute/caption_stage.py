@@ -21,12 +21,8 @@ from vse_ray.data.precompute.resources import plan_resources
 from vse_ray.data.precompute.vocab import build_vocab
 from vse_ray.data.sources.source import SplitSource
 from vse_ray.data.store.schema import captions_table
-from vse_ray.data.store.shards import (
-    ShardLedger,
-    plan_shards,
-    shard_input,
-    write_json_atomic,
-)
+from vse_ray.data.store.shards import ShardLedger, plan_shards, shard_input
+from vse_ray.json_files import write_json_atomic
 from vse_ray.relevance import TfidfSvd, cider_doc_freq, tokenize
 
 SVD_FILE = "tfidf_svd.npz"

@@ -12,8 +12,9 @@ import pyarrow.parquet as pq
 import vse_ray
 from vse_ray.data.precompute.config import PrecomputeConfig
 from vse_ray.data.store.schema import SCHEMA_VERSION
-from vse_ray.data.store.shards import ShardLedger, merge_nodes, part_name, write_json_atomic
+from vse_ray.data.store.shards import ShardLedger, merge_nodes, part_name
 from vse_ray.data.store.verify import MODEL_FILES, model_files, parquet_files
+from vse_ray.json_files import write_json_atomic
 
 STATE_CONFIG = Path("_state") / "config.json"
 FORMAT = "vse_ray.precompute"

@@ -22,6 +22,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import ray
 
+from vse_ray.json_files import write_json_atomic
+
 NODE_PREFIX = "_node_"  # batch columns naming the Ray node a stage ran on; recorded in markers, never written
 
 
@@ -80,13 +82,6 @@ def write_atomic(table: pa.Table, path: Path) -> str:
     digest = sha256_file(tmp)
     os.replace(tmp, path)
     return digest
-
-
-def write_json_atomic(data: dict, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1, sort_keys=True))
-    os.replace(tmp, path)
 
 
 class ShardLedger:

@@ -1,0 +1,162 @@
+"""One run lifecycle: how every command that writes an MLflow run claims it, before Ray starts.
+
+``train``, ``sweep``, ``study`` and ``demo`` claim their run the same way (:func:`claim_run_folder`):
+
+1. a tracking server (``http[s]://``) answers within seconds (:func:`check_server`), else one line says so
+   (MLflow itself retries for minutes);
+2. the run's folder is locked: one writer per run; a second command is refused naming the holder, or queues
+   behind it (``wait``); the kernel drops the lock of a killed process;
+3. a local sqlite store exists (:func:`prepare_store`), created under the lock of its folder: two first
+   commands would otherwise race in MLflow's schema migration.
+
+A rerun compares its config with the one the run started with (:class:`ConfigRecord`, kept in the run's
+folder) and a changed config is refused listing the keys that differ (:func:`keep_config`, or train's
+``--resume`` / ``--new-run`` rules in :mod:`vse_ray.train.rerun`). The MLflow run is then found again by its
+stable name (:meth:`RunRecorder.open <vse_ray.tracking.recorder.RunRecorder.open>`) and ended with a status
+(:meth:`~vse_ray.tracking.recorder.RunRecorder.finish`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from vse_ray.json_files import write_json_atomic
+from vse_ray.tracking.lock import FolderLock
+
+RECORD = "vse_ray_config.json"
+SERVER_TIMEOUT_S = 5.0  # a server on the network answers in well under a second
+
+
+def _root_cause(err: BaseException) -> BaseException:
+    """The innermost exception ``err`` was raised from (``[Errno 111] Connection refused``, ``timed out``)."""
+    seen = {id(err)}
+    while (inner := err.__cause__ or err.__context__) is not None and id(inner) not in seen:
+        seen.add(id(inner))
+        err = inner
+    return err
+
+
+def check_server(uri: str, timeout: float = SERVER_TIMEOUT_S) -> None:
+    """ValueError in one line when ``uri`` is a tracking server that does not answer within ``timeout``
+    seconds; any HTTP answer counts (a 401 or 404 too: the server is there). Other stores pass."""
+    if not uri.startswith(("http://", "https://")):
+        return
+    from mlflow.utils.credentials import get_default_host_creds
+    from mlflow.utils.rest_utils import http_request
+
+    try:
+        http_request(
+            get_default_host_creds(uri),
+            "/health",
+            "GET",
+            max_retries=0,
+            timeout=timeout,
+            raise_on_status=False,
+        )
+    except Exception as err:  # MLflow wraps every failure of the request in an MlflowException
+        raise ValueError(
+            f"tracking server {uri} does not answer within {timeout:.0f} s ({_root_cause(err)}): "
+            "start it, or pass another --tracking-uri (or MLFLOW_TRACKING_URI)"
+        ) from None
+
+
+def prepare_store(uri: str, notify: Callable[[str], None] = print) -> None:
+    """The store ``uri`` ready to write: a server answers; a local sqlite store is created (or opened) under
+    the lock of its folder, waiting for another command creating it."""
+    check_server(uri)
+    if not uri.startswith("sqlite:///"):
+        return
+    from mlflow import MlflowClient
+
+    db = Path(uri.removeprefix("sqlite:///"))
+    lock = FolderLock(db.parent, f"MLflow store {db}").acquire(wait=True, notify=notify)
+    try:
+        MlflowClient(uri).search_experiments(max_results=1)
+    finally:
+        lock.release()
+
+
+def claim_run_folder(
+    folder: str | Path,
+    what: str,
+    instead: str,
+    uri: str,
+    *,
+    wait: bool = False,
+    notify: Callable[[str], None] = print,
+) -> FolderLock:
+    """Check the server, lock the run's ``folder`` (``what``: the run named in a refusal; ``instead``: the
+    way out it offers), then :func:`prepare_store`. The lock is held until released, until
+    :func:`~vse_ray.tracking.lock.release_all` (the end of the command) or until the process ends.
+
+    Raises:
+        ValueError: The server does not answer, or the folder is locked (without ``wait``), naming the holder.
+    """
+    check_server(uri)
+    lock = FolderLock(folder, what, instead).acquire(wait=wait, notify=notify)
+    try:
+        prepare_store(uri, notify)
+    except BaseException:
+        lock.release()
+        raise
+    return lock
+
+
+def config_changes(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """``{key: [old, new]}`` of the keys both configs have whose values differ (as JSON values); a key only
+    one has (a field added or removed by another vse_ray version) is no change."""
+    new = json.loads(json.dumps(new))
+    return {k: [old[k], new[k]] for k in sorted(set(old) & set(new)) if old[k] != new[k]}
+
+
+def describe(changes: Mapping[str, list[Any]]) -> str:
+    """``lr 0.0002 -> 0.002, epochs 30 -> 40``."""
+    return ", ".join(f"{key} {old!r} -> {new!r}" for key, (old, new) in changes.items())
+
+
+def flat(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested dicts as one level of dotted keys (``train.epochs``), so a change names the key it is in."""
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if isinstance(value, Mapping):
+            out.update(flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+@dataclass(frozen=True)
+class ConfigRecord:
+    """``<run folder>/vse_ray_config.json``: the config a run started with and the changes resumes made."""
+
+    path: Path
+
+    @classmethod
+    def of(cls, folder: str | Path) -> ConfigRecord:
+        return cls(Path(folder) / RECORD)
+
+    def load(self) -> dict[str, Any] | None:
+        """``{"config": ..., "changes": [...]}``, or None for a run not started yet."""
+        return json.loads(self.path.read_text()) if self.path.is_file() else None
+
+    def save(
+        self, config: Mapping[str, Any], changes: list[dict[str, Any]] | None = None, **extra: Any
+    ) -> None:
+        """Write the config, its changes and ``extra`` entries (train: the data folder's hashes)."""
+        write_json_atomic({"config": dict(config), "changes": changes or [], **extra}, self.path)
+
+
+def keep_config(record: ConfigRecord, config: Mapping[str, Any], where: str, instead: str) -> None:
+    """Record ``config`` for a new run; a rerun with another config is a ValueError naming ``where`` (the
+    run), the keys that differ and ``instead`` (what to do)."""
+    kept = record.load()
+    if kept is None:
+        record.save(config)
+        return
+    changes = config_changes(kept["config"], config)
+    if changes:
+        raise ValueError(f"{where} was started with another config ({describe(changes)}): {instead}")
