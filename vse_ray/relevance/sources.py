@@ -84,7 +84,7 @@ SOURCES: dict[str, RelevanceSource] = {
         RelevanceSource(
             "cider",
             "exact CIDEr-D of caption j against image i's references, sparse n-gram products",
-            "equal to `pycocoevalcap` to 1e-14; training batches use stored tf-idf vectors",
+            "equal to `pycocoevalcap` to 1e-15; training batches from stored tf-idf vectors (below) to 1e-14",
             batch="cider",
             value_range=(0.0, 10.0),  # CIDEr-D is ×10; a caption can exceed 10 against few references
         ),

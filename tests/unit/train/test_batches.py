@@ -132,17 +132,16 @@ def test_scene_relevance_is_the_scene_similarity_of_the_batch_images(tiny_data_d
     check_train_columns(str(tiny_data_dir), "scene")
 
 
-def test_missing_scene_column_is_named(tmp_path):
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("scene", r"split=train: no 'scene' column.*only the embedded dataset"),
+        ("cider", r"split=train: no 'cider_ngrams' column.*re-run it into a new folder"),
+    ],
+)
+def test_missing_relevance_column_is_named(tmp_path, source, message):
     folder = tmp_path / "captions" / "split=train"
     folder.mkdir(parents=True)
     pq.write_table(pa.table({n: [1] for n in train_columns(None)}), folder / "part-0.parquet")
-    with pytest.raises(ValueError, match=r"split=train: no 'scene' column.*only the embedded dataset"):
-        check_train_columns(str(tmp_path), "scene")
-
-
-def test_missing_cider_columns_are_named(tmp_path):
-    folder = tmp_path / "captions" / "split=train"
-    folder.mkdir(parents=True)
-    pq.write_table(pa.table({n: [1] for n in train_columns(None)}), folder / "part-0.parquet")
-    with pytest.raises(ValueError, match=r"split=train: no 'cider_ngrams' column.*re-run it into a new"):
-        check_train_columns(str(tmp_path), "cider")
+    with pytest.raises(ValueError, match=message):
+        check_train_columns(str(tmp_path), source)
