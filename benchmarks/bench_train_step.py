@@ -27,6 +27,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -67,6 +68,12 @@ def parse_args() -> argparse.Namespace:
         "--losses", nargs="+", choices=LOSS_NAMES, default=list(LOSS_NAMES), help="losses to time (and vsepp)"
     )
     parser.add_argument("--no-models", action="store_true", help="skip the VSE∞ / VSE++ comparison")
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="wall time, or this process's CPU time (on a shared machine; with --threads 1)",
+    )
     parser.add_argument(
         "--region-models",
         nargs="*",
@@ -250,13 +257,14 @@ def main() -> None:
     threads = torch.get_num_threads()
     print(
         f"B={args.batch} D={args.dim} word={args.word_dim} features={args.feature_dim} threads={threads} "
-        f"device={args.device}"
+        f"device={args.device} clock={args.clock}"
     )
     print(f"captions: {path if path.is_file() else 'random words (file not found)'}")
     if not args.models_only:
         names = ["vsepp", *(name for name in args.losses if name != "vsepp")]
         steps = {name: make_step(name, rows, groups, args) for name in names}
-        medians = round_robin_median_ms(steps, args.repeats, warmup=1)  # one round warms up allocators
+        clock = time.process_time if args.clock == "cpu" else time.perf_counter
+        medians = round_robin_median_ms(steps, args.repeats, warmup=1, clock=clock)  # 1 round warms up
         print(f"{'loss':>12}  {'ms/step':>8}  {'× vsepp':>8}  target ≤ {TARGET}")
         for name, ms in medians.items():
             ratio = ms / medians["vsepp"]

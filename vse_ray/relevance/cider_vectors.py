@@ -64,8 +64,7 @@ class CiderVectors:
         texts = check_texts("texts", texts)
         table = ngram_counts(texts, CIDER_MAX_N)
         idf = doc_freq.log_num_docs - np.log(np.maximum(doc_freq.lookup(table.ngrams), 1.0))
-        counts = table.counts.tocsr()
-        counts.sort_indices()
+        counts = table.counts
         columns = counts.indices
         weights = counts.data * idf[columns]
         orders = table.order[columns] - 1

@@ -42,7 +42,7 @@ def check_train_columns(data_dir: str, relevance_source: str | None) -> None:
             f"{folder}: no {missing[0]!r} column, needed by relevance_source {relevance_source!r}"
             + (" (only the embedded dataset has it)" if source and source.synthetic_only else "")
             + (
-                " (precompute stores it since CIDEr-D vectors are per caption; re-run it into a new folder)"
+                " (a folder from before precompute stored CIDEr-D vectors: re-run it into a new folder)"
                 if missing[0] in CIDER_COLUMNS
                 else ""
             )

@@ -136,7 +136,7 @@ def test_scene_relevance_is_the_scene_similarity_of_the_batch_images(tiny_data_d
     ("source", "message"),
     [
         ("scene", r"split=train: no 'scene' column.*only the embedded dataset"),
-        ("cider", r"split=train: no 'cider_ngrams' column.*re-run it into a new folder"),
+        ("cider", r"split=train: no 'cider_ngrams' column.*CIDEr-D vectors: re-run it into a new folder"),
     ],
 )
 def test_missing_relevance_column_is_named(tmp_path, source, message):
