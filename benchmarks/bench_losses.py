@@ -107,18 +107,24 @@ def relevance_matrices(args: argparse.Namespace, gen: torch.Generator) -> tuple[
 
 
 def round_robin_median_ms(
-    fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 5
+    fns: dict[str, Callable[[], object]],
+    repeats: int,
+    warmup: int = 5,
+    clock: Callable[[], float] = time.perf_counter,
 ) -> dict[str, float]:
-    """Median ms of each function, timed in turn within every repeat so that load changes hit all alike."""
+    """Median ms of each function, timed in turn within every repeat so that load changes hit all alike.
+
+    ``clock``: wall time by default; ``time.process_time`` counts only this process's CPU time, which other
+    jobs on a shared machine do not inflate by taking the cores away (use it with one torch thread)."""
     for _ in range(warmup):
         for fn in fns.values():
             fn()
     times: dict[str, list[float]] = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
-            start = time.perf_counter()
+            start = clock()
             fn()
-            times[name].append(time.perf_counter() - start)
+            times[name].append(clock() - start)
     return {name: 1e3 * statistics.median(values) for name, values in times.items()}
 
 
@@ -160,14 +166,16 @@ def lloyd_against_exact(rel: torch.Tensor, l_min: int, l_max: int) -> str:
     )
 
 
-def median_ms(fn: Callable[[], object], repeats: int, warmup: int = 5) -> float:
+def median_ms(
+    fn: Callable[[], object], repeats: int, warmup: int = 5, clock: Callable[[], float] = time.perf_counter
+) -> float:
     for _ in range(warmup):
         fn()
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return 1e3 * statistics.median(times)
 
 

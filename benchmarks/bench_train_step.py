@@ -5,10 +5,12 @@ both with the VSE++ loss, the same batch and embedding size (target ≤ 1.5×); 
 those region models on the same batch, as ratios to VSE∞.
 
 Captions come from the Flickr30K file when present (5 per image: the batch takes one caption of each of B
-images as hypotheses and all 5 as CIDEr references); otherwise random word sequences stand in.
+images as hypotheses and all 5 as CIDEr references); otherwise random word sequences stand in. Their CIDEr-D
+vectors are made once, as precompute stores them; the SAM step builds its relevance from them.
 
     python benchmarks/bench_train_step.py
     python benchmarks/bench_train_step.py --repeats 20 --dim 256 --word-dim 128
+    python benchmarks/bench_train_step.py --losses sam --no-models     # SAM against VSE++ only
 
 `--ddp-workers W` times the VSE++ step instead as W Ray Train workers (Gloo DDP, B/W rows each, embeddings
 gathered into the global batch) on a local one-node Ray of W CPUs; with `--cluster-address` also on that
@@ -25,6 +27,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -35,8 +38,7 @@ from bench_losses import round_robin_median_ms, synchronised
 from vse_ray.data.store.split_data import ImageStore
 from vse_ray.losses import LOSS_NAMES, make_loss
 from vse_ray.models import build_model
-from vse_ray.relevance import tokenize
-from vse_ray.relevance.cider_doc_freq import cider_doc_freq
+from vse_ray.relevance import CiderReferences, CiderVectors, cider_doc_freq, tokenize
 from vse_ray.train.batches import BatchBuilder
 from vse_ray.train.engine import train_step
 from vse_ray.train.gather import gather_rows, relevance_columns
@@ -62,6 +64,16 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--regions", type=int, default=36, help="regions per image for the VSE∞ step")
     parser.add_argument("--repeats", type=int, default=10, help="timed steps per loss")
     parser.add_argument("--models-only", action="store_true", help="time only the VSE∞ / VSE++ comparison")
+    parser.add_argument(
+        "--losses", nargs="+", choices=LOSS_NAMES, default=list(LOSS_NAMES), help="losses to time (and vsepp)"
+    )
+    parser.add_argument("--no-models", action="store_true", help="skip the VSE∞ / VSE++ comparison")
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="wall time, or this process's CPU time (on a shared machine; with --threads 1)",
+    )
     parser.add_argument(
         "--region-models",
         nargs="*",
@@ -99,6 +111,7 @@ def batch_rows(groups: list[list[str]], args: argparse.Namespace, rng: np.random
     ]
     unit = lambda x: (x / np.linalg.norm(x, axis=1, keepdims=True)).astype(np.float32)  # noqa: E731
     return {
+        "caption_id": np.arange(args.batch, dtype=np.int64) * 5,  # caption 5b + k is caption k of image b
         "image_id": np.arange(args.batch, dtype=np.int64),
         "tokens": np.array(tokens, dtype=object),
         "text": np.array(texts, dtype=object),
@@ -128,10 +141,10 @@ def make_step(
     )
     features = np.random.default_rng(0).normal(size=shape).astype(np.float32)
     loss = make_loss(name)
-    refs = dict(enumerate(groups))
-    builder = BatchBuilder(
-        ImageStore(np.arange(args.batch), features), loss.relevance_source, refs, cider_doc_freq(groups)
-    )
+    vectors = CiderVectors.from_texts([c for g in groups for c in g], cider_doc_freq(groups))
+    n_captions = 5 * len(groups)
+    refs = CiderReferences(vectors, np.arange(n_captions), np.arange(n_captions) // 5)
+    builder = BatchBuilder(ImageStore(np.arange(args.batch), features), loss.relevance_source, refs)
     model = build_model(
         model_name,
         vocab_size=20_000,
@@ -244,17 +257,21 @@ def main() -> None:
     threads = torch.get_num_threads()
     print(
         f"B={args.batch} D={args.dim} word={args.word_dim} features={args.feature_dim} threads={threads} "
-        f"device={args.device}"
+        f"device={args.device} clock={args.clock}"
     )
     print(f"captions: {path if path.is_file() else 'random words (file not found)'}")
     if not args.models_only:
-        steps = {name: make_step(name, rows, groups, args) for name in LOSS_NAMES}
-        medians = round_robin_median_ms(steps, args.repeats, warmup=1)  # one round warms up allocators
+        names = ["vsepp", *(name for name in args.losses if name != "vsepp")]
+        steps = {name: make_step(name, rows, groups, args) for name in names}
+        clock = time.process_time if args.clock == "cpu" else time.perf_counter
+        medians = round_robin_median_ms(steps, args.repeats, warmup=1, clock=clock)  # 1 round warms up
         print(f"{'loss':>12}  {'ms/step':>8}  {'× vsepp':>8}  target ≤ {TARGET}")
         for name, ms in medians.items():
             ratio = ms / medians["vsepp"]
             flag = "" if ratio <= TARGET else "  (over target)"
             print(f"{name:>12}  {ms:8.1f}  {ratio:8.2f}{flag}")
+    if args.no_models:
+        return
     models = {m: make_step("vsepp", rows, groups, args, m) for m in ("vsepp", "vse_inf", *args.region_models)}
     medians = round_robin_median_ms(models, args.repeats, warmup=1)
     ratio = medians["vse_inf"] / medians["vsepp"]

@@ -13,7 +13,7 @@ TEXTS = ["red bike", "blue horse", "green fence", "red horse", "blue bike", "gre
 
 def test_small_data_reduces_svd_dim_and_says_so(tmp_path, caplog):
     train = {"image_id": np.repeat([0, 1], 3), "text": np.array(TEXTS, dtype=object)}
-    _, arrays = fit_train_models(train, PrecomputeConfig(svd_dim=400, vocab_min_count=1), tmp_path)
+    _, arrays, _ = fit_train_models(train, PrecomputeConfig(svd_dim=400, vocab_min_count=1), tmp_path)
     assert arrays["components"].shape == (5, 6)
     assert "svd_dim: reduced from 400 to 5" in caplog.text  # a warning: on the console, or in the log file
     stored = TfidfSvd.load(tmp_path / SVD_FILE)

@@ -20,12 +20,13 @@ from vse_ray.data.precompute.config import ExecutionOptions, PrecomputeConfig
 from vse_ray.data.precompute.run import precompute
 from vse_ray.data.precompute.vocab import END, START
 from vse_ray.data.store.readers import iter_relevance
+from vse_ray.data.store.schema import list_column
 from vse_ray.data.store.shards import sha256_file
 from vse_ray.data.store.verify import verify_data_dir
 from vse_ray.data.synthetic.dataset import generate_synthetic, synthetic_image
 from vse_ray.data.synthetic.scene import scene_descriptor
 from vse_ray.features import CNNFeatureExtractor
-from vse_ray.relevance import TfidfSvd, scene_similarity, tokenize
+from vse_ray.relevance import CiderDocFreq, CiderVectors, TfidfSvd, scene_similarity, tokenize
 
 pytestmark = pytest.mark.ray
 CONFIG = PrecomputeConfig(
@@ -52,6 +53,8 @@ def test_tables_have_the_documented_schema_and_counts(tiny):
     assert captions.schema.field("tokens").type == pa.list_(pa.int32())
     assert captions.schema.field("sbert").type == pa.list_(pa.float32(), 384)
     assert captions.schema.field("svd").type == pa.list_(pa.float32(), 16)
+    assert captions.schema.field("cider_ngrams").type == pa.list_(pa.int64())
+    assert captions.schema.field("cider_norms").type == pa.list_(pa.float64(), 4)
     for table in (features, captions):
         assert all(table[name].null_count == 0 for name in table.column_names)
     for split, n in SIZES.items():
@@ -87,6 +90,15 @@ def test_captions_tokens_and_vectors(tiny):
     )
     sbert = np.stack(captions["sbert"].to_numpy(zero_copy_only=False))
     np.testing.assert_allclose(np.linalg.norm(sbert, axis=1), 1.0, atol=1e-5)
+    # CIDEr-D vectors under the train document frequencies, for every split
+    doc_freq = CiderDocFreq.from_dict(json.loads((tiny / "cider_df.json").read_text()))
+    cider = CiderVectors.from_texts([tokenize(t) for t in texts], doc_freq)
+    for column, values in (("cider_ngrams", cider.ngrams), ("cider_tfidf", cider.tfidf)):
+        indptr, stored = list_column(captions[column])
+        np.testing.assert_array_equal(indptr, cider.indptr)
+        np.testing.assert_array_equal(stored, values)
+    np.testing.assert_array_equal(list_column(captions["cider_norms"])[1].reshape(-1, 4), cider.norms)
+    np.testing.assert_array_equal(captions["cider_length"].to_numpy(), cider.length)
 
 
 def test_sbert_and_svd_relevance_equal_an_explicit_loop(tiny):

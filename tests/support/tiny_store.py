@@ -18,12 +18,13 @@ import pyarrow.parquet as pq
 import torch
 from PIL import Image
 
-from vse_ray.data.store.schema import relevance_table
+from vse_ray.data.store.schema import cider_arrays, relevance_table
 from vse_ray.data.store.verify import describe_folder
 from vse_ray.data.synthetic.scene import ObjectGroup, Scene, scene_descriptor
-from vse_ray.relevance import scene_similarity, tokenize
+from vse_ray.relevance import CiderVectors, scene_similarity, tokenize
 from vse_ray.relevance.cider import cider_matrix
 from vse_ray.relevance.cider_doc_freq import cider_doc_freq
+from vse_ray.relevance.sources import CIDER_COLUMNS
 from vse_ray.train.config import TrainConfig
 
 COLOURS = ("red", "green", "blue", "yellow", "purple")
@@ -77,7 +78,7 @@ def write_tiny_store(root: Path, seed: int = 0, regions: int | None = None, dtyp
     rng = np.random.default_rng(seed)
     vocab = _vocab()
     protos = {n: rng.normal(size=(10, d)) for n, d in (("f", FEATURE_DIM), ("s", SBERT_DIM), ("v", SVD_DIM))}
-    image_id, caption_id, train_refs = 0, 0, []
+    image_id, caption_id = 0, 0
     scenes = _class_scenes()
     for split, n_images in SPLIT_SIZES.items():
         classes = rng.integers(0, 10, n_images)
@@ -103,6 +104,16 @@ def write_tiny_store(root: Path, seed: int = 0, regions: int | None = None, dtyp
                 "image": [_png(int(c), rng) for c in classes],
             }
         )
+        refs = [[tokenize(t) for t in texts[k * 5 : (k + 1) * 5]] for k in range(n_images)]
+        if split == "train":  # first: the CIDEr-D vectors of every split use its document frequencies
+            doc_freq = cider_doc_freq(refs)
+        cider = CiderVectors.from_texts([tokenize(t) for t in texts], doc_freq)
+        cider_columns = {
+            "cider_ngrams": np.split(cider.ngrams, cider.indptr[1:-1]),
+            "cider_tfidf": np.split(cider.tfidf, cider.indptr[1:-1]),
+            "cider_norms": cider.norms,
+            "cider_length": cider.length,
+        }
         caption_table = pa.table(
             {
                 "caption_id": np.arange(caption_id, caption_id + n_caps, dtype=np.int64),
@@ -115,6 +126,7 @@ def write_tiny_store(root: Path, seed: int = 0, regions: int | None = None, dtyp
                 ),
                 "sbert": pa.FixedSizeListArray.from_arrays(pa.array(sbert.ravel()), SBERT_DIM),
                 "svd": pa.FixedSizeListArray.from_arrays(pa.array(svd.ravel()), SVD_DIM),
+                **dict(zip(CIDER_COLUMNS, cider_arrays(cider_columns), strict=True)),
                 "scene": pa.FixedSizeListArray.from_arrays(
                     pa.array(scenes[cap_cls].ravel()), scenes.shape[1]
                 ),
@@ -132,9 +144,7 @@ def write_tiny_store(root: Path, seed: int = 0, regions: int | None = None, dtyp
                     w.write_table(table.combine_chunks(), max_chunksize=n_images)
                 continue
             pq.write_table(table, root / kind / f"split={split}" / "part-0.parquet")
-        refs = [[tokenize(t) for t in texts[k * 5 : (k + 1) * 5]] for k in range(n_images)]
         if split == "train":
-            train_refs = refs
             continue
         own = sbert.reshape(n_images, len(TEMPLATES), SBERT_DIM)
         matrices = {
@@ -150,7 +160,7 @@ def write_tiny_store(root: Path, seed: int = 0, regions: int | None = None, dtyp
             path = root / "relevance" / split / name / "part-00000000.parquet"
             pq.write_table(relevance_table(ids, matrix, n_caps), path)
     (root / "vocab.json").write_text(json.dumps(vocab))
-    (root / "cider_df.json").write_text(json.dumps(cider_doc_freq(train_refs).to_dict()))
+    (root / "cider_df.json").write_text(json.dumps(doc_freq.to_dict()))
     (root / "manifest.json").write_text(
         json.dumps(
             {

@@ -8,6 +8,7 @@ load on first use, so that configs and command-line options read that table with
 from vse_ray.lazy_exports import lazy_exports
 from vse_ray.relevance.cider import cider_matrix
 from vse_ray.relevance.cider_doc_freq import CiderDocFreq, cider_doc_freq
+from vse_ray.relevance.cider_vectors import CiderBatch, CiderReferences, CiderVectors
 from vse_ray.relevance.sbert import DEFAULT_SENTENCE_MODEL, SentenceEncoder
 from vse_ray.relevance.spice import spice_matrix
 from vse_ray.relevance.tokenize import tokenize
@@ -22,7 +23,10 @@ __getattr__ = lazy_exports(__name__, _LAZY)[0]
 __all__ = [
     "DEFAULT_SENTENCE_MODEL",
     "RELEVANCE_SOURCES",
+    "CiderBatch",
     "CiderDocFreq",
+    "CiderReferences",
+    "CiderVectors",
     "SentenceEncoder",
     "TfidfSvd",
     "batch_relevance",

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import torch
 import torch.nn.functional as F
 
-from vse_ray.relevance.cider import cider_matrix
-from vse_ray.relevance.cider_doc_freq import CiderDocFreq
+from vse_ray.relevance.cider_batch import cider_batch_matrix
+from vse_ray.relevance.cider_vectors import CiderBatch
 from vse_ray.relevance.scene import scene_similarity
 from vse_ray.relevance.sources import SOURCES, TRAINING_SOURCES
 
@@ -31,9 +29,7 @@ def batch_relevance(
     sbert: torch.Tensor | None = None,
     svd: torch.Tensor | None = None,
     scene: torch.Tensor | None = None,
-    texts: Sequence[str] | None = None,
-    references: Sequence[Sequence[str]] | None = None,
-    doc_freq: CiderDocFreq | None = None,
+    cider: CiderBatch | None = None,
 ) -> torch.Tensor:
     """Relevance of every batch caption (columns) to every batch image (rows).
 
@@ -43,14 +39,12 @@ def batch_relevance(
         sbert: (B, d) Sentence-BERT vectors of the batch captions, for ``"sbert"``.
         svd: (B, k) TF-IDF+SVD vectors of the batch captions, for ``"svd"``.
         scene: (B, D) scene descriptors of the batch captions' images, for ``"scene"``.
-        texts: The B pre-tokenised batch captions (hypotheses), for ``"cider"``.
-        references: ``references[i]`` = pre-tokenised reference captions of image i, for ``"cider"``.
-        doc_freq: CIDEr document frequencies (train split); ``None`` counts them over ``references``.
+        cider: The batch captions' CIDEr-D vectors and their images' references, for ``"cider"``.
 
     Returns:
         (B, B) tensor; the diagonal holds the positive pairs. Cosine sources keep the input's
-        dtype and device, ``"scene"`` is float32 on the input's device, ``"cider"`` returns float32 on
-        the CPU (``cider_matrix(texts, references).T``).
+        dtype and device, ``"scene"`` is float32 on the input's device, ``"cider"`` is float64 on the
+        CPU (:func:`~vse_ray.relevance.cider_batch.cider_batch_matrix`).
 
     Raises:
         ValueError: For an unknown ``source``, a missing input or mismatched lengths.
@@ -65,10 +59,6 @@ def batch_relevance(
         if vectors is None:
             raise ValueError(f"batch_relevance(source={source!r}) needs {source}= (B, D) scene descriptors")
         return scene_similarity(vectors, vectors)
-    if texts is None or references is None:
-        raise ValueError("batch_relevance(source='cider') needs texts= and references=")
-    if len(texts) != len(references):
-        raise ValueError(
-            f"texts and references must both have B entries, got {len(texts)} and {len(references)}"
-        )
-    return torch.from_numpy(cider_matrix(texts, references, doc_freq).T.astype("float32"))
+    if cider is None:
+        raise ValueError("batch_relevance(source='cider') needs cider= (a CiderBatch)")
+    return cider_batch_matrix(cider)

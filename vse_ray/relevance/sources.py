@@ -22,9 +22,10 @@ class RelevanceSource:
         notes: What it needs and how exact it is (the docs table's third column).
         batch: How a training batch's B×B matrix is built (`relevance.batch.batch_relevance`): "cosine" of
             the caption vectors in ``column``, "scene" similarity of the descriptors in ``column``, "cider"
-            of the caption texts against each image's references; None: evaluation only.
+            of the captions' CIDEr-D tf-idf vectors (``CIDER_COLUMNS``) against each image's references;
+            None: evaluation only.
         value_range: The interval its degrees lie in (the training histogram's bins; outliers clipped).
-        column: The per-caption vector column of the train captions (None: built from the texts).
+        column: The per-caption vector column of the train captions that a batch carries (None: none).
         synthetic_only: Only the embedded (synthetic) data has it.
         by_default: Stored by ``precompute --relevance auto`` (with ``synthetic_only``: on synthetic data).
     """
@@ -45,16 +46,28 @@ class RelevanceSource:
 
     @property
     def needs_references(self) -> bool:
-        """Its batch matrix needs each image's reference captions (and the train document frequencies)."""
+        """Its batch matrix needs each image's reference captions (their stored CIDEr-D vectors)."""
         return self.batch == "cider"
 
     @property
-    def batch_columns(self) -> tuple[str, ...]:
-        """The caption columns, besides ``image_id``, a batch's relevance matrix is built from."""
+    def stored_columns(self) -> tuple[str, ...]:
+        """The train caption columns its batch matrices are built from."""
         if self.column is not None:
             return (self.column,)
-        return ("text",) if self.batch is not None else ()
+        return CIDER_COLUMNS if self.needs_references else ()
 
+    @property
+    def batch_columns(self) -> tuple[str, ...]:
+        """The caption columns, besides ``image_id``, a batch's relevance matrix is built from (CIDEr: the
+        caption ids, whose vectors and references are looked up in the train captions)."""
+        if self.column is not None:
+            return (self.column,)
+        return ("caption_id",) if self.needs_references else ()
+
+
+# The CIDEr-D tf-idf vector of each caption, stored by precompute (`relevance.cider_vectors.CiderVectors`):
+# hashed n-gram ids, their weights, the norm of each order's part, pycocoevalcap's length.
+CIDER_COLUMNS = ("cider_ngrams", "cider_tfidf", "cider_norms", "cider_length")
 
 SOURCES: dict[str, RelevanceSource] = {
     source.name: source
@@ -71,7 +84,7 @@ SOURCES: dict[str, RelevanceSource] = {
         RelevanceSource(
             "cider",
             "exact CIDEr-D of caption j against image i's references, sparse n-gram products",
-            "equal to `pycocoevalcap` to 1e-15",
+            "equal to `pycocoevalcap` to 1e-15; training batches from stored tf-idf vectors (below) to 1e-14",
             batch="cider",
             value_range=(0.0, 10.0),  # CIDEr-D is ×10; a caption can exceed 10 against few references
         ),

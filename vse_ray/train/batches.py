@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,10 +12,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
+from vse_ray.data.store.schema import list_column
 from vse_ray.data.store.split_data import ImageStore, pad_tokens
 from vse_ray.models.base import AugmentIds
-from vse_ray.relevance import CiderDocFreq, batch_relevance, tokenize
-from vse_ray.relevance.sources import SOURCES, training_source
+from vse_ray.relevance import CiderReferences, CiderVectors, batch_relevance
+from vse_ray.relevance.sources import CIDER_COLUMNS, training_source
 from vse_ray.train.region_drop import draw_region_keep
 
 BATCH_COLUMNS = ("caption_id", "image_id", "tokens", "text")
@@ -25,7 +25,7 @@ BATCH_COLUMNS = ("caption_id", "image_id", "tokens", "text")
 def train_columns(relevance_source: str | None) -> list[str]:
     """Caption columns a training batch needs for a loss with this relevance source."""
     source = training_source(relevance_source)
-    extra = [c for c in source.batch_columns if c not in BATCH_COLUMNS] if source else []
+    extra = [c for c in source.stored_columns if c not in BATCH_COLUMNS] if source else []
     return [*BATCH_COLUMNS, *extra]
 
 
@@ -38,9 +38,15 @@ def check_train_columns(data_dir: str, relevance_source: str | None) -> None:
     have = set(pq.read_schema(shard).names)
     missing = [c for c in train_columns(relevance_source) if c not in have]
     if missing:
+        source = training_source(relevance_source)
         raise ValueError(
             f"{folder}: no {missing[0]!r} column, needed by relevance_source {relevance_source!r}"
-            + (" (only the embedded dataset has it)" if SOURCES[missing[0]].synthetic_only else "")
+            + (" (only the embedded dataset has it)" if source and source.synthetic_only else "")
+            + (
+                " (a folder from before precompute stored CIDEr-D vectors: re-run it into a new folder)"
+                if missing[0] in CIDER_COLUMNS
+                else ""
+            )
         )
 
 
@@ -103,12 +109,19 @@ class TrainBatch:
         return TrainBatch(**move)
 
 
-def reference_texts(table: pa.Table) -> dict[int, list[str]]:
-    """image_id → tokenised texts of all its captions (the CIDEr reference set of that image)."""
-    refs: dict[int, list[str]] = defaultdict(list)
-    for image_id, text in zip(table["image_id"].to_pylist(), table["text"].to_pylist(), strict=True):
-        refs[int(image_id)].append(tokenize(text))
-    return dict(refs)
+def cider_references(table: pa.Table) -> CiderReferences:
+    """The stored CIDEr-D vectors of ``table``'s captions, each image's captions its reference set."""
+    indptr, ngrams = list_column(table["cider_ngrams"])
+    _, tfidf = list_column(table["cider_tfidf"])
+    norms = list_column(table["cider_norms"])[1].reshape(table.num_rows, -1)
+    vectors = CiderVectors(
+        indptr=indptr,
+        ngrams=ngrams.astype(np.int64, copy=False),
+        tfidf=tfidf.astype(np.float64, copy=False),
+        norms=norms.astype(np.float64, copy=False),
+        length=table["cider_length"].to_numpy().astype(np.int64),
+    )
+    return CiderReferences(vectors, table["caption_id"].to_numpy(), table["image_id"].to_numpy())
 
 
 class BatchBuilder:
@@ -117,8 +130,7 @@ class BatchBuilder:
     Args:
         images: Image side of the training split.
         relevance_source: `loss.relevance_source` ("sbert", "svd", "cider", "scene" or None).
-        references: image_id → reference texts (needed for "cider").
-        doc_freq: Training-split CIDEr document frequencies (for "cider").
+        references: The train captions' CIDEr-D vectors by caption and image (needed for "cider").
         caption_ids: ``(tokens, texts, augment) → ids`` the model reads (``RetrievalModel.caption_ids``);
             None: the stored vocabulary tokens.
         region_drop: Share of each training image's regions to drop (``RetrievalModel.region_drop``): each
@@ -130,20 +142,15 @@ class BatchBuilder:
         self,
         images: ImageStore,
         relevance_source: str | None,
-        references: dict[int, list[str]] | None = None,
-        doc_freq: CiderDocFreq | None = None,
+        references: CiderReferences | None = None,
         caption_ids: Callable[..., list[np.ndarray]] | None = None,
         region_drop: float = 0.0,
     ):
         self.spec = training_source(relevance_source)
         if self.spec is not None and self.spec.needs_references and references is None:
             raise ValueError(f"references: required for relevance_source {relevance_source!r}")
-        self.images, self.source, self.references, self.doc_freq = (
-            images,
-            relevance_source,
-            references,
-            doc_freq,
-        )
+        self.images, self.source = images, relevance_source
+        self.references = references if self.spec is not None and self.spec.needs_references else None
         self.caption_ids = caption_ids
         self.region_drop = region_drop
 
@@ -187,11 +194,8 @@ class BatchBuilder:
     def _relevance(self, batch: dict[str, Any], image_ids: np.ndarray) -> torch.Tensor | None:
         if self.spec is None:
             return None
-        if self.spec.column is None:  # built from the texts against each image's references (CIDEr)
-            texts = [tokenize(str(t)) for t in batch["text"]]
-            refs = [self.references[int(i)] for i in image_ids]
-            return batch_relevance(
-                self.spec.name, texts=texts, references=refs, doc_freq=self.doc_freq
-            ).float()
+        if self.references is not None:  # CIDEr-D: the captions' vectors against each image's references
+            cider = self.references.batch(np.asarray(batch["caption_id"]), image_ids)
+            return batch_relevance(self.spec.name, cider=cider).float()
         vectors = torch.from_numpy(np.stack(list(batch[self.spec.column])).astype(np.float32))
         return batch_relevance(self.spec.name, **{self.spec.name: vectors}).float()

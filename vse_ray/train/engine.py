@@ -217,9 +217,7 @@ def run_training(
         first_epoch = int(start_state["epoch"]) + 1
         if histogram is not None and start_state.get("relevance_hist"):
             histogram = RelevanceHistogram.from_dict(start_state["relevance_hist"])
-    builder = BatchBuilder(
-        data.train_images, source, data.references, data.doc_freq, model.caption_ids, model.region_drop
-    )
+    builder = BatchBuilder(data.train_images, source, data.references, model.caption_ids, model.region_drop)
     augment = data.caption_augment
     if augment is not None and model.caption_space is not None:  # the model's own ids (BERT wordpieces)
         augment = augment.in_space(model.caption_space)

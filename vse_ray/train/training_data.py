@@ -1,8 +1,7 @@
-"""Everything a training process loads once: vocab size, train images/captions, val split, CIDEr inputs."""
+"""Everything a training process loads once: vocab size, train images/captions, val split, CIDEr vectors."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,9 +12,9 @@ from vse_ray.data.precompute.vocab import MASK
 from vse_ray.data.store.readers import VOCAB_FILE, load_captions, load_vocab
 from vse_ray.data.store.split_data import ImageStore, SplitData, load_image_store, load_split
 from vse_ray.models import model_class
-from vse_ray.relevance import CiderDocFreq
-from vse_ray.relevance.sources import training_source
-from vse_ray.train.batches import check_train_columns, reference_texts, train_columns
+from vse_ray.relevance import CiderReferences
+from vse_ray.relevance.sources import CIDER_COLUMNS, training_source
+from vse_ray.train.batches import check_train_columns, cider_references, train_columns
 from vse_ray.train.caption_aug import CaptionAugment
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.model_input import check_model_input, check_same_image_shape
@@ -53,15 +52,14 @@ class TrainingData:
     train_images: ImageStore
     train_captions: pa.Table | None
     val: SplitData
-    references: dict[int, list[str]] | None
-    doc_freq: CiderDocFreq | None
+    references: CiderReferences | None
     caption_augment: CaptionAugment | None = None
 
     @classmethod
     def load(cls, cfg: TrainConfig, source: str | None, with_captions: bool = True) -> TrainingData:
         """Load from `cfg.data_dir` for a loss with relevance `source` (`loss.relevance_source`);
         with_captions=False skips the train captions (a caller that brings its own batches) unless the loss
-        needs them for its CIDEr references."""
+        needs them for its CIDEr references (whose vector columns the batches then leave out)."""
         check_train_columns(cfg.data_dir, source)
         spec = training_source(source)
         needs_refs = spec is not None and spec.needs_references
@@ -86,18 +84,15 @@ class TrainingData:
         augment = CaptionAugment(
             cfg.caption_mask, cfg.caption_replace, cfg.caption_delete, mask_id, vocab_size
         )
-        doc_freq = None
-        if needs_refs:
-            df_path = Path(cfg.data_dir) / "cider_df.json"
-            if not df_path.is_file():
-                raise ValueError(f"{df_path}: missing; loss '{cfg.loss}' needs the train CIDEr doc freqs")
-            doc_freq = CiderDocFreq.from_dict(json.loads(df_path.read_text()))
+        references = None
+        if captions is not None and needs_refs:
+            references = cider_references(captions)
+            captions = captions.drop_columns(list(CIDER_COLUMNS))
         return cls(
             model_args=model_args(cfg, vocab, vocab_size, 0 if images.raw else int(images.values.shape[-1])),
             train_images=images,
             train_captions=captions if with_captions else None,
             val=val,
-            references=reference_texts(captions) if needs_refs else None,
-            doc_freq=doc_freq,
+            references=references,
             caption_augment=augment if augment.active else None,
         )

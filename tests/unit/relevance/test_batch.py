@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from vse_ray.relevance import batch_relevance, cider_doc_freq, cider_matrix
+from vse_ray.relevance import CiderBatch, CiderVectors, batch_relevance, cider_doc_freq, cider_matrix
 
 from ._inputs import make_captions, make_reference_sets
 
@@ -29,10 +29,16 @@ def test_cider_equals_cider_matrix_transposed() -> None:
     refs = make_reference_sets(5, seed=7)
     texts = [ref_set[0] for ref_set in refs[1:]] + make_captions(1, seed=8)
     doc_freq = cider_doc_freq(make_reference_sets(12, seed=9))
-    got = batch_relevance("cider", texts=texts, references=refs, doc_freq=doc_freq)
+    cider = CiderBatch(
+        hypotheses=CiderVectors.from_texts(texts, doc_freq),
+        references=CiderVectors.from_texts([r for ref_set in refs for r in ref_set], doc_freq),
+        set_sizes=np.array([len(ref_set) for ref_set in refs]),
+        image_set=np.arange(5),
+    )
+    got = batch_relevance("cider", cider=cider)
     expected = cider_matrix(texts, refs, doc_freq).T
-    assert got.shape == (5, 5) and got.dtype == torch.float32
-    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-6)
+    assert got.shape == (5, 5) and got.dtype == torch.float64
+    np.testing.assert_allclose(got.numpy(), expected, rtol=0, atol=1e-12)
     assert got[1, 0] > got[0, 0]  # texts[0] is a reference of image 1: rows are images
 
 
@@ -42,8 +48,7 @@ def test_cider_equals_cider_matrix_transposed() -> None:
         ("spice", {}, "unknown relevance source 'spice'"),
         ("sbert", {}, "needs sbert="),
         ("svd", {"svd": torch.randn(4)}, r"svd must have shape \(B, d\)"),
-        ("cider", {"texts": ["a dog"]}, "needs texts= and references="),
-        ("cider", {"texts": ["a dog"], "references": [["a"], ["b"]]}, "got 1 and 2"),
+        ("cider", {}, "needs cider="),
     ],
 )
 def test_bad_arguments_raise_value_error(source, kwargs, message) -> None:

@@ -2,47 +2,15 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 import numpy as np
 import pytest
 from pycocoevalcap.cider.cider import Cider
-from pycocoevalcap.cider.cider_scorer import CiderScorer
 
 import vse_ray.relevance.cider as cider_module
 from vse_ray.relevance import cider_doc_freq, cider_matrix
 
 from ._inputs import EDGE_CAPTIONS, make_captions, make_reference_sets
-
-
-class _FixedDocFreqScorer(CiderScorer):
-    """CiderScorer with external document frequencies (``compute_cider`` would reset ``ref_len``)."""
-
-    ref_len = property(lambda self: self._log_num_docs, lambda self, value: None)
-
-    def __init__(self, doc_freq: dict[str, float], log_num_docs: float) -> None:
-        super().__init__()
-        self._log_num_docs = log_num_docs
-        self.document_frequency = defaultdict(float, {tuple(g.split()): f for g, f in doc_freq.items()})
-
-
-def _reference_all_pairs(hyps, refs, doc_freq=None) -> np.ndarray:
-    """Every (hypothesis, image) pair through pycocoevalcap, one hypothesis per image per call."""
-    expected = np.full((len(hyps), len(refs)), np.nan)
-    image_ids = np.arange(len(refs))
-    for shift in range(len(hyps)):
-        assign = (image_ids + shift) % len(hyps)
-        if doc_freq is None:
-            gts = {i: refs[i] for i in image_ids}
-            res = {i: [hyps[assign[i]]] for i in image_ids}
-            _, scores = Cider().compute_score(gts, res)
-        else:
-            scorer = _FixedDocFreqScorer(doc_freq.doc_freq, doc_freq.log_num_docs)
-            for i in image_ids:
-                scorer += (hyps[assign[i]], refs[i])
-            scores = scorer.compute_cider()
-        expected[assign, image_ids] = scores
-    return expected
+from ._pycoco import reference_all_pairs
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +23,7 @@ def problem() -> tuple[list[str], list[list[str]]]:
 
 def test_cider_matrix_equals_pycocoevalcap_for_every_pair(problem) -> None:
     hyps, refs = problem
-    expected = _reference_all_pairs(hyps, refs)
+    expected = reference_all_pairs(hyps, refs)
     got = cider_matrix(hyps, refs)
     assert got.shape == (len(hyps), len(refs))
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
@@ -75,7 +43,7 @@ def test_cider_matrix_with_external_doc_freq_equals_scorer_with_overridden_idf(p
     hyps, refs = problem
     corpus = make_reference_sets(20, seed=3) + refs  # doc freqs counted over a larger image set
     doc_freq = cider_doc_freq(corpus)
-    expected = _reference_all_pairs(hyps, refs, doc_freq)
+    expected = reference_all_pairs(hyps, refs, doc_freq)
     got = cider_matrix(hyps, refs, doc_freq)
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-9)
     assert not np.allclose(got, cider_matrix(hyps, refs))  # the external frequencies matter

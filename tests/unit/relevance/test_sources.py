@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 
 from vse_ray.data.precompute.config import PrecomputeConfig
-from vse_ray.relevance.sources import RELEVANCE_SOURCES, SOURCES, TRAINING_SOURCES, docs_table
+from vse_ray.relevance.sources import (
+    CIDER_COLUMNS,
+    RELEVANCE_SOURCES,
+    SOURCES,
+    TRAINING_SOURCES,
+    docs_table,
+)
 from vse_ray.train.batches import train_columns
 from vse_ray.train.gather import relevance_columns
 
@@ -34,7 +40,7 @@ def test_lists_derived_from_the_registry():
         ("sbert", ["sbert"], ["image_id", "sbert"]),
         ("svd", ["svd"], ["image_id", "svd"]),
         ("scene", ["scene"], ["image_id", "scene"]),
-        ("cider", [], ["image_id", "text"]),
+        ("cider", list(CIDER_COLUMNS), ["image_id", "caption_id"]),
     ],
 )
 def test_batch_columns_of_each_source(source, batch, relevance):

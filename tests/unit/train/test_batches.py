@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -10,13 +12,13 @@ import torch
 
 from vse_ray.data.store.readers import load_captions, load_features
 from vse_ray.data.store.split_data import ImageStore, pad_tokens
-from vse_ray.relevance import scene_similarity, tokenize
+from vse_ray.relevance import CiderDocFreq, scene_similarity, tokenize
 from vse_ray.relevance.cider import cider_matrix
 from vse_ray.train.batches import (
     BatchBuilder,
     TableBatches,
     check_train_columns,
-    reference_texts,
+    cider_references,
     train_columns,
 )
 
@@ -91,16 +93,22 @@ def test_sbert_relevance_is_the_cosine_of_the_batch_captions(train_rows):
     assert batch.images.shape == (12, 32) and batch.tokens.shape[0] == 12
 
 
-def test_cider_relevance_uses_each_image_reference_set(train_rows):
+@pytest.mark.parametrize("subset", [1, 3])
+def test_cider_relevance_uses_each_image_reference_set(tiny_data_dir, train_rows, subset):
+    """Stored vectors, train document frequencies: the text kernel's values; a run on part of the captions
+    (every ``subset``-th row) takes its references from that part only."""
     table, images, rows = train_rows
-    refs = reference_texts(table)
-    batch = BatchBuilder(images, "cider", refs)(rows)
+    table = table.take(np.arange(0, table.num_rows, subset))
+    kept = np.isin(rows["caption_id"], table["caption_id"].to_numpy())
+    rows = {name: col[kept] for name, col in rows.items()}
+    batch = BatchBuilder(images, "cider", cider_references(table))(rows)
     texts = table["text"].to_pylist()
     owner = table["image_id"].to_numpy()
     ref_sets = [[tokenize(t) for t, o in zip(texts, owner, strict=True) if o == i] for i in rows["image_id"]]
-    expected = cider_matrix([tokenize(t) for t in rows["text"]], ref_sets).T
-    assert np.allclose(batch.relevance.numpy(), expected, atol=1e-5)
-    assert batch.relevance.shape == (12, 12)
+    doc_freq = CiderDocFreq.from_dict(json.loads((tiny_data_dir / "cider_df.json").read_text()))
+    expected = cider_matrix([tokenize(t) for t in rows["text"]], ref_sets, doc_freq).T
+    np.testing.assert_allclose(batch.relevance.numpy(), expected, rtol=1e-6, atol=1e-6)
+    assert batch.relevance.shape == (len(rows["image_id"]),) * 2 and batch.relevance.dtype == torch.float32
 
 
 def test_vsepp_batches_carry_no_relevance(train_rows):
@@ -124,9 +132,16 @@ def test_scene_relevance_is_the_scene_similarity_of_the_batch_images(tiny_data_d
     check_train_columns(str(tiny_data_dir), "scene")
 
 
-def test_missing_scene_column_is_named(tmp_path):
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("scene", r"split=train: no 'scene' column.*only the embedded dataset"),
+        ("cider", r"split=train: no 'cider_ngrams' column.*CIDEr-D vectors: re-run it into a new folder"),
+    ],
+)
+def test_missing_relevance_column_is_named(tmp_path, source, message):
     folder = tmp_path / "captions" / "split=train"
     folder.mkdir(parents=True)
     pq.write_table(pa.table({n: [1] for n in train_columns(None)}), folder / "part-0.parquet")
-    with pytest.raises(ValueError, match=r"split=train: no 'scene' column.*only the embedded dataset"):
-        check_train_columns(str(tmp_path), "scene")
+    with pytest.raises(ValueError, match=message):
+        check_train_columns(str(tmp_path), source)

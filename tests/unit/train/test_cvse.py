@@ -58,7 +58,7 @@ def test_every_loss_trains_cvse(loaded, loss_name):
     torch.manual_seed(0)
     model = build_model("cvse", **data.model_args)
     loss = make_loss(loss_name)
-    builder = BatchBuilder(data.train_images, loss.relevance_source, data.references, data.doc_freq)
+    builder = BatchBuilder(data.train_images, loss.relevance_source, data.references)
     batch = builder(next(iter(TableBatches(captions, 16, 0).epoch_batches(1))))
     output = model(batch.images, batch.tokens, batch.lengths)
     assert isinstance(output, TrainingOutput) and output.sims.shape == (16, 16)

@@ -58,7 +58,7 @@ def _epoch(cfg: TrainConfig, loss: str, batches: list[dict], rank: int, world: i
     model = build_model(cfg.model, **data.model_args)
     net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
-    builder = BatchBuilder(data.train_images, loss_fn.relevance_source, data.references, data.doc_freq)
+    builder = BatchBuilder(data.train_images, loss_fn.relevance_source, data.references)
     if world > 1:
         batches = [{k: v[rank * HALF : (rank + 1) * HALF] for k, v in b.items()} for b in batches]
     ctx = WorkerContext(_FixedBatches(batches), torch.device("cpu"), rank, world)

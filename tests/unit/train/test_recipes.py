@@ -73,9 +73,7 @@ def test_every_recipe_builds_and_trains_one_step(
     data = TrainingData.load(cfg, loss.relevance_source)
     torch.manual_seed(0)
     model = build_model(cfg.model, **data.model_args)
-    builder = BatchBuilder(
-        data.train_images, loss.relevance_source, data.references, data.doc_freq, model.caption_ids
-    )
+    builder = BatchBuilder(data.train_images, loss.relevance_source, data.references, model.caption_ids)
     rows = next(iter(TableBatches(data.train_captions, 16, 0).epoch_batches(1)))  # the recipe's images
     value = train_step(
         model, loss, torch.optim.Adam(model.parameters(), lr=cfg.lr), builder(rows), cfg.grad_clip

@@ -65,7 +65,7 @@ def test_every_loss_trains_every_model(loaded, model_name, loss_name):
     torch.manual_seed(0)
     model = build_model(model_name, **data.model_args, **TINY_PARAMS.get(model_name, {}))
     loss = make_loss(loss_name)
-    builder = BatchBuilder(data.train_images, loss.relevance_source, data.references, data.doc_freq)
+    builder = BatchBuilder(data.train_images, loss.relevance_source, data.references)
     batch = builder(next(iter(TableBatches(captions, 16, 0).epoch_batches(1))))
     before = [p.detach().clone() for p in model.parameters()]
     value = train_step(model, loss, torch.optim.Adam(model.parameters(), lr=1e-3), batch, 2.0)

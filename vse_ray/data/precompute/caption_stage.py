@@ -47,8 +47,9 @@ def caption_columns(split: SplitSource, kept_ids: np.ndarray) -> dict[str, np.nd
 
 def fit_train_models(
     train: dict[str, np.ndarray], config: PrecomputeConfig, out: Path
-) -> tuple[dict, dict[str, np.ndarray]]:
-    """Vocabulary, CIDEr doc freqs and TF-IDF+SVD arrays of the train captions; reused when already saved."""
+) -> tuple[dict, dict[str, np.ndarray], dict]:
+    """Vocabulary, TF-IDF+SVD arrays and CIDEr doc freqs (``CiderDocFreq.to_dict()``) of the train captions;
+    reused when already saved."""
     vocab_path, svd_path, df_path = out / "vocab.json", out / SVD_FILE, out / "cider_df.json"
     if not (vocab_path.exists() and svd_path.exists() and df_path.exists()):
         texts = [str(t) for t in train["text"]]
@@ -80,7 +81,8 @@ def fit_train_models(
                 len(model.vocabulary),
             )
         model.save(svd_path)
-    return json.loads(vocab_path.read_text()), TfidfSvd.load(svd_path).to_arrays()
+    vocab, doc_freq = json.loads(vocab_path.read_text()), json.loads(df_path.read_text())
+    return vocab, TfidfSvd.load(svd_path).to_arrays(), doc_freq
 
 
 def run_caption_stage(
@@ -98,7 +100,7 @@ def run_caption_stage(
         options: Pool sizes and batch sizes.
         out: The output folder.
     """
-    vocab, svd_arrays = fit_train_models(columns["train"], config, out)
+    vocab, svd_arrays, doc_freq = fit_train_models(columns["train"], config, out)
     ledger = ShardLedger(out, "captions")
     todo = [
         shard
@@ -109,7 +111,8 @@ def run_caption_stage(
     ]
     if not todo:
         return 0
-    kwargs = {"vocab": vocab, "svd_arrays": svd_arrays, "sbert_model": config.sbert_model}
+    kwargs = {"vocab": vocab, "svd_arrays": svd_arrays, "doc_freq": doc_freq}
+    kwargs["sbert_model"] = config.sbert_model
     kwargs["released_tokens"] = bool(config.vocab_file)
     kwargs["batch_size"] = options.sbert_batch_size
     ds = dataset_of_shards([shard_input(s, columns[s.split]) for s in todo])

@@ -76,9 +76,20 @@ def check_float16_range(features: np.ndarray, where: str, first_row: int = 0) ->
         )
 
 
+CIDER_FIELDS = (  # the columns of ``relevance.sources.CIDER_COLUMNS``
+    ("cider_ngrams", pa.list_(pa.int64())),
+    ("cider_tfidf", pa.list_(pa.float64())),
+    ("cider_norms", pa.list_(pa.float64(), 4)),
+    ("cider_length", pa.int32()),
+)
+
+
 def captions_schema(sbert_dim: int, svd_dim: int, scene_dim: int | None = None) -> pa.Schema:
     """``caption_id``, ``image_id`` int64, ``split``, ``text``, ``tokens`` list<int32>, ``sbert``, ``svd``,
-    and ``scene`` fixed_size_list<float32>[scene_dim] when the dataset has scene descriptors."""
+    the CIDEr-D vector (``cider_ngrams`` list<int64> hashed n-gram ids, ``cider_tfidf`` list<float64> their
+    tf-idf weights under the train document frequencies, ``cider_norms`` fixed_size_list<float64>[4] the
+    norm per n-gram order, ``cider_length`` int32 pycocoevalcap's length), and ``scene``
+    fixed_size_list<float32>[scene_dim] when the dataset has scene descriptors."""
     fields = [
         ("caption_id", pa.int64()),
         ("image_id", pa.int64()),
@@ -87,6 +98,7 @@ def captions_schema(sbert_dim: int, svd_dim: int, scene_dim: int | None = None) 
         ("tokens", pa.list_(pa.int32())),
         ("sbert", pa.list_(pa.float32(), sbert_dim)),
         ("svd", pa.list_(pa.float32(), svd_dim)),
+        *CIDER_FIELDS,
     ]
     if scene_dim is not None:
         fields.append(("scene", pa.list_(pa.float32(), scene_dim)))
@@ -107,6 +119,17 @@ def vectors(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
         column = column.combine_chunks()
     width = column.type.list_size
     return column.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(-1, width)
+
+
+def list_column(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """``list<T>`` or ``fixed_size_list<T>[k]`` column → (n + 1,) int64 row offsets and the values."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    values = column.flatten().to_numpy(zero_copy_only=False)
+    if pa.types.is_fixed_size_list(column.type):
+        return np.arange(len(column) + 1, dtype=np.int64) * column.type.list_size, values
+    offsets = column.offsets.to_numpy().astype(np.int64)
+    return offsets - offsets[0], values
 
 
 def region_list(features: np.ndarray, dtype: str) -> pa.FixedSizeListArray:
@@ -143,6 +166,19 @@ def features_table(batch: dict[str, np.ndarray], with_image: bool, dtype: str = 
     return pa.Table.from_arrays(columns, schema=schema)
 
 
+def cider_arrays(batch: dict[str, np.ndarray]) -> list[pa.Array]:
+    """The CIDEr-D vector columns of a batch (per-row arrays of ids and weights, (n, 4) norms, lengths)."""
+    (_, ngrams), (_, tfidf), (_, norms), (_, length) = CIDER_FIELDS
+    return [
+        pa.array([np.asarray(row, dtype=np.int64) for row in batch["cider_ngrams"]], type=ngrams),
+        pa.array([np.asarray(row, dtype=np.float64) for row in batch["cider_tfidf"]], type=tfidf),
+        pa.FixedSizeListArray.from_arrays(
+            pa.array(np.asarray(batch["cider_norms"], dtype=np.float64).reshape(-1)), norms.list_size
+        ),
+        pa.array(np.asarray(batch["cider_length"], dtype=np.int32), type=length),
+    ]
+
+
 def captions_table(batch: dict[str, np.ndarray]) -> pa.Table:
     """Rows of a batch in the ``captions`` schema."""
     sbert, svd = np.asarray(batch["sbert"], dtype=np.float32), np.asarray(batch["svd"], dtype=np.float32)
@@ -154,6 +190,7 @@ def captions_table(batch: dict[str, np.ndarray]) -> pa.Table:
         pa.array([np.asarray(t, dtype=np.int32) for t in batch["tokens"]], type=pa.list_(pa.int32())),
         fixed_size_list(sbert),
         fixed_size_list(svd),
+        *cider_arrays(batch),
     ]
     scene_dim = None
     if "scene" in batch:
