@@ -1,9 +1,11 @@
-"""Names that become folders (studies, sweeps, runs) stay one path component inside their parent folder."""
+"""Folder names: the default output folder, and names that become folders (studies, sweeps, runs), which
+stay one path component inside their parent folder."""
 
 from __future__ import annotations
 
 from typing import Any
 
+DEFAULT_OUTPUT_DIR = "vse_ray_out"  # checkpoints, MLflow store, reports; studies and the demo use subfolders
 FORBIDDEN = "/\\\0"
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.parity.test_step_parity import FIXTURES, cvse_name
+from tests.parity.test_step_parity import FIXTURES, cvse_name, fixture_arrays
 from vse_ray.data.precompute.concepts import concept_adjacency
 from vse_ray.models import build_model
 from vse_ray.models.cvse_modules import normalized_adjacency
@@ -22,8 +22,7 @@ TOLERANCE = 1e-5  # float32
 
 @pytest.fixture(scope="module")
 def fixture() -> dict[str, np.ndarray]:
-    with np.load(FIXTURES / "cvse_forward.npz") as data:
-        return {k: data[k] for k in data.files}
+    return fixture_arrays(FIXTURES / "cvse_forward.npz")
 
 
 def _model(arrays: dict[str, np.ndarray]) -> torch.nn.Module:

@@ -149,12 +149,19 @@ CASES = {
 }
 
 
+def fixture_arrays(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of one .npz fixture; a missing file fails the test, naming it (never a skip)."""
+    if not path.exists():
+        pytest.fail(f"missing fixture {path} (tests/fixtures/official/README.md says how it was made)")
+    with np.load(path) as data:
+        return {k: data[k] for k in data.files}
+
+
 class Fixture:
     """The arrays of one .npz fixture, grouped by prefix."""
 
     def __init__(self, path: Path) -> None:
-        with np.load(path) as data:
-            self.arrays = {k: data[k] for k in data.files}
+        self.arrays = fixture_arrays(path)
         self.meta = json.loads(str(self.arrays["meta"]))
         self.losses = self.arrays["losses"] + self.arrays.get("caption_losses", 0.0)  # the whole objective
 
@@ -166,10 +173,7 @@ class Fixture:
 
 
 def _load(case: Case) -> tuple[Fixture, nn.Module]:
-    path = FIXTURES / case.fixture
-    if not path.exists():
-        pytest.skip(f"no fixture {path.name}")
-    fx = Fixture(path)
+    fx = Fixture(FIXTURES / case.fixture)
     model = build_model(case.model, **case.model_args(fx.meta))
     state = model.state_dict()
     for name, value in fx.group("init").items():

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from vse_ray.folder_names import DEFAULT_OUTPUT_DIR
 from vse_ray.reporting import DEFAULT_WIDTH, FORMATS
 from vse_ray.tracking import resolve_tracking_uri
 from vse_ray.tracking.lifecycle import check_server
@@ -21,7 +22,7 @@ def compare(
         str | None,
         typer.Option(envvar="MLFLOW_TRACKING_URI", help="MLflow store (default: sqlite in --output-dir)."),
     ] = None,
-    output_dir: Annotated[str, typer.Option(help="Folder of the default mlflow.db.")] = "vse_ray_out",
+    output_dir: Annotated[str, typer.Option(help="Folder of the default mlflow.db.")] = DEFAULT_OUTPUT_DIR,
     parent: Annotated[str | None, typer.Option(help="Only runs under this sweep run id.")] = None,
     columns: Annotated[
         str,

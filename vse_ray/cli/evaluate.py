@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from vse_ray.folder_names import DEFAULT_OUTPUT_DIR
+
 
 def evaluate(
     run: Annotated[str | None, typer.Option(help="MLflow run id, or a checkpoint file/folder.")] = None,
@@ -20,9 +22,9 @@ def evaluate(
     protocol: Annotated[str, typer.Option(help="full | coco5k | coco1k (5 folds of 1,000 images).")] = "full",
     data: Annotated[str | None, typer.Option(help="Precompute folder (default: the run's).")] = None,
     tracking_uri: Annotated[str | None, typer.Option(help="MLflow URI (default: sqlite in out dir).")] = None,
-    output_dir: Annotated[str, typer.Option(help="Folder of the default MLflow store and reports.")] = (
-        "vse_ray_out"
-    ),
+    output_dir: Annotated[
+        str, typer.Option(help="Folder of the default MLflow store and reports.")
+    ] = DEFAULT_OUTPUT_DIR,
     coco_ids: Annotated[
         str | None, typer.Option(help="JSON {images: {id: coco_id}, captions: {id: coco_id}}: ECCV metrics.")
     ] = None,

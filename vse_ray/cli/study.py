@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from vse_ray.folder_names import DEFAULT_OUTPUT_DIR
+
 
 def study(
     study_file: Annotated[
@@ -14,7 +16,7 @@ def study(
     ],
     output_dir: Annotated[
         str, typer.Option(help="Output folder: data, Tune trials, MLflow store (rerun to resume).")
-    ] = "vse_ray_out/studies",
+    ] = f"{DEFAULT_OUTPUT_DIR}/studies",
     summary: Annotated[
         bool, typer.Option("--summary", help="Print the summary of a study already run here; train nothing.")
     ] = False,

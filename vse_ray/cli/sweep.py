@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from vse_ray.folder_names import DEFAULT_OUTPUT_DIR
 from vse_ray.train.config import merge_overrides
 
 
@@ -30,7 +31,7 @@ def sweep(
         int, typer.Option(help="End this run after N finished trials; rerun to resume (0: no limit).")
     ] = 0,
     seed: Annotated[int, typer.Option(help="Random seed of the search.")] = 0,
-    output_dir: Annotated[str, typer.Option(help="Output folder.")] = "vse_ray_out",
+    output_dir: Annotated[str, typer.Option(help="Output folder.")] = DEFAULT_OUTPUT_DIR,
     storage_path: Annotated[str | None, typer.Option(help="Shared storage for trials.")] = None,
     tracking_uri: Annotated[
         str | None,

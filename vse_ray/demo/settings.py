@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from vse_ray.folder_names import DEFAULT_OUTPUT_DIR
+
 if TYPE_CHECKING:
     from vse_ray.study.spec import StudySpec
 
@@ -37,7 +39,7 @@ class DemoSettings:
     Trials run `concurrent` at a time with `cpus_per_trial` CPUs each, their processes reused.
     """
 
-    output_dir: str = "vse_ray_out/demo"
+    output_dir: str = f"{DEFAULT_OUTPUT_DIR}/demo"
     losses: tuple[str, ...] = DEMO_LOSSES
     shuffled: tuple[str, ...] = ("bcls",)
     loss_params: dict[str, dict[str, Any]] = field(default_factory=lambda: dict(DEMO_LOSS_PARAMS))

@@ -21,6 +21,7 @@ from vse_ray.evaluation.embed import ensemble_similarities, scoring_device
 from vse_ray.evaluation.examples import plot_retrieval_examples
 from vse_ray.evaluation.pair_blocks import parse_block
 from vse_ray.evaluation.plots import plot_metric_at_k
+from vse_ray.folder_names import DEFAULT_OUTPUT_DIR
 from vse_ray.metrics import coco_1k_folds, evaluate_all, mean_over_folds, recall_at_k
 from vse_ray.models import rebuild_model
 from vse_ray.tracking import get_best_checkpoint, resolve_tracking_uri
@@ -133,7 +134,7 @@ def evaluate_run(
     protocol: str = "full",
     data_dir: str | None = None,
     tracking_uri: str | None = None,
-    output_dir: str = "vse_ray_out",
+    output_dir: str = DEFAULT_OUTPUT_DIR,
     coco_ids: str | None = None,
     eval_block: str | None = None,
     ensemble: list[str] | None = None,

@@ -16,6 +16,7 @@ from vse_ray.data.store.split_data import load_split
 from vse_ray.data.store.verify import verify_data_dir
 from vse_ray.evaluation.eccv import eccv_positives
 from vse_ray.evaluation.evaluate import PROTOCOLS, EvaluationReport, score_split
+from vse_ray.folder_names import DEFAULT_OUTPUT_DIR
 
 SIMS_ORDER = "rows: the split's images in stored order; columns: its captions sorted by caption_id"
 
@@ -49,7 +50,7 @@ def evaluate_sims(
     data_dir: str,
     split: str = "test",
     protocol: str = "full",
-    output_dir: str = "vse_ray_out",
+    output_dir: str = DEFAULT_OUTPUT_DIR,
     coco_ids: str | None = None,
 ) -> EvaluationReport:
     """Score the matrix of `sims_path` (order: :data:`SIMS_ORDER`) against `split` of `data_dir` with

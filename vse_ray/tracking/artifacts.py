@@ -1,10 +1,9 @@
-"""Run artifacts: figures and JSON documents attached to a run."""
+"""Run artifacts: figures attached to a run."""
 
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
@@ -22,8 +21,3 @@ def log_figures(
             fig.savefig(Path(tmp) / f"{name}.png", dpi=110)
             plt.close(fig)
         client.log_artifacts(run_id, tmp, artifact_path)
-
-
-def log_json(client: MlflowClient, run_id: str, document: dict[str, Any], artifact_file: str) -> None:
-    """Write `document` as a JSON artifact."""
-    client.log_dict(run_id, document, artifact_file)

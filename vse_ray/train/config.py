@@ -18,6 +18,8 @@ from typing import Any
 
 import yaml
 
+from vse_ray.folder_names import DEFAULT_OUTPUT_DIR
+
 _TUPLE_FIELDS = ("eval_ks", "cs_ks", "ncs_ks", "lr_milestones")
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")  # Ray's ScalingConfig
 OPTIMIZERS = ("adam", "adamw")
@@ -124,7 +126,7 @@ class TrainConfig:
     )
     use_gpu: bool = _field(False, "One GPU per worker (NCCL).", "run")
     seed: int = _field(0, "Seed.", study=True, warmup=True)
-    output_dir: str = _field("vse_ray_out", "Folder of checkpoints and the default MLflow store.", "run")
+    output_dir: str = _field(DEFAULT_OUTPUT_DIR, "Folder of checkpoints and the default MLflow store.", "run")
     storage_path: str | None = _field(None, "Ray Train storage (default: <output_dir>/ray_results).", "run")
     run_name: str | None = _field(None, "Stable run name (default: dataset-loss-seed).", "run")
     tracking_uri: str | None = _field(None, "MLflow URI (default: sqlite in the output folder).", "run")

@@ -69,11 +69,7 @@ def build_trainer(
     )
 
 
-def fit(
-    training: TrainConfig | CheckedTraining,
-    *,
-    callbacks: list | None = None,
-) -> TrainResult:
+def fit(training: TrainConfig | CheckedTraining) -> TrainResult:
     """Train on Ray Train; log params, per-epoch metrics (each epoch once) and artifacts to MLflow.
 
     A TrainConfig is checked here (`check_training`); a CheckedTraining is trusted.
@@ -85,7 +81,7 @@ def fit(
     recorder = RunRecorder.open(experiment_id, cfg.run_name, cfg.tracking_uri, params)
     run_id = recorder.run_id
     try:
-        trainer = build_trainer(checked.checked, callbacks=callbacks, mlflow_run_id=run_id)
+        trainer = build_trainer(checked.checked, mlflow_run_id=run_id)
         with RunEpochLines(run_id, cfg.tracking_uri, cfg.epochs):
             result = trainer.fit()
     except (KeyboardInterrupt, SystemExit) as stop:  # Ray Train's SIGINT handler ends in sys.exit

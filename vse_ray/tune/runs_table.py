@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 DEFAULT_METRICS = tuple(
     keys.mlflow_key(k) for k in ("rsum", "R_at_1_i2t", "R_at_1_t2i", "CS_at_100_i2t", "CS_at_100_i2t_scene")
 )
-PARAM_CHOICES = ("differ", "all", "none")
 _INT = re.compile(r"[+-]?\d+")
 
 

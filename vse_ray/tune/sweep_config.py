@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vse_ray.folder_names import check_plain_name
+from vse_ray.folder_names import DEFAULT_OUTPUT_DIR, check_plain_name
 from vse_ray.resources import resource_path
 from vse_ray.tune.trial import TRIAL_MODES
 
@@ -51,7 +51,7 @@ class SweepConfig:
     resume: bool = True
     stop_after_trials: int = 0
     seed: int = 0
-    output_dir: str = "vse_ray_out"
+    output_dir: str = DEFAULT_OUTPUT_DIR
     storage_path: str | None = None
     tracking_uri: str | None = None
     experiment: str | None = None

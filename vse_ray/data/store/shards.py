@@ -51,9 +51,6 @@ def plan_shards(split: str, n_rows: int, shard_size: int) -> list[Shard]:
     return [Shard(split, start, min(start + shard_size, n_rows)) for start in range(0, n_rows, shard_size)]
 
 
-FILE_FORMATS = ("parquet", "arrow")
-
-
 def part_name(first_row: int, file_format: str = "parquet") -> str:
     return f"part-{first_row:08d}.{file_format}"
 
