@@ -22,6 +22,7 @@ LIBRARY_LOGGERS = (
     "filelock",
     "vse_ray.data",
 )
+HANDLER_NAME = "vse_ray.log_file"  # the file handler route_library_logs adds, found again by this name
 
 
 def log_path(output_dir: str | Path) -> Path:
@@ -57,21 +58,72 @@ def native_stderr_to_log(output_dir: str | Path) -> Iterator[Path]:
         os.close(console)
 
 
-def route_library_logs(output_dir: str | Path) -> Path:
-    """Send the records of LIBRARY_LOGGERS to a log file in `output_dir` (not the console); returns it."""
-    import ray.data  # noqa: F401  (installs Ray Data's console handler now, so that it is replaced below)
+def _import_logging_libraries() -> None:
+    """Import the libraries that set their loggers' handlers on import: nothing replaces ours later."""
+    import mlflow  # noqa: F401  (sets the handlers of its loggers and alembic's)
+    import ray.data  # noqa: F401  (installs Ray Data's console handler)
 
+
+def route_library_logs(output_dir: str | Path) -> Path:
+    """Send the records of LIBRARY_LOGGERS to a log file in `output_dir` (not the console); returns it.
+
+    Called again (another output folder, a second command in one process), it replaces the file it added
+    before instead of adding a second one.
+    """
+    _import_logging_libraries()
     path = log_path(output_dir)
     handler = logging.FileHandler(path)
+    handler.set_name(HANDLER_NAME)
+    handler.setLevel(logging.INFO)  # Ray Data's logger passes DEBUG records (e.g. the whole DataContext)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     for name in LIBRARY_LOGGERS:
         logger = logging.getLogger(name)
         for old in list(logger.handlers):
-            if isinstance(old, logging.StreamHandler) and not isinstance(old, logging.FileHandler):
+            ours = old.get_name() == HANDLER_NAME
+            if ours or (isinstance(old, logging.StreamHandler) and not isinstance(old, logging.FileHandler)):
                 logger.removeHandler(old)
+                if ours:
+                    old.close()
         logger.addHandler(handler)
         logger.propagate = False
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # with verbose=0: no experiment boxes on the console
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     return path
+
+
+@contextlib.contextmanager
+def loggers_restored() -> Iterator[None]:
+    """After the block, LIBRARY_LOGGERS have the handlers and propagate flags they had before it (the log
+    file that :func:`route_library_logs` added inside is closed)."""
+    _import_logging_libraries()
+    saved = [
+        (logger, list(logger.handlers), logger.propagate)
+        for logger in map(logging.getLogger, LIBRARY_LOGGERS)
+    ]
+    try:
+        yield
+    finally:
+        for logger, handlers, propagate in saved:
+            for handler in logger.handlers:
+                if handler.get_name() == HANDLER_NAME:
+                    handler.close()
+            logger.handlers, logger.propagate = handlers, propagate
+
+
+@contextlib.contextmanager
+def command_log(output_dir: str | Path) -> Iterator[Path]:
+    """The console of a command-line entry point inside the block: vse_ray's lines only.
+
+    Ray's and MLflow's log records (Ray Data's progress lines among them) and what native code writes to
+    descriptor 2 go to `<output_dir>/logs/vse_ray.log` (yielded). Process-wide (descriptor 2, the library
+    loggers); both are as before once the block ends (a command run in-process, e.g. by a test).
+    """
+    with loggers_restored(), native_stderr_to_log(output_dir) as path:
+        route_library_logs(output_dir)
+        yield path
+
+
+def log_file_line(path: Path) -> str:
+    """The console line that says where Ray's and MLflow's log lines are."""
+    return f"Ray and MLflow logs: {path}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import logging
+import sys
 from typing import Any
 
 import ray
@@ -15,18 +15,28 @@ def ensure_ray(address: str | None = None, **init_kwargs: Any) -> None:
     """Connect to the cluster at ``address`` (or ``RAY_ADDRESS``, or the latest local one), else start Ray.
 
     Does nothing when this process already holds a Ray instance. ``init_kwargs`` go to ``ray.init``
-    (resources of a local instance, e.g. ``num_cpus``); driver logs stay out of the console. A local
-    instance started here is watched by :mod:`vse_ray.ray_reaper`: it goes away with this process, even
-    when the process is killed with SIGKILL.
+    (resources of a local instance, e.g. ``num_cpus``). Workers' output stays off the driver's console
+    (``log_to_driver=False``; it is in Ray's session logs) and Ray Data's progress is set up as
+    :func:`plain_data_progress` says. A local instance started here is watched by
+    :mod:`vse_ray.ray_reaper`: it goes away with this process, even when the process is killed with SIGKILL.
     """
+    plain_data_progress()
     if ray.is_initialized():
         return
     ray.init(address=address, **{"log_to_driver": False, **init_kwargs})
     start_reaper()
 
 
-def quiet_console() -> None:
-    """Keep Ray's own log lines and Ray Data progress bars off the driver's console (warnings stay)."""
-    ray.data.DataContext.get_current().enable_progress_bars = False
-    for name in ("ray.data", "ray.train", "ray.tune"):
-        logging.getLogger(name).setLevel(logging.WARNING)
+def plain_data_progress() -> None:
+    """Ray Data progress of this process as plain log lines, never redrawn bars.
+
+    Ray 2.60 logs progress through the ``ray.data`` logger (one block every
+    ``RAY_DATA_NON_TTY_PROGRESS_LOG_INTERVAL`` s) when stdout is not a terminal, and draws tqdm bars on
+    stderr when it is: there they are turned off (a command's console carries vse_ray's lines only; the
+    ``ray.data`` logger still records each dataset's start and end). ``DataContext`` is per process; vse_ray
+    runs Ray Data in the driver only (precompute), so this is set where Ray is started.
+    """
+    context = ray.data.DataContext.get_current()
+    context.use_ray_tqdm = False  # tqdm_ray sends bar frames to the driver instead of log lines
+    context.enable_rich_progress_bars = False
+    context.enable_progress_bars = not sys.stdout.isatty()

@@ -61,11 +61,12 @@ def test_a_full_disk_is_one_line_naming_the_folder(tmp_path, monkeypatch):
     assert result.exit_code == 2, result.output
     lines = result.output.splitlines()
     folder = tmp_path / "o"
+    assert lines[0] == f"Ray and MLflow logs: {folder.resolve() / 'logs' / 'vse_ray.log'}"  # once claimed
     assert (
-        lines[0]
+        lines[1]
         == f"error: no space left on device writing {folder}: free space and rerun: finished shards are kept"
     )
-    assert len(lines) == 2
+    assert len(lines) == 3
 
 
 def test_other_errors_are_not_taken_for_a_full_disk():

@@ -125,6 +125,8 @@ def test_overwrite_deletes_every_file_a_precompute_writes_and_the_manifest_lists
     claim_output(out, PrecomputeConfig(n_train=10), overwrite=False)
     write_tiny_store(out)
     write_concepts(out)
+    (out / "logs").mkdir()
+    (out / "logs" / "vse_ray.log").write_text("Ray's lines\n")  # the command's log file (vse_ray.log_file)
     assert set(model_files(out)) == {"vocab.json", "cider_df.json", "concepts.npz"}
     claim_output(out, PrecomputeConfig(n_train=11), overwrite=True)
     assert [p.name for p in out.iterdir()] == ["_state"]

@@ -8,6 +8,7 @@ from mlflow import MlflowClient
 
 from tests.conftest import stray_files
 from vse_ray.demo import DemoSettings, run_demo
+from vse_ray.demo.table import EVIDENCE_LINE
 from vse_ray.tune.mlflow_trials import PARENT_TAG
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
@@ -56,6 +57,7 @@ def test_tiny_demo_end_to_end(ray_session, tmp_path, capsys, empty_cwd):
         and f"Full table (every metric, 95 % intervals): {result.files['markdown']}" in out
     )
     assert "Chance level" in out and "mlflow ui --backend-store-uri sqlite:///" in out
+    assert f"{EVIDENCE_LINE}\nFull table (every metric" in out  # the table's last line: where the evidence is
     assert f"#/experiments/{result.experiment_id}/runs?viewStateShareKey=" in out and "bcls-shuffled" in out
     assert result.runs_url in out and result.charts_url.endswith("&compareRunsMode=CHART")
     written = {p.name for p in (tmp_path / "demo").iterdir()}

@@ -143,8 +143,12 @@ def precompute(
         overwrite=overwrite,
     )
     config.resolved()  # bad values fail before Ray starts
-    from vse_ray.data.precompute.run import precompute as run_precompute
+    from vse_ray.data.precompute.run import claim_precompute, run_precompute
     from vse_ray.disk_full import disk_full_is_an_error
+    from vse_ray.log_file import command_log, log_file_line
 
     with disk_full_is_an_error(out, "free space and rerun: finished shards are kept"):
-        run_precompute(config, out, options, ray_address=ray_address)  # reads the input before Ray starts
+        claimed = claim_precompute(config, out, options)  # reads and checks the input before Ray starts
+        with command_log(out) as log:
+            print(log_file_line(log), flush=True)
+            run_precompute(claimed, ray_address=ray_address)

@@ -116,17 +116,19 @@ def train(
         typer.echo(f"Deviations from the official code ({len(deviations)}):")
         for line in deviations:
             typer.echo(f"  - {line}")
-    from vse_ray.ray_session import ensure_ray, quiet_console
+    from vse_ray.log_file import command_log, log_file_line
+    from vse_ray.ray_session import ensure_ray
     from vse_ray.train.rerun import claim_run
     from vse_ray.train.trainer import fit
 
-    # locked for the command; a folder precomputed again since the run started is refused
-    planned = claim_run(checked.config, resume, new_run, wait, notify=typer.echo, data=checked.data)
-    if planned.run_name != checked.config.run_name:
-        checked = checked.renamed(planned.run_name)
-    ensure_ray(ray_address)
-    quiet_console()
-    result = fit(checked)
+    with command_log(checked.config.output_dir) as log:  # MLflow's store-creation lines too
+        # locked for the command; a folder precomputed again since the run started is refused
+        planned = claim_run(checked.config, resume, new_run, wait, notify=typer.echo, data=checked.data)
+        if planned.run_name != checked.config.run_name:
+            checked = checked.renamed(planned.run_name)
+        typer.echo(log_file_line(log))
+        ensure_ray(ray_address)
+        result = fit(checked)
     best = result.best_metrics
     typer.echo(f"best epoch {best['epoch']}: rsum {best['rsum']:.1f}; checkpoint {result.best_checkpoint}")
     typer.echo(f"MLflow run {result.run_id}: {ui_command(result.tracking_uri)}")

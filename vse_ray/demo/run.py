@@ -8,7 +8,7 @@ plus the shuffled-relevance control of a graded loss, each selected on validatio
 from __future__ import annotations
 
 from vse_ray.demo.settings import DemoSettings
-from vse_ray.demo.table import chance_levels
+from vse_ray.demo.table import EVIDENCE_LINE, chance_levels
 from vse_ray.study.context import StudyResult
 from vse_ray.study.run import run_study
 
@@ -19,7 +19,7 @@ def run_demo(settings: DemoSettings | None = None, *, wait: bool = False) -> Stu
     s = (settings or DemoSettings()).validate()
     spec = s.study()
     ray_options = {"num_cpus": s.num_cpus, "include_dashboard": False, "object_store_memory": 400 * 1024**2}
-    result = run_study(spec, s.output_dir, ray_options=ray_options, wait=wait)
+    result = run_study(spec, s.output_dir, ray_options=ray_options, wait=wait, table_end=EVIDENCE_LINE)
     chance = chance_levels(s.n_test, 5 * s.n_test)
     print(f"Chance level (test, {s.n_test} images): rsum {chance['rsum']:.1f}")
     return result

@@ -32,8 +32,10 @@ def run_study(
     *,
     ray_options: dict[str, Any] | None = None,
     wait: bool = False,
+    table_end: str = "",
 ) -> StudyResult:
-    """Run (or resume) the whole study; print one progress line per stage and the summary table.
+    """Run (or resume) the whole study; print one progress line per stage and the summary table
+    (``table_end``: a line printed under it).
 
     Before Ray starts, the study is claimed as every run is (:mod:`vse_ray.tracking.lifecycle`): the
     tracking server answers, ``<output_dir>/studies/<name>`` is locked (one writer, until this call
@@ -43,6 +45,7 @@ def run_study(
         spec: A study (validated again here, before Ray or MLflow start).
         output_dir: Data, Tune trials, MLflow store, summary files and the log file go here.
         ray_options: `ray.init` keywords when a local Ray instance is started (e.g. `num_cpus`).
+        table_end: A line printed under the summary table (the demo's pointer to the evidence).
     """
     spec.validate()
     out = Path(output_dir).expanduser().resolve()
@@ -52,9 +55,11 @@ def run_study(
     uri = resolve_tracking_uri(None, out)
     lock = claim_run_folder(folder, where, "choose another --output-dir", uri, wait=wait)
     try:
-        return _run_claimed(spec, out, log_path, ray_options)
+        result = _run_claimed(spec, out, log_path, ray_options)
     finally:
         lock.release()
+    print_result(result, table_end)
+    return result
 
 
 def _run_claimed(
@@ -87,14 +92,15 @@ def _run_claimed(
         RunRecorder(ctx.parent_run_id, ctx.tracking_uri).finish("KILLED")
         raise
     clock.stop()
-    result = write_summary(ctx)
-    _print_result(result)
-    return result
+    return write_summary(ctx)
 
 
-def _print_result(result: StudyResult) -> None:
-    """The summary table, where its files and MLflow views are, and the seconds per stage."""
+def print_result(result: StudyResult, table_end: str = "") -> None:
+    """The summary table (and ``table_end`` under it), where its files and MLflow views are, and the
+    seconds per stage."""
     print(result.table)
+    if table_end:
+        print(table_end)
     print(f"Full table (every metric, 95 % intervals): {result.files['markdown']}")
     print(f"  as CSV: {result.files['csv']}")
     print(f"  in MLflow: the artifacts summary/ of run {result.parent_run_id}")

@@ -11,6 +11,7 @@ import csv
 import io
 import math
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from mlflow import MlflowClient
@@ -49,6 +50,7 @@ HEADLINE_METRICS = (
     ("CS@100 scene", "CS_at_100_i2t_scene"),
     ("CS@1000 scene", "CS_at_1000_i2t_scene"),
 )
+RISING = "↑"  # after a row's name: a run of it whose validation rsum was still rising at its last epoch
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,20 @@ def summarize(records: list[RunRecord], baseline: str, rows: list[str] | None = 
                     SummaryCell(size, row, metric, t_interval([values[s] for s in sorted(values)]), diff)
                 )
     return cells
+
+
+def still_rising(history: Sequence[Mapping[str, float]], key: str = "rsum") -> bool:
+    """Whether validation ``key`` was still rising at a run's last epoch (not settled): the last epoch's value
+    is the run's best and higher than the epoch's before it."""
+    values = [epoch[key] for epoch in history if key in epoch]
+    return len(values) >= 2 and values[-1] > values[-2] and values[-1] >= max(values)
+
+
+def rising_runs(
+    histories: Mapping[tuple[int, str], Sequence[Sequence[Mapping[str, float]]]],
+) -> dict[tuple[int, str], tuple[int, int]]:
+    """``(train_images, row) -> (runs still rising, runs)`` from each run's per-epoch validation metrics."""
+    return {key: (sum(map(still_rising, runs)), len(runs)) for key, runs in histories.items()}
 
 
 def summary_csv(cells: list[SummaryCell]) -> str:
@@ -183,8 +199,18 @@ def _full_rows(cells: list[SummaryCell]) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
-def _console_rows(cells: list[SummaryCell]) -> tuple[list[str], list[list[str]], set[int]]:
-    """HEADLINE_METRICS columns, mean ± std; each row's Δ on the line below its values.
+def _row_name(row: str, rising: tuple[int, int] | None) -> str:
+    """The row's name, marked when some of its runs were still rising (``↑``; ``↑1/3``: 1 of 3 runs)."""
+    if not rising or not rising[0]:
+        return row
+    return f"{row} {RISING}" + ("" if rising[0] == rising[1] else f"{rising[0]}/{rising[1]}")
+
+
+def _console_rows(
+    cells: list[SummaryCell], rising: Mapping[tuple[int, str], tuple[int, int]]
+) -> tuple[list[str], list[list[str]], set[int]]:
+    """HEADLINE_METRICS columns, mean ± std; each row's Δ on the line below its values; ``rising``: the
+    counts of :func:`rising_runs` (rows marked with :func:`_row_name`).
 
     Returns the header, the lines and the seed counts seen (a seeds column only when they differ).
     """
@@ -203,7 +229,7 @@ def _console_rows(cells: list[SummaryCell]) -> tuple[list[str], list[list[str]],
         found = [index.get((size, row, key)) for key in keys]
         rows.append(
             lead
-            + [row]
+            + [_row_name(row, rising.get((size, row)))]
             + count
             + ["-" if c is None else _value_text(c.value, k, False) for c, k in zip(found, keys, strict=True)]
         )
@@ -222,9 +248,18 @@ def _render(header: list[str], rows: list[list[str]], fmt: str, first_numeric: i
     return render_table(records, columns, fmt, width=DEFAULT_WIDTH if fmt == "text" else None)
 
 
-def summary_text(cells: list[SummaryCell], baseline: str) -> str:
-    """Console table (fits 120 columns): the headline metrics, mean ± std over seeds, Δ under each value."""
-    header, rows, seeds = _console_rows(cells)
+def summary_text(
+    cells: list[SummaryCell],
+    baseline: str,
+    rising: Mapping[tuple[int, str], tuple[int, int]] | None = None,
+) -> str:
+    """Console table (fits 120 columns): the headline metrics, mean ± std over seeds, Δ under each value.
+
+    ``rising`` (:func:`rising_runs`) marks the rows with runs whose validation rsum was still rising at the
+    last epoch, and a line says what the mark means.
+    """
+    rising = rising or {}
+    header, rows, seeds = _console_rows(cells, rising)
     table = _render(header, rows, "text", header.index("run") + 1)
     if seeds == {1}:
         noise = [
@@ -239,7 +274,13 @@ def summary_text(cells: list[SummaryCell], baseline: str) -> str:
             "* = its 95 % t-interval excludes 0 (outside the seed noise).",
         ]
     cs = "CS@K: image-to-text coherent score against S-BERT relevance; scene: against the scene."
-    return "\n".join([table, *noise, cs])
+    unsettled = [
+        f"{RISING} = validation rsum still rising at the last epoch ({RISING}1/3: in 1 of 3 runs): "
+        "not settled;",
+        "more epochs would move its numbers.",
+    ]
+    marked = any(count for count, _ in rising.values())
+    return "\n".join([table, *noise, cs, *(unsettled if marked else [])])
 
 
 def summary_markdown(cells: list[SummaryCell], baseline: str) -> str:

@@ -16,6 +16,7 @@ from vse_ray.study.summary import (
     SIZE_TAG,
     STRENGTH_TAG,
     collect_runs,
+    rising_runs,
     strength_note,
     summarize,
     summary_csv,
@@ -34,24 +35,36 @@ from vse_ray.tune.mlflow_trials import PARENT_TAG
 SUMMARY_DIR = "studies"  # <output_dir>/studies/<name>/: the summary files (and the study's lock)
 
 
-def epoch_histories(ctx: StudyContext) -> dict[str, list[list[dict[str, float]]]]:
-    """row -> per run (seed) -> per epoch validation metrics (every metric, the run's `metrics.json`), the
-    epochs after the shared warm-up."""
-    client = MlflowClient(ctx.tracking_uri)
-    query = tag_equals(PARENT_TAG, ctx.parent_run_id)
-    out: dict[str, list[list[dict[str, float]]]] = {}
-    for run in client.search_runs([ctx.experiment_id], query, max_results=10000):
+def run_histories(
+    tracking_uri: str, experiment_id: str, parent_run_id: str
+) -> dict[tuple[int, str], list[list[dict[str, float]]]]:
+    """(train_images, row) -> per run (seed) -> every epoch's validation metrics (the run's `metrics.json`
+    history, the shared warm-up's epochs included); a run that has not written it yet is left out."""
+    client = MlflowClient(tracking_uri)
+    out: dict[tuple[int, str], list[list[dict[str, float]]]] = {}
+    for run in client.search_runs([experiment_id], tag_equals(PARENT_TAG, parent_run_id), max_results=10000):
         row = run.data.tags.get(ROW_TAG)
-        if row is None:
+        if row is None or not any(a.path == METRICS_ARTIFACT for a in client.list_artifacts(run.info.run_id)):
             continue
-        size = int(run.data.tags.get(SIZE_TAG, 0))
-        label = row if not size else f"{row}@{size}"
         with tempfile.TemporaryDirectory() as tmp:
             path = client.download_artifacts(run.info.run_id, METRICS_ARTIFACT, tmp)
             history = json.loads(Path(path).read_text())["history"]
+        out.setdefault((int(run.data.tags.get(SIZE_TAG, 0)), row), []).append(history)
+    return out
+
+
+def epoch_histories(
+    ctx: StudyContext, histories: dict[tuple[int, str], list[list[dict[str, float]]]] | None = None
+) -> dict[str, list[list[dict[str, float]]]]:
+    """row (`row@size` with several sizes) -> per run (seed) -> per epoch validation metrics (every metric),
+    the epochs after the shared warm-up; from `histories` (:func:`run_histories`) when given."""
+    if histories is None:
+        histories = run_histories(ctx.tracking_uri, ctx.experiment_id, ctx.parent_run_id)
+    out: dict[str, list[list[dict[str, float]]]] = {}
+    for (size, row), runs in histories.items():
         warmup = ctx.warmup_epochs[size]  # per size: with `warmup_steps` smaller sets warm up for more epochs
-        epochs = [e for e in history if e["epoch"] > warmup]
-        out.setdefault(label, []).append(epochs)
+        label = row if not size else f"{row}@{size}"
+        out[label] = [[e for e in history if e["epoch"] > warmup] for history in runs]
     return out
 
 
@@ -91,10 +104,12 @@ def write_summary(ctx: StudyContext) -> StudyResult:
     client.set_tag(ctx.parent_run_id, STRENGTH_TAG, "weak" if weak else "ok")
     for path in files.values():
         client.log_artifact(ctx.parent_run_id, str(path), "summary")
-    log_figures(client, ctx.parent_run_id, {"tradeoff": tradeoff_figure(epoch_histories(ctx))}, "plots")
+    histories = run_histories(ctx.tracking_uri, ctx.experiment_id, ctx.parent_run_id)
+    figure = tradeoff_figure(epoch_histories(ctx, histories))
+    log_figures(client, ctx.parent_run_id, {"tradeoff": figure}, "plots")
     client.log_dict(ctx.parent_run_id, ctx.seconds, "seconds.json")
     RunRecorder(ctx.parent_run_id, ctx.tracking_uri).finish()
-    table = (weak + "\n" if weak else "") + summary_text(cells, spec.baseline)
+    table = (weak + "\n" if weak else "") + summary_text(cells, spec.baseline, rising_runs(histories))
     view = save_study_view(ctx)
     return StudyResult(
         cells,
@@ -124,8 +139,10 @@ def study_summary(spec: StudySpec, output_dir: str | Path) -> str:
     )
     if experiment is None or not runs:
         raise ValueError(f"{out}: study {spec.name!r} has not been run here (no MLflow parent run)")
-    records = collect_runs(uri, experiment.experiment_id, runs[0].info.run_id)
+    parent = runs[0].info.run_id
+    records = collect_runs(uri, experiment.experiment_id, parent)
     if not records:
         raise ValueError(f"{out}: study {spec.name!r} has no tested run yet; run it to the end first")
     cells = summarize(records, spec.baseline, [v.name for v in spec.variants()])
-    return summary_text(cells, spec.baseline)
+    histories = run_histories(uri, experiment.experiment_id, parent)
+    return summary_text(cells, spec.baseline, rising_runs(histories))

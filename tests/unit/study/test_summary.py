@@ -169,3 +169,66 @@ def test_a_weak_baseline_is_named_on_the_first_line():
     assert strength_note(cells, "vsepp", 300.0) is None
     note = strength_note(cells, "vsepp", 400.0)
     assert note.startswith("WEAK BASELINE: vsepp test rsum 305.0 < min_baseline_rsum 400")
+
+
+@pytest.mark.parametrize(
+    ("rsums", "rising"),
+    [
+        ([100.0, 120.0, 130.0], True),  # best at the last epoch, above the one before: not settled
+        ([100.0, 130.0, 120.0], False),  # peaked earlier
+        ([100.0, 130.0, 130.0], False),  # flat at the end
+        ([140.0, 120.0, 130.0], False),  # rising, but below an earlier best
+        ([130.0], False),  # one epoch: nothing to compare with
+    ],
+)
+def test_still_rising_means_the_last_epoch_is_the_best_and_above_the_one_before(rsums, rising):
+    from vse_ray.study.summary import still_rising
+
+    history = [{"epoch": e, "rsum": value, "R_at_1_i2t": 1.0} for e, value in enumerate(rsums, 1)]
+    assert still_rising(history) is rising
+
+
+def test_rows_with_runs_still_rising_are_marked_and_the_mark_explained():
+    from vse_ray.study.summary import RISING, rising_runs
+
+    flat, up = [{"rsum": 10.0}, {"rsum": 9.0}], [{"rsum": 9.0}, {"rsum": 10.0}]
+    rising = rising_runs(
+        {(0, "vsepp"): [up, up, up], (0, "bcls"): [flat, up, flat], (0, "bcls-shuffled"): [flat]}
+    )
+    assert rising == {(0, "vsepp"): (3, 3), (0, "bcls"): (1, 3), (0, "bcls-shuffled"): (0, 1)}
+    cells = summarize(_records(), "vsepp", ["vsepp", "bcls", "bcls-shuffled"])
+    text = summary_text(cells, "vsepp", rising).splitlines()
+    assert [line.strip().split("  ")[0] for line in text[2:7]] == [
+        f"vsepp {RISING}",
+        f"bcls {RISING}1/3",
+        "Δ",
+        "bcls-shuffled",
+        "Δ",
+    ]
+    assert text[-2].startswith(f"{RISING} = validation rsum still rising at the last epoch")
+    assert max(map(len, text)) <= 120
+    assert RISING not in summary_text(cells, "vsepp", {(0, "vsepp"): (0, 3)})  # nothing rising: no mark
+
+
+def test_run_histories_include_the_warm_up_and_leave_out_runs_without_metrics(mlflow_uri, tmp_path):
+    """Whether a run was still rising is judged on its whole history; a run still training has none yet."""
+    from mlflow import MlflowClient
+
+    from vse_ray.study.summary import rising_runs
+    from vse_ray.study.summary_stage import run_histories
+    from vse_ray.tracking.recorder import METRICS_ARTIFACT
+    from vse_ray.tracking.runs import get_or_create_experiment
+    from vse_ray.tune.mlflow_trials import PARENT_TAG
+
+    client = MlflowClient(mlflow_uri)
+    experiment = get_or_create_experiment("study", mlflow_uri, tmp_path)
+    parent = client.create_run(experiment).info.run_id
+    for seed, last in ((0, 40.0), (1, 25.0), (2, None)):
+        tags = {PARENT_TAG: parent, ROW_TAG: "bcls", SEED_TAG: str(seed), SIZE_TAG: "0"}
+        run = client.create_run(experiment, tags=tags).info.run_id
+        if last is not None:
+            history = [{"epoch": 1, "rsum": 20.0}, {"epoch": 2, "rsum": 30.0}, {"epoch": 3, "rsum": last}]
+            client.log_dict(run, {"best": history[-1], "history": history}, METRICS_ARTIFACT)
+    histories = run_histories(mlflow_uri, experiment, parent)
+    assert sorted(len(h) for h in histories[(0, "bcls")]) == [3, 3]
+    assert rising_runs(histories) == {(0, "bcls"): (1, 2)}

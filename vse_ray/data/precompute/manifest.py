@@ -19,8 +19,9 @@ from vse_ray.json_files import write_json_atomic
 STATE_CONFIG = Path("_state") / "config.json"
 FORMAT = "vse_ray.precompute"
 # Every top-level entry a precompute writes; --overwrite deletes a folder only when it holds nothing else.
+# `logs`: the command's log file (vse_ray.log_file), written once the folder is claimed.
 MADE_ENTRIES = frozenset(
-    {"manifest.json", "rejects.parquet", "features", "captions", "relevance", "_state", *MODEL_FILES}
+    {"manifest.json", "rejects.parquet", "features", "captions", "relevance", "_state", "logs", *MODEL_FILES}
 )
 TEMPORARY = re.compile(r"^\.(.+)\.\d+\.tmp$")  # write_json_atomic's hidden file of a known entry
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -113,28 +114,23 @@ def feature_dims(out: Path) -> dict:
     }
 
 
-def precompute(
-    config: PrecomputeConfig,
-    out: str,
-    options: ExecutionOptions | None = None,
-    verbose: bool = True,
-    ray_address: str | None = None,
-) -> PrecomputeSummary:
-    """Run (or resume) the whole precompute of one dataset into ``out``.
+@dataclass(frozen=True)
+class ClaimedPrecompute:
+    """A precompute whose input is read and checked and whose output folder is claimed: Ray not started."""
 
-    Shards already complete for the same config are skipped; a folder written with another config is refused
-    unless ``options.overwrite``. The input is read and checked first; then it uses this process's Ray
-    instance if there is one, else :func:`ensure_ray` (``ray_address``).
+    config: PrecomputeConfig
+    folder: Path
+    source: Source
+    options: ExecutionOptions
 
-    Args:
-        config: What to compute.
-        out: Output folder (local or shared filesystem).
-        options: How to run it.
-        verbose: Print the summary.
-        ray_address: Ray cluster to join when this process has no Ray instance yet (None: see ensure_ray).
 
-    Returns:
-        Counts, rejects and timings.
+def claim_precompute(
+    config: PrecomputeConfig, out: str, options: ExecutionOptions | None = None
+) -> ClaimedPrecompute:
+    """Check the output folder, read and check the input, then claim ``out`` for this config.
+
+    Shards already complete for the same config are kept; a folder written with another config is refused
+    unless ``options.overwrite``, which deletes it here.
     """
     options = options or ExecutionOptions()
     config = config.resolved()
@@ -148,6 +144,38 @@ def precompute(
     if config.dataset != "precomp":
         check_weights(config.cnn, config.weights)  # the CNN weights are local (no download), else one line
     claim_output(folder, config, options.overwrite)
+    return ClaimedPrecompute(config, folder, source, options)
+
+
+def precompute(
+    config: PrecomputeConfig,
+    out: str,
+    options: ExecutionOptions | None = None,
+    verbose: bool = True,
+    ray_address: str | None = None,
+) -> PrecomputeSummary:
+    """Run (or resume) the whole precompute of one dataset into ``out``: :func:`claim_precompute`, then
+    :func:`run_precompute`.
+
+    Args:
+        config: What to compute.
+        out: Output folder (local or shared filesystem).
+        options: How to run it.
+        verbose: Print the summary.
+        ray_address: Ray cluster to join when this process has no Ray instance yet (None: see ensure_ray).
+
+    Returns:
+        Counts, rejects and timings.
+    """
+    return run_precompute(claim_precompute(config, out, options), verbose, ray_address)
+
+
+def run_precompute(
+    claimed: ClaimedPrecompute, verbose: bool = True, ray_address: str | None = None
+) -> PrecomputeSummary:
+    """The Ray stages of a claimed precompute, on this process's Ray instance if there is one, else
+    :func:`ensure_ray` (``ray_address``); then its manifest (and the summary printed when ``verbose``)."""
+    config, folder, source, options = claimed.config, claimed.folder, claimed.source, claimed.options
     ensure_ray(ray_address)
     started = time.perf_counter()
     seconds, processed = {}, {}
