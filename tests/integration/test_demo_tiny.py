@@ -61,5 +61,6 @@ def test_tiny_demo_end_to_end(ray_session, tmp_path, capsys, empty_cwd):
     assert f"#/experiments/{result.experiment_id}/runs?viewStateShareKey=" in out and "bcls-shuffled" in out
     assert result.runs_url in out and result.charts_url.endswith("&compareRunsMode=CHART")
     written = {p.name for p in (tmp_path / "demo").iterdir()}
-    assert written == {"data", "logs", "mlartifacts", "mlflow.db", "ray_results", "studies"}
+    # .vse_ray.lock: the MLflow store's creation lock (tracking/lifecycle.py), held by one command at a time
+    assert written == {".vse_ray.lock", "data", "logs", "mlartifacts", "mlflow.db", "ray_results", "studies"}
     assert stray_files(empty_cwd) == []  # everything under --output-dir
