@@ -86,7 +86,7 @@ def test_released_reading_fuses_clips_and_evaluates_as_released(loaded, wordnet,
     assert (model.fuse_alpha, model.eval_alpha) == (0.85, 0.85)
     assert build_model("cvse", **released, eval_dataset="coco").eval_alpha == 0.9
     loss = make_loss("vsepp")
-    builder = BatchBuilder(data.train_images, loss.relevance_source, data.references, data.doc_freq)
+    builder = BatchBuilder(data.train_images, loss.relevance_source, data.references)
     batch = builder(next(iter(TableBatches(captions, 16, 0).epoch_batches(1))))
     assert torch.isfinite(train_step(model, loss, torch.optim.Adam(model.parameters(), lr=1e-3), batch, 2.0))
     gcn = {id(p) for p in model.gcn.parameters()}
