@@ -81,7 +81,7 @@ def test_sweep_interrupt_resume_and_mlflow(ray_session, tmp_path, mlflow_uri, ca
     assert parent.data.metrics["best_val/rsum"] == pytest.approx(best_rsum)
     assert second.best_metrics["rsum"] == pytest.approx(best_rsum)
     best_run = client.get_run(second.best_run_id)
-    assert parent.data.params["best.lr"] == best_run.data.params["lr"]
+    assert parent.data.tags["best.lr"] == best_run.data.params["lr"]
     assert Path(second.best_checkpoint, "model.pt").is_file()
     out = capsys.readouterr().out
     assert f"Best trial {second.best_trial_id}: rsum" in out and "#/experiments/" in out

@@ -60,9 +60,9 @@ def fetch_runs(tracking_uri: str, experiment: str, parent_run_id: str | None = N
 def run_row(run: Run) -> RunRow:
     """``run`` as a table row; a sweep's parent run becomes its best trial."""
     params, metrics = dict(run.data.params), dict(run.data.metrics)
-    is_sweep = any(k.startswith((BEST_PARAM, SWEEP_PARAM)) for k in params)
+    best = {k.removeprefix(BEST_PARAM): v for k, v in run.data.tags.items() if k.startswith(BEST_PARAM)}
+    is_sweep = bool(best) or any(k.startswith(SWEEP_PARAM) for k in params)
     if is_sweep:
-        best = {k.removeprefix(BEST_PARAM): v for k, v in params.items() if k.startswith(BEST_PARAM)}
         params = best | {k: v for k, v in params.items() if k.startswith(SWEEP_PARAM)}
         metrics = {k.removeprefix(BEST_METRIC): v for k, v in metrics.items() if k.startswith(BEST_METRIC)}
     name = run.info.run_name or run.info.run_id[:8]

@@ -299,7 +299,9 @@ def _record_best(run: TuneRun, best: dict[str, Any]) -> str | None:
         [run.experiment_id], tag_equals(TRIAL_TAG, best["best_trial_id"]), max_results=1
     )
     best_run_id = runs[0].info.run_id if runs else None
-    log_params_flat({f"{BEST_PARAM}{k}": v for k, v in best["best_config"].items()}, parent, uri)
+    # Tags, not params: a resumed sweep may end with another best trial, and MLflow params never change.
+    for key, value in best["best_config"].items():
+        client.set_tag(parent, f"{BEST_PARAM}{key}", str(value)[:5000])
     log_epoch_metrics([best["best_metrics"]], parent, uri, prefix=BEST_METRIC)
     for key, value in (
         ("best_trial_id", best["best_trial_id"]),

@@ -30,8 +30,9 @@ def experiment(shared_mlflow_uri) -> tuple[str, str]:
     client = MlflowClient(shared_mlflow_uri)
     experiment_id = client.create_experiment("compare-table")
     parent = client.create_run(experiment_id, run_name="sweep").info.run_id
-    for key, value in {"sweep.space": "space.yaml", "best.lr": "0.0003", "best.data_dir": LONG_DIR}.items():
-        client.log_param(parent, key, value)
+    client.log_param(parent, "sweep.space", "space.yaml")
+    for key, value in {"best.lr": "0.0003", "best.data_dir": LONG_DIR}.items():
+        client.set_tag(parent, key, value)
     client.log_metric(parent, "best_val/rsum", 250.5)
     client.log_metric(parent, "best_val/R_at_1_i2t", 30.0)
     client.set_terminated(parent)
