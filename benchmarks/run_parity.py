@@ -78,11 +78,11 @@ def make_data(out: Path, noise: float) -> tuple[Path, Path]:
 
 
 VSE_RAY_RUN = """
-import json, sys, tempfile
+import json, sys
 import torch
 from vse_ray.evaluation.embed import evaluate_split
 from vse_ray.data.store.split_data import load_split
-from vse_ray.models import build_model
+from vse_ray.models import rebuild_model
 from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.engine import run_training
@@ -96,9 +96,7 @@ class Keep:
 
 torch.set_num_threads(1)
 run_training(cfg, Keep())
-state = checkpoints[-1][1]
-model = build_model(state["model_name"], **state["model_args"])
-model.load_state_dict(state["model"])
+model = rebuild_model(checkpoints[-1][1])  # val_every 0: the last epoch's own weights
 test = evaluate_split(model, load_split(cfg.data_dir, "test", raw=False), 512, torch.device("cpu"), {})
 val = [m["rsum"] for m, _ in checkpoints]
 print(json.dumps({"seed": cfg.seed, "val_rsum": val, "test_rsum": test["rsum"]}))
