@@ -11,6 +11,7 @@ vectors are made once, as precompute stores them; the SAM step builds its releva
     python benchmarks/bench_train_step.py
     python benchmarks/bench_train_step.py --repeats 20 --dim 256 --word-dim 128
     python benchmarks/bench_train_step.py --losses sam --no-models     # SAM against VSE++ only
+    python benchmarks/bench_train_step.py --loss-model vse_inf --no-models  # every loss on VSE∞ (≤ 1.15×)
 
 `--ddp-workers W` times the VSE++ step instead as W Ray Train workers (Gloo DDP, B/W rows each, embeddings
 gathered into the global batch) on a local one-node Ray of W CPUs; with `--cluster-address` also on that
@@ -46,6 +47,7 @@ from vse_ray.train.gather import gather_rows, relevance_columns
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CAPTIONS = "../shared/data/f30k_test_caps.txt"
 TARGET = 1.3
+REGION_LOSS_TARGET = 1.15  # on VSE∞ the loss is a smaller share of the step
 MODEL_TARGET = 1.5
 CLUSTER_TARGET = 1.2
 
@@ -68,6 +70,11 @@ def parse_args() -> argparse.Namespace:
         "--losses", nargs="+", choices=LOSS_NAMES, default=list(LOSS_NAMES), help="losses to time (and vsepp)"
     )
     parser.add_argument("--no-models", action="store_true", help="skip the VSE∞ / VSE++ comparison")
+    parser.add_argument(
+        "--loss-model",
+        default="vsepp",
+        help="the model every loss's step trains (vsepp on pooled features; vse_inf on regions)",
+    )
     parser.add_argument(
         "--clock",
         choices=("wall", "cpu"),
@@ -262,13 +269,15 @@ def main() -> None:
     print(f"captions: {path if path.is_file() else 'random words (file not found)'}")
     if not args.models_only:
         names = ["vsepp", *(name for name in args.losses if name != "vsepp")]
-        steps = {name: make_step(name, rows, groups, args) for name in names}
+        steps = {name: make_step(name, rows, groups, args, args.loss_model) for name in names}
         clock = time.process_time if args.clock == "cpu" else time.perf_counter
         medians = round_robin_median_ms(steps, args.repeats, warmup=1, clock=clock)  # 1 round warms up
-        print(f"{'loss':>12}  {'ms/step':>8}  {'× vsepp':>8}  target ≤ {TARGET}")
+        target = TARGET if args.loss_model == "vsepp" else REGION_LOSS_TARGET
+        print(f"model {args.loss_model}")
+        print(f"{'loss':>12}  {'ms/step':>8}  {'× vsepp':>8}  target ≤ {target}")
         for name, ms in medians.items():
             ratio = ms / medians["vsepp"]
-            flag = "" if ratio <= TARGET else "  (over target)"
+            flag = "" if ratio <= target else "  (over target)"
             print(f"{name:>12}  {ms:8.1f}  {ratio:8.2f}{flag}")
     if args.no_models:
         return

@@ -20,7 +20,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-import ray
 
 from vse_ray.json_files import write_json_atomic
 
@@ -204,6 +203,8 @@ def write_pieces(
 
 def current_node() -> str:
     """Id of the Ray node this process runs on ("" outside Ray)."""
+    import ray  # here, so that reading a store needs no Ray (the GPU benchmarks run without it)
+
     return ray.get_runtime_context().get_node_id() if ray.is_initialized() else ""
 
 
