@@ -79,3 +79,14 @@ SGRAF = OfficialNames(
         ("sim_enc.SAF_module.bn.", "filtration.bn."),
     )
 )
+# GSMN (github.com/CrossmodalGroup/GSMN): the visual (``i2t_match_G``) and textual graph (``t2i_match_G``)
+# with their graph convolutions' parameters directly under the graph.
+GSMN = OfficialNames(
+    (
+        *_SIDES,
+        ("i2t_match_G.graph_convolution_1.", "visual."),
+        ("i2t_match_G.", "visual."),
+        ("t2i_match_G.graph_convolution_3.", "textual."),
+        ("t2i_match_G.", "textual."),
+    )
+)
