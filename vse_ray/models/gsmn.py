@@ -69,13 +69,13 @@ class WeightNormLinear(nn.Module):
         return nn.functional.linear(x, weight, self.bias)
 
 
-class GraphHead(nn.Module):
-    """A node's kernel convolution (``n_kernels`` linear maps of its matching vector, concatenated)
-    and the score MLP out_2(tanh(out_1(·))).
+class KernelConvolution(nn.Module):
+    """A node's kernel convolution: ``n_kernels`` linear maps of its matching vector, each scaled by the
+    node's kernel weight summed over its neighbours, concatenated (the released ``*GraphConvolution``).
 
     Args:
         n_blocks: size of a node's matching vector (``num_block``).
-        hidden: convolution output size (``hid_dim``, a multiple of ``n_kernels``).
+        hidden: output size (``hid_dim``, a multiple of ``n_kernels``).
         n_kernels: number of kernels (8).
         bias: whether the kernel maps have biases.
     """
@@ -85,21 +85,19 @@ class GraphHead(nn.Module):
         self.conv_weights = nn.ModuleList(
             nn.Linear(n_blocks, hidden // n_kernels, bias=bias) for _ in range(n_kernels)
         )
-        self.out_1 = WeightNormLinear(hidden, hidden)
-        self.out_2 = WeightNormLinear(hidden, 1)
 
-    def node_scores(self, matching: Tensor, kernel_sums: Tensor) -> Tensor:
-        """(..., N, n_blocks) node matching vectors, (..., N, K) each node's kernel weights summed over its
-        neighbours → (..., N) node scores."""
-        weights = torch.stack([conv.weight for conv in self.conv_weights])  # (K, hidden/K, n_blocks)
+    def convolve(self, matching: Tensor, kernel_sums: Tensor) -> Tensor:
+        """(..., N, n_blocks) node matching vectors, (..., N, K) kernel sums → (..., N, hidden)."""
+        maps = [conv for conv in self.conv_weights if isinstance(conv, nn.Linear)]
+        weights = torch.stack([conv.weight for conv in maps])  # (K, hidden/K, n_blocks)
         convolved = torch.einsum("...nk,...nb,khb->...nkh", kernel_sums, matching, weights)
-        if self.conv_weights[0].bias is not None:
-            convolved = convolved + torch.stack([conv.bias for conv in self.conv_weights])
-        return self.out_2(torch.tanh(self.out_1(convolved.flatten(-2)))).squeeze(-1)
+        if maps[0].bias is not None:
+            convolved = convolved + torch.stack([conv.bias for conv in maps])
+        return convolved.flatten(-2)
 
 
-class VisualGraph(GraphHead):
-    """The image graph: Gaussian kernels of the regions' polar pseudo-coordinates (ρ, θ)."""
+class PolarKernels(KernelConvolution):
+    """The image graph's Gaussian kernels of the regions' polar pseudo-coordinates (ρ, θ); bias-free maps."""
 
     def __init__(self, n_blocks: int, hidden: int, n_kernels: int) -> None:
         super().__init__(n_blocks, hidden, n_kernels, bias=False)
@@ -127,8 +125,8 @@ class VisualGraph(GraphHead):
         return (weights / weights.sum(dim=-1, keepdim=True)).sum(dim=2)
 
 
-class TextualGraph(GraphHead):
-    """The caption graph: edge weights from the words' intra attention, scaled per kernel. Its kernel maps
+class AttentionKernels(KernelConvolution):
+    """The caption graph's kernels: edge weights from the words' intra attention, scaled per kernel. Its maps
     have biases (the released code passes 2 as the layer's ``bias`` argument)."""
 
     def __init__(self, n_blocks: int, hidden: int, n_kernels: int) -> None:
@@ -141,6 +139,35 @@ class TextualGraph(GraphHead):
         weights = edge_weights[..., None] * self.params.view(-1)
         weights = weights / weights.sum(dim=2, keepdim=True)
         return (weights * neighbours[..., None]).sum(dim=2)
+
+
+class ScoreMLP(nn.Module):
+    """A node's score out_2(tanh(out_1(·))), both weight-normalised."""
+
+    def __init__(self, hidden: int) -> None:
+        super().__init__()
+        self.out_1 = WeightNormLinear(hidden, hidden)
+        self.out_2 = WeightNormLinear(hidden, 1)
+
+    def node_scores(self, convolved: Tensor) -> Tensor:
+        """(..., N, hidden) → (..., N)."""
+        return self.out_2(torch.tanh(self.out_1(convolved))).squeeze(-1)
+
+
+class VisualGraph(ScoreMLP):
+    """The image graph (released ``VisualGraph``): polar kernels, then the score MLP."""
+
+    def __init__(self, n_blocks: int, hidden: int, n_kernels: int) -> None:
+        super().__init__(hidden)
+        self.conv = PolarKernels(n_blocks, hidden, n_kernels)
+
+
+class TextualGraph(ScoreMLP):
+    """The caption graph (released ``TextualGraph``): attention kernels, then the score MLP."""
+
+    def __init__(self, n_blocks: int, hidden: int, n_kernels: int) -> None:
+        super().__init__(hidden)
+        self.conv = AttentionKernels(n_blocks, hidden, n_kernels)
 
 
 def block_cosine(query: Tensor, attended: Tensor, n_blocks: int) -> Tensor:
@@ -200,23 +227,32 @@ def gsmn_scores(
     alpha = cross_attention_weights(logits, None, word_mask[None], lambda_softmax)
     attended = torch.einsum("itrl,tle->itre", alpha, vectors)
     matching = block_cosine(regions[:, None], attended, n_blocks)  # (N_img, N_txt, R, n_blocks)
-    visual_scores = visual.node_scores(matching, visual.kernel_sums(centres)[:, None]).mean(-1)
+    convolved = visual.conv.convolve(matching, visual.conv.kernel_sums(centres)[:, None])
+    visual_scores = visual.node_scores(convolved).mean(-1)
 
     # textual graph: words attend to regions
     alpha = cross_attention_weights(logits.transpose(-1, -2), word_mask[None], None, lambda_softmax)
     attended = torch.einsum("itlr,ire->itle", alpha, regions)
     matching = block_cosine(vectors[None], attended, n_blocks)  # (N_img, N_txt, L, n_blocks)
     edge_weights, neighbours = caption_adjacency(heads, lengths, sparse, vectors, lambda_softmax)
-    node = textual.node_scores(matching, textual.kernel_sums(edge_weights, neighbours)[None])
+    convolved = textual.conv.convolve(matching, textual.conv.kernel_sums(edge_weights, neighbours)[None])
+    node = textual.node_scores(convolved)
     textual_scores = (node * word_mask).sum(-1) / lengths.to(node.dtype)
     return visual_scores + textual_scores
 
 
-def load_graphs(path: str) -> dict[str, list[list[int]]]:
-    """The dependency edges of ``graph_path``: {caption text: [[governor, dependent], ...]}."""
+def load_graphs(path: str, check_only: bool = False) -> dict[str, list[list[int]]]:
+    """The dependency edges of ``graph_path``: {caption text: [[governor, dependent], ...]} (only the file's
+    presence when `check_only`)."""
     file = Path(path)
-    if not file.is_file():
-        raise FileNotFoundError(f"graph_path: no such file: {file}")
+    if not path or not file.is_file():
+        what = f"no such file: {path}" if path else "not given"
+        raise FileNotFoundError(
+            f"graph_path: {what}; the sparse GSMN reads its captions' dependency edges from it "
+            "(`vse-ray gsmn-data` writes graphs.json; --set model_params.graph_path=FILE)"
+        )
+    if check_only:
+        return {}
     graphs = json.loads(file.read_text(encoding="utf-8"))
     if not isinstance(graphs, dict):
         raise ValueError(f"{file}: must hold a JSON object {{caption text: [[governor, dependent], ...]}}")
@@ -308,8 +344,14 @@ class GSMNModel(RegionWordModel):
             raise ValueError(f"num_block must divide embed_dim {embed_dim}, got {num_block}")
         if n_kernels < 1 or hid_dim % n_kernels:
             raise ValueError(f"n_kernels must divide hid_dim {hid_dim}, got {n_kernels}")
-        if sparse and not graph_path:
-            raise ValueError("graph_path: the sparse GSMN needs the captions' dependency edges (a JSON file)")
+
+    @staticmethod
+    def check_pretrained(  # type: ignore[override]  # the base takes any model_params
+        sparse: bool = False, graph_path: str = "", **_: object
+    ) -> None:
+        """FileNotFoundError when the sparse model's graph file is not on this machine."""
+        if sparse:
+            load_graphs(graph_path, check_only=True)
 
     def caption_ids(
         self,
@@ -368,3 +410,10 @@ class GSMNModel(RegionWordModel):
             self.lambda_softmax,
             self.sparse,
         )
+
+    def pair_floats(self, n_regions: int, n_words: int) -> int:
+        """Floats held per pair at the peak of ``score_block``: the attention's (R, L) arrays of both graphs,
+        the attended vectors and their products with the nodes, and the nodes' convolution and MLP outputs."""
+        embed, hidden = self.image_encoder.fc.out_features, self.visual.out_1.weight_v.shape[0]
+        nodes = n_regions + n_words
+        return 12 * n_regions * n_words + 2 * nodes * embed + 3 * nodes * hidden
