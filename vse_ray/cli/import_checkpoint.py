@@ -14,7 +14,8 @@ FORMAT_HELP = (
     "vse_infty_bert: VSE∞ (github.com/woodfrog/vse_infty, BERT text, needs --bert-path); "
     "vsepp: VSE++ (github.com/fartashf/vsepp), precomputed features; "
     "scan: SCAN (github.com/kuanghuei/SCAN), t2i/i2t, LogSumExp/Mean; "
-    "sgraf: SGRAF (github.com/Paranioar/SGRAF), SGR or SAF."
+    "sgraf: SGRAF (github.com/Paranioar/SGRAF), SGR or SAF; "
+    "gsmn: GSMN (github.com/CrossmodalGroup/GSMN), dense or sparse (needs --graph-path)."
 )
 
 
@@ -36,6 +37,13 @@ def import_checkpoint(
             "'' = bert-base-uncased in the Hugging Face cache."
         ),
     ] = "",
+    graph_path: Annotated[
+        str,
+        typer.Option(
+            help="gsmn, sparse: the captions' dependency edges (JSON {caption text: [[governor, dependent], "
+            "...]}, `vse-ray gsmn-data` writes it)."
+        ),
+    ] = "",
 ) -> None:
     """Convert a released checkpoint (loaded without arbitrary unpickling) into a vse_ray checkpoint that
     `vse-ray evaluate --run FOLDER` reads."""
@@ -47,6 +55,6 @@ def import_checkpoint(
     target = Path(output) / CHECKPOINT_FILE
     if target.exists():
         raise ValueError(f"output: {target} exists; choose another folder or remove it")
-    flags = {"bert_path": bert_path} if bert_path else {}
+    flags = {k: v for k, v in {"bert_path": bert_path, "graph_path": graph_path}.items() if v}
     path = import_released(FORMATS[fmt], checkpoint, output, data, **flags)
     typer.echo(f"imported {checkpoint} ({fmt}) -> {path}")

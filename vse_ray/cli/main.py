@@ -8,6 +8,7 @@ from vse_ray.cli.compare import compare
 from vse_ray.cli.demo import demo
 from vse_ray.cli.errors import readable_errors
 from vse_ray.cli.evaluate import evaluate
+from vse_ray.cli.gsmn_data import gsmn_data
 from vse_ray.cli.import_checkpoint import import_checkpoint
 from vse_ray.cli.precompute import precompute
 from vse_ray.cli.recipes import recipes
@@ -29,6 +30,7 @@ COMMANDS = {
     "recipes": recipes,
     "evaluate": evaluate,
     "import": import_checkpoint,
+    "gsmn-data": gsmn_data,
     "demo": demo,
     "study": study,
 }

@@ -79,3 +79,14 @@ SGRAF = OfficialNames(
         ("sim_enc.SAF_module.bn.", "filtration.bn."),
     )
 )
+# GSMN (github.com/CrossmodalGroup/GSMN): the visual (``i2t_match_G``) and textual graph (``t2i_match_G``),
+# each with its graph convolution as ``conv`` and its score MLP's ``out_1``, ``out_2``.
+GSMN = OfficialNames(
+    (
+        *_SIDES,
+        ("i2t_match_G.graph_convolution_1.", "visual.conv."),
+        ("t2i_match_G.graph_convolution_3.", "textual.conv."),
+        ("i2t_match_G.out", "visual.out"),
+        ("t2i_match_G.out", "textual.out"),
+    )
+)

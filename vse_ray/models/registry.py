@@ -7,6 +7,7 @@ from typing import Any
 
 from vse_ray.models.base import RetrievalModel
 from vse_ray.models.cvse import CVSEModel
+from vse_ray.models.gsmn import GSMNModel
 from vse_ray.models.scan import SCANModel
 from vse_ray.models.sgraf import SGRAFModel
 from vse_ray.models.vse import VSEModel
@@ -20,6 +21,7 @@ MODELS: dict[str, type[RetrievalModel]] = {
     "sgraf": SGRAFModel,
     "cvse": CVSEModel,
     "vsrn": VSRNModel,
+    "gsmn": GSMNModel,
 }
 MODEL_NAMES = tuple(MODELS)
 DEFAULT_MODEL = "vsepp"

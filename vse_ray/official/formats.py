@@ -104,6 +104,33 @@ def _sgraf(opt: Options, parts: dict[str, dict]) -> dict[str, Any]:
     }
 
 
+def _gsmn(opt: Options, parts: dict[str, dict]) -> dict[str, Any]:
+    """GSMN dense or sparse (``is_sparse``); the sparse model needs ``--graph-path``. The region input gains
+    the 4 box columns vse_ray reads the boxes from."""
+    opt.normalised("no_imgnorm", "no_txtnorm")
+    opt.one_of("num_layers", (1,), 1)
+    opt.one_of("out_dim", (1,), 1)
+    num_block = int(opt.get("num_block"))
+    opt.one_of("feat_dim", (num_block,))  # the node matching vector has num_block entries
+    sparse = bool(opt.get("is_sparse", False))
+    graph_path = str(opt.flags.get("graph_path", ""))
+    if sparse and not graph_path:
+        raise opt.error(
+            "a sparse GSMN (opt.is_sparse) reads its captions' dependency edges: give --graph-path"
+        )
+    sizes = _sizes(opt, parts)
+    return {
+        **sizes,
+        "feature_dim": sizes["feature_dim"] + 4,
+        "sparse": sparse,
+        "graph_path": graph_path,
+        "lambda_softmax": float(opt.get("lambda_softmax")),
+        "num_block": num_block,
+        "hid_dim": int(opt.get("hid_dim")),
+        "bidirectional": bool(opt.get("bi_gru", False)),
+    }
+
+
 FORMATS = {
     f.name: f
     for f in (
@@ -148,6 +175,14 @@ FORMATS = {
             ("img_enc", "txt_enc", "sim_enc"),
             official_names.SGRAF,
             _sgraf,
+        ),
+        ReleasedFormat(
+            "gsmn",
+            "a GSMN checkpoint {'model': [img_enc, txt_enc, i2t_match_G, t2i_match_G], 'opt': Namespace}",
+            "gsmn",
+            ("img_enc", "txt_enc", "i2t_match_G", "t2i_match_G"),
+            official_names.GSMN,
+            _gsmn,
         ),
     )
 }

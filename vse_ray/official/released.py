@@ -173,7 +173,7 @@ def _parts(fmt: ReleasedFormat, path: Path, raw: Any) -> tuple[dict[str, dict], 
         raise ValueError(f"checkpoint {path}: {expected}, found keys {found}")
     if len(model) != len(fmt.parts) or not all(isinstance(s, dict) for s in model):
         kinds = [type(s).__name__ for s in model]
-        hint = {2: " (VSE++, VSE∞ or SCAN?)", 3: " (SGRAF?)"}.get(len(model), "")
+        hint = {2: " (VSE++, VSE∞ or SCAN?)", 3: " (SGRAF?)", 4: " (GSMN?)"}.get(len(model), "")
         raise ValueError(f"checkpoint {path}: {expected}, found 'model' = {kinds}{hint}")
     return {part: without_data_parallel(state) for part, state in zip(fmt.parts, model, strict=True)}, opt
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch.nn.utils.rnn import pad_sequence
 
+from tests.support.gsmn_graphs import chain_graphs
 from tests.support.tiny_store import COLOURS, SHAPES, TEMPLATES
 from vse_ray.losses import make_loss
 from vse_ray.models import build_model
@@ -22,6 +23,7 @@ TINY = {  # each model's own sizes, small
     "sgraf": {"n_regions": R, "sim_dim": 8},
     "cvse": {"n_regions": R, "n_concepts": 6, "concept_dim": 8},
     "vsrn": {"caption_hidden": 8, "caption_word_dim": 8},
+    "gsmn": {"num_block": 4, "hid_dim": 16},  # D - 4 region features and 4 box columns
 }
 VARIANTS = [(name, {}) for name in MODEL_NAMES] + [
     ("vsepp", {"cnn": "tiny", "feature_dim": 0}),  # pixels, the CNN fine-tuned end to end
@@ -29,6 +31,7 @@ VARIANTS = [(name, {}) for name in MODEL_NAMES] + [
     ("scan", {"direction": "i2t", "aggregation": "mean"}),
     ("sgraf", {"module": "saf"}),
     ("vsrn", {"variant": "coco"}),
+    ("gsmn", {"sparse": True}),  # dependency edges from a graph file of the batch's captions
 ]
 
 
@@ -41,9 +44,13 @@ def _images(layout: str) -> torch.Tensor:
     return torch.randint(0, 256, (B, 16, 16, 3), dtype=torch.uint8)
 
 
+def _texts() -> list[str]:
+    return [TEMPLATES[i].format(c=COLOURS[i], s=SHAPES[i % 2]) for i in range(B)]
+
+
 def _captions(model: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
     """(B, L) ids the model reads (`caption_ids` of stored tokens and their texts) and (B,) lengths."""
-    texts = [TEMPLATES[i].format(c=COLOURS[i], s=SHAPES[i % 2]) for i in range(B)]
+    texts = _texts()
     rng = np.random.default_rng(0)
     tokens = [rng.integers(4, VOCAB, len(t.split())) for t in texts]
     ids = [torch.as_tensor(i) for i in model.caption_ids(tokens, texts)]
@@ -54,6 +61,9 @@ def _captions(model: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
 def test_every_model_gives_batch_similarities_and_trains(name, params, request):
     if params.get("text_encoder") == "bert":
         params = {**params, "bert_path": str(request.getfixturevalue("tiny_bert_dir"))}
+    if params.get("sparse"):
+        graphs = chain_graphs(_texts(), request.getfixturevalue("tmp_path") / "graphs.json")
+        params = {**params, "graph_path": str(graphs)}
     torch.manual_seed(0)
     model = build_model(name, **{**SIZES, **TINY.get(name, {}), **params})
     images = _images(model.feature_layout)

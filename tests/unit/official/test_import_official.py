@@ -36,6 +36,7 @@ RELEASED_FILES = {
     "scan_i2t": ("scan_i2t_avg_checkpoint.pth.tar", "scan_i2t_avg_official.npz"),
     "sgraf": ("sgraf_sgr_checkpoint.pth.tar", "sgraf_sgr_official.npz"),
     "sgraf_saf": ("sgraf_saf_checkpoint.pth.tar", "sgraf_saf_official.npz"),
+    "gsmn": ("gsmn_checkpoint.pth.tar", "gsmn_official.npz"),  # dense; images carry the 4 box columns
 }
 # The tiny BERT of the VSE∞ BERT fixture (README.md beside the fixtures).
 TINY_BERT = {
