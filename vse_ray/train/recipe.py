@@ -216,23 +216,36 @@ def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **
     return Recipe(path, raw.get("paper") or {}, raw.get("reports") or {}, precompute, checked)
 
 
+# Settings a data folder is checked for even where a recipe's precompute: block leaves them at their default:
+# the S-BERT model behind the sbert relevance (BCLS's labels, the ladder's degrees, CS@K and NCS references).
+CHECKED_DEFAULTS = ("sbert_model",)
+
+
 def check_recipe_data(recipe: Recipe, data_dir: str) -> None:
-    """Refuse a data folder whose precompute differs from the recipe's ``precompute:`` block.
+    """Refuse a data folder precomputed otherwise than the recipe's ``precompute:`` block says (every key
+    written there, and `CHECKED_DEFAULTS` at their default when the block leaves them out).
+
+    A recipe without a ``precompute:`` block trains on any data.
 
     Raises:
         ValueError: naming the recipe, the key, the recipe's value and the folder's.
     """
     manifest_path = Path(data_dir) / "manifest.json"
-    if not manifest_path.is_file():
-        return  # the data check names the unfinished folder
+    if not manifest_path.is_file() or not recipe.precompute:
+        return  # no manifest: the data check names the unfinished folder
     stored = json.loads(manifest_path.read_text()).get("config", {})
-    for key, wanted in recipe.precompute.items():
+    checked = dict(recipe.precompute)
+    for f in dataclasses.fields(PrecomputeConfig):
+        if f.name in CHECKED_DEFAULTS:
+            checked.setdefault(f.name, f.default)
+    for key, wanted in checked.items():
         have = stored.get(key)
         if _same_setting(key, wanted, have):
             continue
+        default = " (the default)" if key not in recipe.precompute else ""
         raise ValueError(
-            f"{recipe.path}: precompute.{key} is {wanted!r} but {data_dir} was precomputed with {have!r}; "
-            f"run `vse-ray precompute --recipe {recipe.path.stem} --out DIR` for this recipe's data"
+            f"{recipe.path}: precompute.{key} is {wanted!r}{default} but {data_dir} was precomputed with "
+            f"{have!r}; run `vse-ray precompute --recipe {recipe.path.stem} --out DIR` for this recipe's data"
         )
 
 

