@@ -20,7 +20,7 @@ def recipes(
     ] = None,
     fmt: Annotated[str, typer.Option("--format", help=f"One of {', '.join(FORMATS)}.")] = "text",
 ) -> None:
-    """List the shipped recipes; run one with `vse-ray train --recipe <name>`."""
+    """List the shipped recipes (--paper NAME: every row of one paper); run one with `train --recipe`."""
     from vse_ray.train.paper_rows import paper_rows, short_reports
     from vse_ray.train.recipe import read_recipe, recipe_names
 
