@@ -14,7 +14,8 @@ FORMAT_HELP = (
     "vse_infty_bert: VSE∞ (github.com/woodfrog/vse_infty, BERT text, needs --bert-path); "
     "vsepp: VSE++ (github.com/fartashf/vsepp), precomputed features; "
     "scan: SCAN (github.com/kuanghuei/SCAN), t2i/i2t, LogSumExp/Mean; "
-    "sgraf: SGRAF (github.com/Paranioar/SGRAF), SGR or SAF."
+    "sgraf: SGRAF (github.com/Paranioar/SGRAF), SGR or SAF; "
+    "vsrn: VSRN (github.com/KunpengLi1994/VSRN), f30k or coco image head (the caption decoder is not saved)."
 )
 
 
