@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tests.data.conftest import write_karpathy, write_precomp
+from vse_ray.data.precompute.config import PrecomputeConfig
 from vse_ray.data.sources.karpathy import read_karpathy
 from vse_ray.data.sources.precomp import read_precomp, read_precomp_rows
 from vse_ray.data.sources.source import MAX_CAPTION_CHARS
@@ -72,6 +73,16 @@ def test_precomp_reads_features_per_image_or_per_caption(tmp_path, per_caption):
     )
     np.testing.assert_allclose(batch["feature"][:, 0], [2.0, 0.0])
     np.testing.assert_allclose(batch["feature"][0], 2 + np.arange(6) / 10, rtol=1e-6)
+
+
+def test_precomp_test_split_reads_coco_testall(tmp_path):
+    """SCAN's coco_precomp holds 1,000 test images in test_* and all 5,000 in testall_*."""
+    folder = write_precomp(tmp_path, {"train": 2, "test": 1, "testall": 3})
+    splits, _ = read_precomp(str(folder), ("train", "test"), test_file="testall")
+    assert len(splits["test"].image_ids) == 3
+    assert len(read_precomp(str(folder), ("train", "test"))[0]["test"].image_ids) == 1
+    with pytest.raises(ValueError, match="precomp_test must be one of"):
+        PrecomputeConfig(dataset="precomp", precomp_dir=str(folder), precomp_test="all").resolved()
 
 
 def test_precomp_row_mismatch_names_both_files(tmp_path):

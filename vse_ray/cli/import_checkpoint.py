@@ -15,7 +15,8 @@ FORMAT_HELP = (
     "vsepp: VSE++ (github.com/fartashf/vsepp), precomputed features; "
     "scan: SCAN (github.com/kuanghuei/SCAN), t2i/i2t, LogSumExp/Mean; "
     "sgraf: SGRAF (github.com/Paranioar/SGRAF), SGR or SAF; "
-    "gsmn: GSMN (github.com/CrossmodalGroup/GSMN), dense or sparse (needs --graph-path)."
+    "gsmn: GSMN (github.com/CrossmodalGroup/GSMN), dense or sparse (needs --graph-path); "
+    "vsrn: VSRN (github.com/KunpengLi1994/VSRN), f30k or coco image head (the caption decoder is not saved)."
 )
 
 

@@ -55,6 +55,9 @@ def precompute(
     karpathy_json: Annotated[str | None, typer.Option(help="dataset_{coco,flickr30k,flickr8k}.json.")] = None,
     image_root: Annotated[str | None, typer.Option(help="Image folder or URI (s3://, gs://).")] = None,
     precomp_dir: Annotated[str | None, typer.Option(help="Folder of {split}_ims.npy, _caps.txt.")] = None,
+    precomp_test: Annotated[
+        str, typer.Option(help="Precomp files of the test split: test | testall (COCO's 5,000 images).")
+    ] = "test",
     n_train: Annotated[int, typer.Option(help="Synthetic training images.")] = 2000,
     n_val: Annotated[int, typer.Option(help="Synthetic validation images.")] = 250,
     n_test: Annotated[int, typer.Option(help="Synthetic test images.")] = 250,
@@ -117,6 +120,7 @@ def precompute(
         karpathy_json=karpathy_json,
         image_root=image_root,
         precomp_dir=precomp_dir,
+        precomp_test=precomp_test,
         cnn=cnn,
         weights=None if weights.lower() == "none" else weights,
         resize=_auto_int("resize", resize),

@@ -90,3 +90,12 @@ GSMN = OfficialNames(
         ("t2i_match_G.out", "textual.out"),
     )
 )
+# VSRN (github.com/KunpengLi1994/VSRN): the image GRU is ``img_rnn``; the four reasoning layers
+# ``Rs_GCN_k`` hold g, theta, phi and W = Sequential(conv, BatchNorm), vse_ray's ``reasoning.<k - 1>`` out
+# and bn. Its saved ``state_dict`` holds the two encoders only (the caption decoder trains, unsaved).
+_VSRN_GCN = tuple(
+    (f"image_encoder.Rs_GCN_{k}.{theirs}.", f"image_encoder.reasoning.{k - 1}.{ours}.")
+    for k in range(1, 5)
+    for theirs, ours in (("g", "g"), ("theta", "theta"), ("phi", "phi"), ("W.0", "out"), ("W.1", "bn"))
+)
+VSRN = OfficialNames((*_SIDES, ("image_encoder.img_rnn.", "image_encoder.rnn."), *_VSRN_GCN))

@@ -131,6 +131,26 @@ def _gsmn(opt: Options, parts: dict[str, dict]) -> dict[str, Any]:
     }
 
 
+_VSRN_VARIANTS = {"f30k_precomp": "f30k", "coco_precomp": "coco"}
+
+
+def _vsrn(opt: Options, parts: dict[str, dict]) -> dict[str, Any]:
+    """VSRN on region features: its image head follows the data set it trained on (``data_name``: f30k's
+    BatchNorm on the image embedding, coco's L2-normalised regions); the caption decoder's sizes come from
+    ``opt`` (its weights are not in the file)."""
+    opt.one_of("measure", ("cosine",), "cosine")
+    opt.one_of("use_abs", (False,), False)
+    opt.one_of("num_layers", (1,), 1)
+    opt.normalised("no_imgnorm")
+    return {
+        **_sizes(opt, parts),
+        "variant": _VSRN_VARIANTS[opt.one_of("data_name", tuple(_VSRN_VARIANTS))],
+        "caption_hidden": int(opt.get("dim_hidden")),
+        "caption_word_dim": int(opt.get("dim_word")),
+        "max_len": int(opt.get("max_len")),
+    }
+
+
 FORMATS = {
     f.name: f
     for f in (
@@ -183,6 +203,16 @@ FORMATS = {
             ("img_enc", "txt_enc", "i2t_match_G", "t2i_match_G"),
             official_names.GSMN,
             _gsmn,
+        ),
+        ReleasedFormat(
+            "vsrn",
+            f"a VSRN checkpoint {TWO_PARTS}",
+            "vsrn",
+            ("img_enc", "txt_enc"),
+            official_names.VSRN,
+            _vsrn,
+            not_saved=("captioner.",),
+            conv1x1=True,
         ),
     )
 }

@@ -96,6 +96,10 @@ class ReleasedFormat:
         model_args: ``(opt, parts)`` → the vse_ray model's constructor keywords.
         mask_row: The word embedding may hold one row more than the vocabulary file (VSE∞'s ``<mask>``).
         reads_vocab: The model reads the data folder's vocabulary ids (not BERT wordpieces).
+        not_saved: Prefixes of vse_ray keys the released file never holds (VSRN's caption decoder, which
+            only trains): they keep the built model's initial values.
+        conv1x1: The released model holds kernel-1 ``Conv1d`` weights (out, in, 1) where vse_ray has
+            ``Linear`` ones (out, in) (VSRN's reasoning layers).
     """
 
     name: str
@@ -106,6 +110,8 @@ class ReleasedFormat:
     model_args: Callable[[Options, dict[str, dict]], dict[str, Any]]
     mask_row: bool = False
     reads_vocab: bool = True
+    not_saved: tuple[str, ...] = ()
+    conv1x1: bool = False
 
 
 def import_released(
@@ -203,6 +209,8 @@ def _renamed(
                 continue
             if key not in expected:
                 raise ValueError(f"checkpoint {path}: {part} holds {name!r}, which {fmt.name} does not have")
+            if fmt.conv1x1 and isinstance(value, torch.Tensor) and value.shape[:-1] == expected[key].shape:
+                value = value.squeeze(-1)  # a kernel-1 Conv1d weight (out, in, 1) as a Linear's (out, in)
             if not isinstance(value, torch.Tensor) or value.shape != expected[key].shape:
                 found = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
                 sizes = ", ".join(f"{k}={v}" for k, v in args.items() if isinstance(v, int | float | str))
@@ -211,6 +219,9 @@ def _renamed(
                     f"(from opt: {sizes}), found {found}"
                 )
             state[key] = value.to(expected[key].dtype)
+    for key in expected:
+        if key.startswith(fmt.not_saved) and fmt.not_saved:
+            state[key] = expected[key]
     lacking = [k for k in expected if k not in state]
     if lacking:
         part, name = fmt.names.official(lacking[0]).split(".", 1)

@@ -2,12 +2,17 @@
 
 The recipes ship in the package (``vse_ray.resources``): a name resolves there, a path as a path.
 
-A recipe has four top-level keys::
+A recipe has these top-level keys::
 
-    paper:      where the row comes from (file, table, row)
+    paper:      where the row comes from (file, table, row; protocol: the test protocol of its numbers)
     reports:    the numbers the paper reports for it (metric name → value)
     precompute: PrecomputeConfig fields of the features the row was trained on
     train:      TrainConfig fields: model, loss, loss_params, epochs, lr, lr_update, batch_size ...
+    deviations: where training it still differs from the official code (sentences)
+    base:       another recipe this one repeats, with the keys above written over it
+
+``base`` keeps one fact in one place: a COCO row names its Flickr30K row and writes only what differs
+(:func:`read_recipe` says how the two merge).
 
 ``load_recipe`` checks every key (top level, ``precompute``, ``train``, ``loss_params`` against the loss's
 constructor, ``model_params`` against the model's) and builds the loss, so a misspelt key fails before
@@ -29,7 +34,8 @@ from vse_ray.models import model_class, model_options
 from vse_ray.resources import load_yaml, resource_names
 from vse_ray.train.config import CheckedConfig, TrainConfig, merge_overrides
 
-RECIPE_KEYS = ("paper", "reports", "precompute", "train", "deviations")
+RECIPE_KEYS = ("paper", "reports", "precompute", "train", "deviations", "base")
+PROTOCOLS = ("full", "coco1k", "coco5k")  # as `vse-ray evaluate --protocol`
 
 
 @dataclass
@@ -64,6 +70,117 @@ def _check_params(where: str, kind: str, given: dict[str, Any], allowed: list[st
         raise ValueError(f"{where}: {kind} {unknown} unknown; allowed: {allowed}")
 
 
+def read_recipe(name: str | Path, _seen: tuple[Path, ...] = ()) -> tuple[Path, dict[str, Any]]:
+    """``(path, document)`` of recipe `name` (a shipped name or a path), its ``base`` chain merged in.
+
+    A recipe with ``base: OTHER`` (a shipped name, or a path relative to the recipe's folder) is OTHER with
+    its own keys written over it:
+
+    - ``paper`` and ``reports`` describe the row itself and are never inherited;
+    - ``precompute`` and ``train`` merge key by key, nested mappings too, and ``null`` removes a key (back to
+      its default); a recipe naming another ``loss`` (``model``) than its base starts ``loss_params``
+      (``model_params``) afresh;
+    - ``deviations`` are the base's followed by the recipe's own; an entry may be a one-key mapping
+      ``{key: sentence}``, which replaces the base's entry of that key where it stands (``null`` removes it).
+
+    Raises:
+        ValueError: naming the file: not a mapping, a base that is missing or names itself in a cycle.
+    """
+    path, raw = load_yaml("recipe", name)
+    raw = raw or {}
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: expected a mapping with keys {RECIPE_KEYS}")
+    if "base" not in raw:
+        return path, raw
+    base_name = raw["base"]
+    if not isinstance(base_name, str) or not base_name:
+        raise ValueError(f"{path}: base: expected the name of another recipe, got {base_name!r}")
+    local = path.parent / base_name
+    where = local if local.suffix in (".yaml", ".yml") and local.is_file() else base_name
+    if path.resolve() in _seen:
+        raise ValueError(f"{path}: base: the chain {[p.name for p in _seen]} comes back to this recipe")
+    try:
+        _, base = read_recipe(where, (*_seen, path.resolve()))
+    except ValueError as err:
+        raise ValueError(f"{path}: base: {err}") from err
+    merged = {k: v for k, v in raw.items() if k != "base"}
+    for key in ("precompute", "train"):
+        mine = raw.get(key) or {}
+        if not isinstance(mine, dict):
+            raise ValueError(f"{path}: {key}: expected a mapping")
+        merged[key] = (
+            _merge_train(base.get(key) or {}, mine) if key == "train" else _merge(base.get(key) or {}, mine)
+        )
+    merged["deviations"] = _merge_deviations(path, base.get("deviations") or [], raw.get("deviations") or [])
+    return path, merged
+
+
+def _merge(base: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
+    """`mine` written over `base`: mappings merged key by key, ``None`` removing a key."""
+    out = dict(base)
+    for key, value in mine.items():
+        if value is None:
+            out.pop(key, None)
+        elif isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _merge_train(base: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
+    """As `_merge`, the parameters of a loss or model that the recipe replaces left behind."""
+    base = dict(base)
+    for kind in ("loss", "model"):
+        if mine.get(kind) not in (None, base.get(kind)):
+            base.pop(f"{kind}_params", None)
+    return _merge(base, mine)
+
+
+def _deviation_key(entry: Any) -> str | None:
+    return next(iter(entry)) if isinstance(entry, dict) and len(entry) == 1 else None
+
+
+def _merge_deviations(path: Path, base: list[Any], mine: list[Any]) -> list[Any]:
+    """The base's deviations, then the recipe's: a keyed entry replaces (``null``: removes) the base's."""
+    if not isinstance(base, list) or not isinstance(mine, list):
+        raise ValueError(f"{path}: deviations: expected a list of sentences")
+    out = list(base)
+    for entry in mine:
+        key = _deviation_key(entry)
+        at = next((i for i, old in enumerate(out) if key is not None and _deviation_key(old) == key), None)
+        if at is None and key is not None and entry[key] is None:
+            raise ValueError(f"{path}: deviations: {key}: null, but the base has no deviation {key!r}")
+        if at is None:
+            out.append(entry)
+        elif entry[key] is None:
+            del out[at]
+        else:
+            out[at] = entry
+    return out
+
+
+def _sentences(path: Path, deviations: Any) -> list[str]:
+    """The deviations as sentences (a keyed entry gives its sentence); ValueError naming the file."""
+    sentences = []
+    for entry in deviations if isinstance(deviations, list) else [None]:
+        key = _deviation_key(entry)
+        text = entry[key] if key is not None and isinstance(entry, dict) else entry
+        if not isinstance(text, str):
+            raise ValueError(f"{path}: deviations: expected a list of sentences (or {{key: sentence}})")
+        sentences.append(text)
+    return sentences
+
+
+def _check_paper(path: Path, paper: Any) -> None:
+    """The ``paper`` block is a mapping (file, table, row ...) whose protocol is one of `PROTOCOLS`."""
+    if not isinstance(paper, dict):
+        raise ValueError(f"{path}: paper: expected a mapping (file, table, row)")
+    protocol = paper.get("protocol", "full")
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"{path}: paper.protocol: expected one of {PROTOCOLS}, got {protocol!r}")
+
+
 def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **fields: Any) -> Recipe:
     """Parse and check recipe `name`, apply `overrides`, then `fields` (run plumbing such as output_dir).
 
@@ -71,18 +188,14 @@ def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **
         ValueError: naming the recipe file and the key: an unknown top-level, precompute, train, loss or
             model key, or a value the config or the loss rejects.
     """
-    path, raw = load_yaml("recipe", name)
-    raw = raw or {}
-    if not isinstance(raw, dict):
-        raise ValueError(f"{path}: expected a mapping with keys {RECIPE_KEYS}")
+    path, raw = read_recipe(name)
     _check_params(str(path), "top-level key(s)", raw, list(RECIPE_KEYS))
+    _check_paper(path, raw.get("paper") or {})
     precompute = raw.get("precompute") or {}
     _check_params(
         f"{path} precompute", "key(s)", precompute, [f.name for f in dataclasses.fields(PrecomputeConfig)]
     )
-    deviations = raw.get("deviations") or []
-    if not isinstance(deviations, list) or not all(isinstance(d, str) for d in deviations):
-        raise ValueError(f"{path}: deviations: expected a list of sentences")
+    deviations = _sentences(path, raw.get("deviations") or [])
     train = merge_overrides(raw.get("train") or {}, overrides or [])
     train.update(fields, data_dir=data_dir, deviations=deviations)
     try:
@@ -103,23 +216,36 @@ def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **
     return Recipe(path, raw.get("paper") or {}, raw.get("reports") or {}, precompute, checked)
 
 
+# Settings a data folder is checked for even where a recipe's precompute: block leaves them at their default:
+# the S-BERT model behind the sbert relevance (BCLS's labels, the ladder's degrees, CS@K and NCS references).
+CHECKED_DEFAULTS = ("sbert_model",)
+
+
 def check_recipe_data(recipe: Recipe, data_dir: str) -> None:
-    """Refuse a data folder whose precompute differs from the recipe's ``precompute:`` block.
+    """Refuse a data folder precomputed otherwise than the recipe's ``precompute:`` block says (every key
+    written there, and `CHECKED_DEFAULTS` at their default when the block leaves them out).
+
+    A recipe without a ``precompute:`` block trains on any data.
 
     Raises:
         ValueError: naming the recipe, the key, the recipe's value and the folder's.
     """
     manifest_path = Path(data_dir) / "manifest.json"
-    if not manifest_path.is_file():
-        return  # the data check names the unfinished folder
+    if not manifest_path.is_file() or not recipe.precompute:
+        return  # no manifest: the data check names the unfinished folder
     stored = json.loads(manifest_path.read_text()).get("config", {})
-    for key, wanted in recipe.precompute.items():
+    checked = dict(recipe.precompute)
+    for f in dataclasses.fields(PrecomputeConfig):
+        if f.name in CHECKED_DEFAULTS:
+            checked.setdefault(f.name, f.default)
+    for key, wanted in checked.items():
         have = stored.get(key)
         if _same_setting(key, wanted, have):
             continue
+        default = " (the default)" if key not in recipe.precompute else ""
         raise ValueError(
-            f"{recipe.path}: precompute.{key} is {wanted!r} but {data_dir} was precomputed with {have!r}; "
-            f"run `vse-ray precompute --recipe {recipe.path.stem} --out DIR` for this recipe's data"
+            f"{recipe.path}: precompute.{key} is {wanted!r}{default} but {data_dir} was precomputed with "
+            f"{have!r}; run `vse-ray precompute --recipe {recipe.path.stem} --out DIR` for this recipe's data"
         )
 
 

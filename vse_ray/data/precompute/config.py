@@ -11,6 +11,7 @@ from vse_ray.tracking.uri import redact_uri
 
 DATASETS = ("synthetic", "karpathy", "precomp")
 AUTO = "auto"
+PRECOMP_TEST_FILES = ("test", "testall")  # precomp file prefixes read as the test split
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,8 @@ class PrecomputeConfig:
         karpathy_json: Path of ``dataset_{coco,flickr30k,flickr8k}.json``.
         image_root: Folder or URI (``s3://...``) the JSON's ``filepath/filename`` are relative to.
         precomp_dir: Folder with ``{split}_ims.npy`` and ``{split}_caps.txt``.
+        precomp_test: File prefix of the precomp test split: ``test``, or ``testall`` for the 5,000 COCO test
+            images of SCAN's ``coco_precomp`` (whose ``test`` files hold 1,000).
         cnn: Backbone (``resnet152``, ``vgg19``, ``resnet18``, ..., ``small`` for tests).
         weights: torchvision weights name, or None for a seeded random initialisation.
         resize: Images are resized to ``resize`` x ``resize`` before cropping.
@@ -66,6 +69,7 @@ class PrecomputeConfig:
     karpathy_json: str | None = None
     image_root: str | None = None
     precomp_dir: str | None = None
+    precomp_test: str = "test"
     cnn: str = AUTO
     weights: str | None = AUTO
     resize: int | str = AUTO
@@ -125,6 +129,8 @@ class PrecomputeConfig:
             raise ValueError("dataset='karpathy' needs karpathy_json and image_root")
         if self.dataset == "precomp" and not self.precomp_dir:
             raise ValueError("dataset='precomp' needs precomp_dir")
+        if self.precomp_test not in PRECOMP_TEST_FILES:
+            raise ValueError(f"precomp_test must be one of {PRECOMP_TEST_FILES}, got {self.precomp_test!r}")
         if self.feature_dtype not in ("float32", "float16"):
             raise ValueError(f"feature_dtype must be 'float32' or 'float16', got {self.feature_dtype!r}")
         if self.vocab_file:
@@ -149,6 +155,8 @@ class PrecomputeConfig:
         d = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
         if d["vocab_file"] is None:
             del d["vocab_file"]  # folders written before the option keep their hash
+        if d["precomp_test"] == "test":
+            del d["precomp_test"]  # as vocab_file
         for name in ("karpathy_json", "image_root", "precomp_dir"):
             if d[name]:
                 d[name] = redact_uri(d[name])

@@ -38,7 +38,11 @@ def load_source(config: PrecomputeConfig) -> Source:
         return Source(splits=splits, images=FileImages(config.image_root))
     if config.dataset == "precomp":
         splits, features = read_precomp(
-            config.precomp_dir, config.splits, config.captions_per_image, config.feature_dtype
+            config.precomp_dir,
+            config.splits,
+            config.captions_per_image,
+            config.feature_dtype,
+            config.precomp_test,
         )
         return Source(splits=splits, features=features)
     data = generate_synthetic(

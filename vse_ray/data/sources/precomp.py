@@ -96,9 +96,14 @@ def _read_split(
 
 
 def read_precomp(
-    folder: str, splits: Sequence[str], captions_per_image: int = 5, feature_dtype: str = "float32"
+    folder: str,
+    splits: Sequence[str],
+    captions_per_image: int = 5,
+    feature_dtype: str = "float32",
+    test_file: str = "test",
 ) -> tuple[dict[str, SplitSource], dict[str, PrecompFeatures]]:
-    """Read the captions and locate the features of each split (``val`` is the ``dev`` files).
+    """Read the captions and locate the features of each split (``val`` is the ``dev`` files, ``test`` the
+    ``test_file`` ones: ``testall`` for COCO's 5,000 test images).
 
     ``{split}_ims.npy`` holds pooled (N, D) or region (N, R, D) features (SCAN's bottom-up regions: 36 ×
     2048), one row per image or per caption. Only the header and a chunked value scan are read here; the
@@ -113,15 +118,16 @@ def read_precomp(
             whose region count or width differ between splits; or a requested split whose files are missing.
     """
     root = Path(folder)
-    available = [s for s, prefix in FILE_SPLITS.items() if (root / f"{prefix}_ims.npy").is_file()]
+    files = {**FILE_SPLITS, "test": test_file}
+    available = [s for s, prefix in files.items() if (root / f"{prefix}_ims.npy").is_file()]
     chosen = select_splits(dict.fromkeys(available), splits, f"precomp folder {folder}")
-    in_order = [s for s in FILE_SPLITS if s in chosen]
-    paths = {s: root / f"{FILE_SPLITS[s]}_ims.npy" for s in in_order}
+    in_order = [s for s in files if s in chosen]
+    paths = {s: root / f"{files[s]}_ims.npy" for s in in_order}
     _check_shapes({s: (p, load_npy(p).shape[1:]) for s, p in paths.items()})
     sources, features, next_id = {}, {}, 0
     for split in in_order:
         sources[split], features[split] = _read_split(
-            root, FILE_SPLITS[split], captions_per_image, next_id, feature_dtype == "float16"
+            root, files[split], captions_per_image, next_id, feature_dtype == "float16"
         )
         next_id += len(sources[split].image_ids)
     return {s: sources[s] for s in splits}, {s: features[s] for s in splits}
