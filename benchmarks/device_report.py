@@ -65,6 +65,7 @@ def stages(args: argparse.Namespace) -> dict[str, tuple[list[str], int]]:
                 *captions,
                 "--json",
                 str(args.out / "vs_official.json"),
+                "--profile",
             ],
             300,
         ),

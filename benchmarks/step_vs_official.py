@@ -1,11 +1,11 @@
 """vse_ray's training step against the authors' own step: same card, same batch, same sizes, samples/s.
 
-For each system the authors' model object is built from a checkout of its repository and its own
-`train_emb` is timed; vse_ray's step is `train_step` after `BatchBuilder` (the batch's collate, region drop
-and the copy to the device included, as a worker runs it), with the same loss (max of hinges), optimiser,
-learning rate and clip. The steps alternate within each repeat, so that load changes hit both alike. Nothing
-of the authors' code is copied here; the checkouts are imported from `--official` and changed at run time
-only:
+For each system the authors' model object is built from a checkout of its repository and its own `train_emb`
+is timed; vse_ray's step is `train_step` on a batch `BatchBuilder` made (its copy to the device included; the
+epoch loop builds the next batch while a step runs: `gpu_epoch.py` times that), with the same loss (max of
+hinges), optimiser, learning rate and clip. The steps alternate within each repeat, so that load changes hit
+both alike. Nothing of the authors' code is copied here; the checkouts are imported from `--official` and
+changed at run time only:
 
 - `vsepp`, `scan`: their loss returns a one-element tensor, since both log `loss.data[0]`, which PyTorch ≥ 0.5
   refuses on a 0-dim tensor (the value and its gradient are unchanged);
@@ -73,6 +73,9 @@ def parse_args() -> argparse.Namespace:
         "--captions", default=DEFAULT_CAPTIONS, help="caption file whose lengths the batch takes"
     )
     parser.add_argument("--json", type=Path, help="also write the results here as JSON")
+    parser.add_argument(
+        "--profile", action="store_true", help="also print each step's host time by operation"
+    )
     return parser.parse_args()
 
 
@@ -241,9 +244,20 @@ def vse_ray_step(
         optimizer = torch.optim.Adam(model.parameters(), lr=2e-4)
     drop = REGION_DROP if system == "vse_inf" else 0.0
     builder = BatchBuilder(ImageStore(np.arange(args.batch), batch.features), None, region_drop=drop)
-    rows, rng = batch.rows(), np.random.default_rng(1)
+    host = builder(batch.rows(), region_rng=np.random.default_rng(1))
+    host = host.pin_memory() if device.type == "cuda" else host  # as the epoch loop hands it over
     model.train()
-    return lambda: train_step(model, loss, optimizer, builder(rows, region_rng=rng).to(device), 2.0)
+    return lambda: train_step(model, loss, optimizer, host.to(device, non_blocking=True), 2.0)
+
+
+def host_profile(step: Callable[[], object], rows: int = 15) -> str:
+    """The operations taking the most host (CPU) time in one step, from `torch.profiler`."""
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if torch.cuda.is_available() else [])
+    with profile(activities=activities) as prof:
+        step()
+    return prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=rows, max_name_column_width=40)
 
 
 def main() -> None:
@@ -279,6 +293,10 @@ def main() -> None:
             "vse_ray": synchronised(vse_ray_step(system, batch, args, device), device),
         }
         ms = round_robin_median_ms(steps, args.repeats, warmup=3)
+        if args.profile:
+            for side, step in steps.items():
+                print(f"{system} {side}: one step's host time by operation")
+                print(host_profile(step))
         rate = {side: 1e3 * args.batch / value for side, value in ms.items()}
         ratio = rate["vse_ray"] / rate["official"]
         flag = "" if ratio >= TARGET else f"  (under {TARGET})"

@@ -92,8 +92,9 @@ class TableBatches:
 
 @dataclass
 class TrainBatch:
-    """Tensors of one step: images/features, padded tokens, lengths, image ids, (B, B) relevance or None,
-    and the (B, R) regions each image keeps (region drop) or None (all).
+    """Tensors of one step: images/features (region features as stored, float16 or float32), padded tokens,
+    lengths, image ids, (B, B) relevance or None, and the (B, R) regions each image keeps (region drop) or
+    None (all).
 
     Under global-batch gathering (W workers) `image_ids` and `relevance` span the W·B gathered pairs."""
 
@@ -104,9 +105,17 @@ class TrainBatch:
     relevance: torch.Tensor | None
     region_keep: torch.Tensor | None = None
 
-    def to(self, device: torch.device) -> TrainBatch:
-        move = {k: (v.to(device) if v is not None else None) for k, v in vars(self).items()}
+    def to(self, device: torch.device, non_blocking: bool = False) -> TrainBatch:
+        """The batch on `device`."""
+        move = {
+            k: (v.to(device, non_blocking=non_blocking) if v is not None else None)
+            for k, v in vars(self).items()
+        }
         return TrainBatch(**move)
+
+    def pin_memory(self) -> TrainBatch:
+        """The batch in page-locked host memory, so that `to(cuda, non_blocking=True)` overlaps the copy."""
+        return TrainBatch(**{k: (v.pin_memory() if v is not None else None) for k, v in vars(self).items()})
 
 
 def cider_references(table: pa.Table) -> CiderReferences:
@@ -174,7 +183,7 @@ class BatchBuilder:
             ids = augment(ids)
         tokens, lengths = pad_tokens(ids)
         return TrainBatch(
-            images=self.images.tensor(image_ids),
+            images=self.images.stored_tensor(image_ids),
             tokens=tokens,
             lengths=lengths,
             image_ids=torch.from_numpy(scope_ids),

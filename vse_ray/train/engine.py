@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -81,7 +83,8 @@ def train_step(
     options: dict[str, Any] = {} if batch.region_keep is None else {"region_keep": batch.region_keep}
     if world_size > 1:
         options["gather"] = partial(gather_with_local_grad, rank=rank, world_size=world_size)
-    output = split_output(model(batch.images, batch.tokens, batch.lengths, **options))
+    images = batch.images.float() if batch.images.dtype == torch.float16 else batch.images  # as stored
+    output = split_output(model(images, batch.tokens, batch.lengths, **options))
     run_loss = loss_fn.from_similarity(output.sims, relevance=batch.relevance, image_ids=batch.image_ids)
     loss = output.total(run_loss)
     optimizer.zero_grad(set_to_none=True)
@@ -134,9 +137,12 @@ def train_one_epoch(
     seed_step_torch(cfg.seed, ctx.rank, epoch)
     regions = region_rng(cfg.seed, ctx.rank, epoch)
     draw = partial(augment, rng=caption_rng(cfg.seed, ctx.rank, epoch)) if augment is not None else None
-    for step, rows in enumerate(ctx.batches.epoch_batches(epoch), start=1):
-        everyone = gather_rows(rows, builder_columns, world_size) if world_size > 1 else None
-        batch = builder(rows, everyone, draw, regions).to(ctx.device)
+    host = partial(host_batch, builder, draw=draw, regions=regions, device=ctx.device)
+    everyone = (
+        partial(gather_rows, columns=builder_columns, world_size=world_size) if world_size > 1 else None
+    )
+    for step, batch in enumerate(prefetched(ctx.batches.epoch_batches(epoch), host, everyone), start=1):
+        batch = batch.to(ctx.device, non_blocking=True)
         if cfg.negatives == "diagonal":  # other captions of the same image stay negatives
             batch.image_ids = None
         if histogram is not None and batch.relevance is not None:
@@ -158,6 +164,39 @@ def train_one_epoch(
     if summed[1] == 0:
         raise ValueError(f"batch_size {cfg.batch_size}: no full batch in epoch {epoch}")
     return float(summed[0] / summed[1])
+
+
+def host_batch(
+    builder: BatchBuilder,
+    rows: dict[str, Any],
+    everyone: dict[str, Any] | None,
+    draw: Callable[..., Any] | None,
+    regions: np.random.Generator | None,
+    device: torch.device,
+) -> TrainBatch:
+    """A batch built on the host, pinned when it goes to a GPU."""
+    batch = builder(rows, everyone, draw, regions)
+    return batch.pin_memory() if device.type == "cuda" else batch
+
+
+def prefetched(
+    batches: Iterator[dict[str, Any]],
+    build: Callable[[dict[str, Any], dict[str, Any] | None], TrainBatch],
+    gather: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> Iterator[TrainBatch]:
+    """The batches built one ahead on a background thread, so that reading, collating and pinning batch
+    k + 1 overlaps step k. One thread builds them in order, so each stream's draws are those of building
+    them in line. `gather` (global-batch rows under DDP) is a collective and stays on this thread, run for
+    batch k + 1 before step k on every worker alike."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="batch") as pool:
+        pending: Future[TrainBatch] | None = None
+        for rows in batches:
+            ahead = pool.submit(build, rows, gather(rows) if gather is not None else None)
+            if pending is not None:
+                yield pending.result()
+            pending = ahead
+        if pending is not None:
+            yield pending.result()
 
 
 def warmup_state(cfg: TrainConfig) -> dict[str, Any]:

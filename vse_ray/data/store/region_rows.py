@@ -72,6 +72,10 @@ class RegionRows:
         return len(self.image_ids)
 
     def __getitem__(self, index: np.ndarray | slice) -> np.ndarray:
+        return self.stored(index).astype(np.float32, copy=False)
+
+    def stored(self, index: np.ndarray | slice) -> np.ndarray:
+        """The rows as stored (float16 or float32): a training batch widens them on its device."""
         rows = np.arange(len(self))[index] if isinstance(index, slice) else np.asarray(index, dtype=np.int64)
         if rows.size and (rows.min() < 0 or rows.max() >= len(self)):
             raise IndexError(f"rows out of range 0..{len(self) - 1}")
@@ -83,7 +87,7 @@ class RegionRows:
         for k, (s, pos) in enumerate(zip(shard.tolist(), positions.tolist(), strict=True)):
             if os.preadv(self._fds[s], [memoryview(out[k]).cast("B")], pos) != self._row_bytes:
                 raise ValueError(f"{self.paths[s]}: truncated at byte {pos}")
-        return out.astype(np.float32, copy=False)
+        return out
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_fds": None}

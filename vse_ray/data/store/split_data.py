@@ -59,6 +59,12 @@ class ImageStore:
     def tensor(self, image_ids: np.ndarray) -> torch.Tensor:
         return torch.from_numpy(np.ascontiguousarray(self.values[self.rows(image_ids)]))
 
+    def stored_tensor(self, image_ids: np.ndarray) -> torch.Tensor:
+        """Like `tensor`, with region shards' float16 kept: half the bytes to read, pin and copy to a GPU."""
+        if isinstance(self.values, RegionRows):
+            return torch.from_numpy(self.values.stored(self.rows(image_ids)))
+        return self.tensor(image_ids)
+
     def tensor_rows(self, rows: slice) -> torch.Tensor:
         """Stored rows `rows` (in split order) as a tensor."""
         return torch.from_numpy(np.ascontiguousarray(self.values[rows]))
