@@ -18,26 +18,10 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import one_error_line, run_cli
+from tests.support.tiny_commands import study_file, sweep_args
 from vse_ray.tracking.lock import FolderLock
 
 ROOT = Path(__file__).resolve().parents[3]
-SPACE = """
-loss: lseh
-params:
-  lr: {loguniform: [1.0e-4, 1.0e-2]}
-"""
-TINY = ["--set", "batch_size=16", "--set", "word_dim=16", "--set", "embed_dim=32"]
-STUDY = """
-name: tiny
-baseline: vsepp
-seeds: 1
-warmup_epochs: 1
-epochs: 1
-data: {{data_dir: {data_dir}}}
-train: {{batch_size: 16, word_dim: 16, embed_dim: 32}}
-losses:
-  vsepp: {{}}
-"""
 
 
 def _ray_starts(*args, **kwargs):
@@ -55,25 +39,15 @@ def no_ray(monkeypatch):
     monkeypatch.setattr("vse_ray.tune.sweep.fit_trials", _ray_starts)
 
 
-def _sweep(tiny_data_dir: Path, tmp_path: Path, *args: str) -> list[str]:
-    space = tmp_path / "space.yaml"
-    space.write_text(SPACE)
-    return [
-        *("sweep", "--space", str(space), "--data-dir", str(tiny_data_dir), "--name", "tiny"),
-        *("--output-dir", str(tmp_path / "out"), "--scheduler", "fifo", *TINY, *args),
-    ]
-
-
 def test_a_second_sweep_of_a_held_name_is_one_line(tiny_data_dir, tmp_path, no_ray):
     folder = tmp_path / "out" / "ray_results" / "tiny"
     with FolderLock(folder):
-        result = run_cli(_sweep(tiny_data_dir, tmp_path, "--num-samples", "1"))
+        result = run_cli(sweep_args(tiny_data_dir, tmp_path, "--num-samples", "1"))
     one_error_line(result, f"sweep 'tiny' ({folder}) is in use by PID {os.getpid()}", "--wait", "--name")
 
 
 def test_a_second_study_in_one_output_folder_is_one_line(tiny_data_dir, tmp_path, no_ray):
-    study = tmp_path / "tiny.yaml"
-    study.write_text(STUDY.format(data_dir=tiny_data_dir))
+    study = study_file(tiny_data_dir, tmp_path)
     folder = tmp_path / "out" / "studies" / "tiny"
     with FolderLock(folder):
         result = run_cli(["study", str(study), "--output-dir", str(tmp_path / "out")])
@@ -81,26 +55,26 @@ def test_a_second_study_in_one_output_folder_is_one_line(tiny_data_dir, tmp_path
 
 
 def test_a_sweep_rerun_with_another_config_is_refused_naming_the_keys(tiny_data_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr("vse_ray.ray_session.ensure_ray", lambda **options: None)
     monkeypatch.setattr("vse_ray.tune.sweep.fit_trials", _ctrl_c)  # stopped once it has claimed its run
-    first = run_cli(_sweep(tiny_data_dir, tmp_path, "--num-samples", "1", "--epochs", "1"))
+    first = run_cli(sweep_args(tiny_data_dir, tmp_path, "--num-samples", "1", "--epochs", "1"))
     assert first.exit_code == 130, first.output
     monkeypatch.setattr("vse_ray.tune.sweep.fit_trials", _ray_starts)
-    changed = run_cli(_sweep(tiny_data_dir, tmp_path, "--num-samples", "3", "--epochs", "2"))
+    changed = run_cli(sweep_args(tiny_data_dir, tmp_path, "--num-samples", "3", "--epochs", "2"))
     one_error_line(changed, "sweep 'tiny' in ", "num_samples 1 -> 3, train.epochs 1 -> 2", "--name")
     monkeypatch.setattr("vse_ray.tune.sweep.fit_trials", _ctrl_c)
     same = run_cli(
-        _sweep(tiny_data_dir, tmp_path, "--num-samples", "1", "--epochs", "1", "--stop-after-trials", "1")
+        sweep_args(tiny_data_dir, tmp_path, "--num-samples", "1", "--epochs", "1", "--stop-after-trials", "1")
     )
     assert same.exit_code == 130, same.output  # the same config (stop_after_trials may differ) resumes
 
 
 def test_first_commands_on_a_new_store_do_not_race(tiny_data_dir, tmp_path):
     """A sweep and a study start at the same moment on one new store: one creates it, the other waits."""
-    study = tmp_path / "tiny.yaml"
-    study.write_text(STUDY.format(data_dir=tiny_data_dir))
+    study = study_file(tiny_data_dir, tmp_path)
     out = str(tmp_path / "out")
     commands = [
-        _sweep(tiny_data_dir, tmp_path, "--num-samples", "1"),
+        sweep_args(tiny_data_dir, tmp_path, "--num-samples", "1"),
         ["study", str(study), "--output-dir", out],
     ]
     env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"} | {"PYTHONPATH": str(ROOT)}
@@ -134,11 +108,10 @@ def test_an_absent_tracking_server_is_one_line(command, tiny_data_dir, tmp_path,
     uri = f"http://127.0.0.1:{_free_port()}"
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # without the check: a traceback, not minutes
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)  # study and demo take it from here only
-    study = tmp_path / "tiny.yaml"
-    study.write_text(STUDY.format(data_dir=tiny_data_dir))
+    study = study_file(tiny_data_dir, tmp_path)
     out = ["--output-dir", str(tmp_path / "out")]
     args = {
-        "sweep": _sweep(tiny_data_dir, tmp_path, "--num-samples", "1", "--tracking-uri", uri),
+        "sweep": sweep_args(tiny_data_dir, tmp_path, "--num-samples", "1", "--tracking-uri", uri),
         "train": ["train", "--data", str(tiny_data_dir), "--epochs", "1", "--tracking-uri", uri, *out],
         "study": ["study", str(study), *out],
         "demo": ["demo", "--seeds", "1", *out],
