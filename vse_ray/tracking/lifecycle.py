@@ -119,10 +119,16 @@ def describe(changes: Mapping[str, list[Any]]) -> str:
 
 
 def flat(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested dicts as one level of dotted keys (``train.epochs``), so a change names the key it is in."""
+    """Nested dicts as one level of dotted keys (``train.epochs``), so a change names the key it is in.
+
+    Each nested dict's own key holds its sorted keys (``train: ["epochs", "lr"]``): :func:`config_changes`
+    passes over a key only one config has (a field of another vse_ray version), but a key added to or
+    removed from what a user wrote (``--set margin=0.3``, a loss added to a study) is a change.
+    """
     out: dict[str, Any] = {}
     for key, value in config.items():
         if isinstance(value, Mapping):
+            out[f"{prefix}{key}"] = sorted(map(str, value))
             out.update(flat(value, f"{prefix}{key}."))
         else:
             out[f"{prefix}{key}"] = value

@@ -69,6 +69,40 @@ def test_a_sweep_rerun_with_another_config_is_refused_naming_the_keys(tiny_data_
     assert same.exit_code == 130, same.output  # the same config (stop_after_trials may differ) resumes
 
 
+def test_a_study_rerun_with_another_config_is_refused_naming_the_keys(tiny_data_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr("vse_ray.ray_session.ensure_ray", _ctrl_c)  # stopped once it has claimed its run
+    args = ["study", str(study_file(tiny_data_dir, tmp_path)), "--output-dir", str(tmp_path / "out")]
+    first = run_cli(args)
+    assert first.exit_code == 130, first.output
+    study_file(tiny_data_dir, tmp_path, epochs=2, losses=("vsepp", "lseh"))
+    one_error_line(
+        run_cli(args),
+        "study 'tiny' in ",
+        "epochs 1 -> 2, losses ['vsepp'] -> ['lseh', 'vsepp']",
+        "--output-dir",
+    )
+    study_file(tiny_data_dir, tmp_path)
+    assert run_cli(args).exit_code == 130  # the same config resumes
+
+
+def test_a_demo_rerun_with_another_config_is_refused_naming_the_keys(tmp_path, monkeypatch):
+    monkeypatch.setattr("vse_ray.ray_session.ensure_ray", _ctrl_c)
+    args = ["demo", "--seeds", "1", "--output-dir", str(tmp_path / "out")]
+    assert run_cli(args).exit_code == 130
+    one_error_line(run_cli([*args, "--lr", "0.002", "--seeds", "2"]), "seeds 1 -> 2, train.lr 0.001 -> 0.002")
+    assert run_cli(args).exit_code == 130
+
+
+def test_a_sweep_rerun_that_sets_another_field_is_refused(tiny_data_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr("vse_ray.ray_session.ensure_ray", lambda **options: None)
+    monkeypatch.setattr("vse_ray.tune.sweep.fit_trials", _ctrl_c)
+    assert run_cli(sweep_args(tiny_data_dir, tmp_path, "--num-samples", "1")).exit_code == 130
+    changed = run_cli(sweep_args(tiny_data_dir, tmp_path, "--num-samples", "1", "--set", "grad_clip=1.0"))
+    one_error_line(
+        changed, "sweep 'tiny' in ", "train ['batch_size', 'embed_dim', 'epochs', 'word_dim'] -> ["
+    )
+
+
 def test_first_commands_on_a_new_store_do_not_race(tiny_data_dir, tmp_path):
     """A sweep and a study start at the same moment on one new store: one creates it, the other waits."""
     study = study_file(tiny_data_dir, tmp_path)
