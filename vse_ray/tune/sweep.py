@@ -190,16 +190,20 @@ def _run(
         print(f"Resuming sweep {name} from {path}", flush=True)
     from vse_ray.ray_session import ensure_ray
 
-    ensure_ray()  # joins a running cluster, else a local instance that goes away with this process
-    results = fit_trials(
-        run,
-        trainable,
-        space.param_space(),
-        tune_config=_tune_config(cfg, space, epochs),
-        stop=TrialLimitStopper(path / LIMIT_FILE, epochs),
-    )
-    limited = TrialLimitStopper.reached(path / LIMIT_FILE)
-    return _finish(results, num_samples * space.grid_size(), space, base, run, limited)
+    try:
+        ensure_ray()  # joins a running cluster, else a local instance that goes away with this process
+        results = fit_trials(
+            run,
+            trainable,
+            space.param_space(),
+            tune_config=_tune_config(cfg, space, epochs),
+            stop=TrialLimitStopper(path / LIMIT_FILE, epochs),
+        )
+        limited = TrialLimitStopper.reached(path / LIMIT_FILE)
+        return _finish(results, num_samples * space.grid_size(), space, base, run, limited)
+    except KeyboardInterrupt:  # a Ctrl-C while Ray starts, or one Tune caught (`_finish`)
+        RunRecorder(parent, uri).finish("KILLED", "interrupted")
+        raise
 
 
 def save_sweep_view(run: TuneRun, space: SearchSpace) -> str:
@@ -275,8 +279,8 @@ def _finish(
     """Record the ended trials and the best one, close the parent run, save the report, print the screen.
 
     A run that stopped early without reaching its trial limit (``limited``) was stopped by Ctrl-C: Tune
-    caught it, saved its state and returned. The ended trials are recorded, the parent run ends KILLED and
-    a KeyboardInterrupt reaches the command (one line saying how to resume).
+    caught it, saved its state and returned. The ended trials are recorded, then a KeyboardInterrupt ends
+    the parent run KILLED (:func:`_run`) and reaches the command (one line saying how to resume).
     """
     statuses = saved_trial_statuses(run.path)  # not `results`: an interrupted run marks stopped trials ended
     ended = sum(status in ("TERMINATED", "ERROR") for status in statuses.values())
@@ -285,7 +289,6 @@ def _finish(
             record_trial(run, result)
     finished = len(statuses) == planned and ended == planned
     if not finished and not limited:
-        RunRecorder(run.parent_run_id, run.tracking_uri).finish("KILLED", "interrupted")
         raise KeyboardInterrupt(f"sweep {run.name} stopped by Ctrl-C")
     best = _best_trial(results, space, base)
     if best["best_trial_id"] is not None:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from mlflow import MlflowClient
 
 from tests.support.cli import one_error_line, run_cli
 from tests.support.tiny_commands import study_file, sweep_args
@@ -59,6 +60,9 @@ def test_a_sweep_rerun_with_another_config_is_refused_naming_the_keys(tiny_data_
     monkeypatch.setattr("vse_ray.tune.sweep.fit_trials", _ctrl_c)  # stopped once it has claimed its run
     first = run_cli(sweep_args(tiny_data_dir, tmp_path, "--num-samples", "1", "--epochs", "1"))
     assert first.exit_code == 130, first.output
+    client = MlflowClient(f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}")
+    (parent,) = client.search_runs([client.get_experiment_by_name(tiny_data_dir.name).experiment_id])
+    assert parent.info.status == "KILLED"  # a Ctrl-C before Tune's fit ends the parent run too
     monkeypatch.setattr("vse_ray.tune.sweep.fit_trials", _ray_starts)
     changed = run_cli(sweep_args(tiny_data_dir, tmp_path, "--num-samples", "3", "--epochs", "2"))
     one_error_line(changed, "sweep 'tiny' in ", "num_samples 1 -> 3, train.epochs 1 -> 2", "--name")
