@@ -11,6 +11,7 @@ from vse_ray.reporting import DEFAULT_WIDTH, FORMATS
 from vse_ray.tracking import resolve_tracking_uri
 from vse_ray.tracking.lifecycle import check_server
 from vse_ray.tracking.metric_keys import VAL_RSUM
+from vse_ray.tracking.uri import local_store
 from vse_ray.tune.runs_table import DEFAULT_METRICS, fetch_runs, runs_table
 
 
@@ -46,8 +47,17 @@ def compare(
         raise typer.BadParameter(f"--mode must be 'max' or 'min', got {mode!r}")
     uri = resolve_tracking_uri(tracking_uri, output_dir)
     check_server(uri)  # MLflow itself retries an absent server for minutes
-    try:
-        runs = fetch_runs(uri, experiment, parent)
+    store = local_store(uri)
+    if store is not None and not store.is_file():  # a table of nothing, and a new store as a side effect
+        raise ValueError(
+            f"no MLflow store at {store}: pass the --output-dir (or --tracking-uri) a train, sweep or study "
+            "wrote to"
+        )
+    from vse_ray.log_file import command_log
+
+    # MLflow's lines go to the log file beside the store (the table may be piped into a script)
+    with command_log(store.parent if store is not None else output_dir):
+        runs = fetch_runs(uri, experiment, parent)  # an unknown experiment or metric: one line
         table = runs_table(
             runs,
             metric,
@@ -58,6 +68,4 @@ def compare(
             format_,
             width or None,
         )
-    except ValueError as err:
-        raise typer.BadParameter(str(err)) from err
     typer.echo(table)

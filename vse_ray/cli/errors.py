@@ -32,7 +32,7 @@ DISK_FULL_ADVICE = "free space and run the same command again to resume"
 RESUME_HINTS = {
     "precompute": "run the same command again to resume: finished shards are kept",
     "train": "run the same command again to resume from the last checkpoint (the MLflow run is KILLED)",
-    "sweep": "run the same command with --resume to continue the sweep",
+    "sweep": "run the same command again to resume: ended trials are kept",
     "study": "run the same command again to resume: finished runs are kept",
 }
 

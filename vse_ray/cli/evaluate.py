@@ -43,19 +43,23 @@ def evaluate(
     report."""
     if (run is None) == (sims is None):
         raise ValueError("evaluate: give exactly one of --run and --sims")
-    if run is None:
-        from vse_ray.evaluation.sims_file import evaluate_sims
+    if run is None and data is None:
+        raise ValueError("evaluate --sims: --data (the precompute folder the matrix scores) is required")
+    from vse_ray.log_file import command_log, log_file_line
 
-        if data is None:
-            raise ValueError("evaluate --sims: --data (the precompute folder the matrix scores) is required")
-        report = evaluate_sims(str(sims), data, split, protocol, output_dir, coco_ids)
-    else:
-        from vse_ray.evaluation.evaluate import evaluate_run
+    with command_log(output_dir) as log:  # MLflow's lines go to the log file
+        if run is None:
+            from vse_ray.evaluation.sims_file import evaluate_sims
 
-        report = evaluate_run(
-            run, split, protocol, data, tracking_uri, output_dir, coco_ids, eval_block, ensemble
-        )
+            report = evaluate_sims(str(sims), str(data), split, protocol, output_dir, coco_ids)
+        else:
+            from vse_ray.evaluation.evaluate import evaluate_run
+
+            report = evaluate_run(
+                run, split, protocol, data, tracking_uri, output_dir, coco_ids, eval_block, ensemble
+            )
     width = max(len(k) for k in report.metrics)
     for key, value in sorted(report.metrics.items()):
         typer.echo(f"{key:<{width}}  {value:.4f}")
     typer.echo(f"report: {report.path}")
+    typer.echo(log_file_line(log))

@@ -69,6 +69,10 @@ def sweep(
         tracking_uri=tracking_uri,
         experiment=experiment,
     )
-    result = run_sweep(cfg, wait=wait)  # bad input, a sweep in use: one line (`readable_errors`)
+    from vse_ray.log_file import command_log, log_file_line
+
+    with command_log(output_dir) as log:  # Ray's, Tune's and MLflow's lines go to the log file
+        # bad input, a sweep in use: one line (`readable_errors`)
+        result = run_sweep(cfg, wait=wait, claimed=log_file_line(log))
     if not result.finished:
         raise typer.Exit(code=3)

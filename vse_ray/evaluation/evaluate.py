@@ -27,9 +27,10 @@ from vse_ray.models import rebuild_model
 from vse_ray.tracking import get_best_checkpoint, resolve_tracking_uri
 from vse_ray.tracking.artifacts import log_figures
 from vse_ray.tracking.checkpoint import CHECKPOINT_FILE, load_checkpoint
-from vse_ray.tracking.lifecycle import check_server
+from vse_ray.tracking.lifecycle import check_server, prepare_store
 from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.tracking.runs import CHECKPOINT_ARTIFACT_DIR, get_or_create_experiment
+from vse_ray.tracking.uri import local_store
 
 PROTOCOLS = ("full", "coco1k", "coco5k")
 # The MLflow experiment of evaluations of a checkpoint file (an imported model, a copied checkpoint): one run
@@ -58,7 +59,7 @@ def resolve_run(run: str, tracking_uri: str) -> tuple[Path, str | None]:
     path = Path(run).expanduser()
     if path.exists():
         return path.resolve(), None
-    store = Path(tracking_uri.removeprefix("sqlite:///")) if tracking_uri.startswith("sqlite:///") else None
+    store = local_store(tracking_uri)
     if store is not None and not store.is_file():
         raise ValueError(f"run: {run!r} is neither a checkpoint path nor a run id (no MLflow store {store})")
     try:
@@ -185,6 +186,8 @@ def evaluate_run(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report.to_dict(), indent=2))
     if not members:  # an ensemble's numbers are not the run's own
+        if run_id is None:
+            prepare_store(uri)  # a checkpoint's run may be the store's first: created under its lock
         recorder = (
             RunRecorder(run_id, uri) if run_id else _checkpoint_run(uri, output_dir, Path(checkpoint), state)
         )

@@ -9,6 +9,7 @@ folder) and take fractional GPUs on a cluster.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from vse_ray.study.summary_stage import SUMMARY_DIR, write_summary
 from vse_ray.study.variants import train_variants
 from vse_ray.study.warmup import train_warmups, warmup_schedule
 from vse_ray.tracking import resolve_tracking_uri, ui_command
-from vse_ray.tracking.lifecycle import claim_run_folder
+from vse_ray.tracking.lifecycle import ConfigRecord, claim_run_folder, flat, keep_config
 from vse_ray.tracking.recorder import RunRecorder
 
 
@@ -39,7 +40,8 @@ def run_study(
 
     Before Ray starts, the study is claimed as every run is (:mod:`vse_ray.tracking.lifecycle`): the
     tracking server answers, ``<output_dir>/studies/<name>`` is locked (one writer, until this call
-    returns; ``wait`` queues behind another command running it) and the store exists.
+    returns; ``wait`` queues behind another command running it), the store exists, and a rerun has the
+    config the study started with (:func:`study_record`; another is refused naming the keys that differ).
 
     Args:
         spec: A study (validated again here, before Ray or MLflow start).
@@ -55,11 +57,27 @@ def run_study(
     uri = resolve_tracking_uri(None, out)
     lock = claim_run_folder(folder, where, "choose another --output-dir", uri, wait=wait)
     try:
+        keep_config(
+            ConfigRecord.of(folder),
+            study_record(spec),
+            f"study {spec.name!r} in {out}",
+            "run it with the config it started with to resume it, or choose another --output-dir",
+        )
         result = _run_claimed(spec, out, log_path, ray_options)
     finally:
         lock.release()
     print_result(result, table_end)
     return result
+
+
+def study_record(spec: StudySpec) -> dict[str, Any]:
+    """What a study computes, as flat keys (``train.lr``, ``losses.ladder.thresholds``): its spec without
+    the fields a rerun may change freely (where its file is, its claim, the strength threshold of its
+    warning, the resources its trials take)."""
+    fields = dataclasses.asdict(spec)
+    for key in ("source", "claim", "min_baseline_rsum", "resources"):
+        fields.pop(key)
+    return flat(fields)
 
 
 def _run_claimed(

@@ -26,6 +26,7 @@ from typing import Any
 
 from vse_ray.json_files import write_json_atomic
 from vse_ray.tracking.lock import FolderLock
+from vse_ray.tracking.uri import local_store
 
 RECORD = "vse_ray_config.json"
 SERVER_TIMEOUT_S = 5.0  # a server on the network answers in well under a second
@@ -68,11 +69,11 @@ def prepare_store(uri: str, notify: Callable[[str], None] = print) -> None:
     """The store ``uri`` ready to write: a server answers; a local sqlite store is created (or opened) under
     the lock of its folder, waiting for another command creating it."""
     check_server(uri)
-    if not uri.startswith("sqlite:///"):
+    db = local_store(uri)
+    if db is None:
         return
     from mlflow import MlflowClient
 
-    db = Path(uri.removeprefix("sqlite:///"))
     lock = FolderLock(db.parent, f"MLflow store {db}").acquire(wait=True, notify=notify)
     try:
         MlflowClient(uri).search_experiments(max_results=1)
@@ -119,10 +120,16 @@ def describe(changes: Mapping[str, list[Any]]) -> str:
 
 
 def flat(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Nested dicts as one level of dotted keys (``train.epochs``), so a change names the key it is in."""
+    """Nested dicts as one level of dotted keys (``train.epochs``), so a change names the key it is in.
+
+    Each nested dict's own key holds its sorted keys (``train: ["epochs", "lr"]``): :func:`config_changes`
+    passes over a key only one config has (a field of another vse_ray version), but a key added to or
+    removed from what a user wrote (``--set margin=0.3``, a loss added to a study) is a change.
+    """
     out: dict[str, Any] = {}
     for key, value in config.items():
         if isinstance(value, Mapping):
+            out[f"{prefix}{key}"] = sorted(map(str, value))
             out.update(flat(value, f"{prefix}{key}."))
         else:
             out[f"{prefix}{key}"] = value

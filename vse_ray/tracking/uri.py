@@ -56,6 +56,11 @@ def resolve_tracking_uri(uri_or_none: str | None, output_dir: str | Path) -> str
     return uri
 
 
+def local_store(uri: str) -> Path | None:
+    """The file of a local sqlite store (``sqlite:///<path>``), or None for another store."""
+    return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+
+
 def ui_command(uri: str) -> str:
     """Shell command that serves the MLflow UI for a local store (empty for a tracking server)."""
     if uri.startswith(("http://", "https://")):

@@ -1,7 +1,8 @@
-"""A one-line console progress bar per Tune stage (epochs reported over epochs planned)."""
+"""Console progress of Tune runs, from Tune's result stream: a bar per study stage, a line per sweep epoch."""
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from ray import tune
@@ -11,21 +12,30 @@ from tqdm import tqdm
 class StageEpochsBar(tune.Callback):
     """Counts the epochs every trial reports; the bar's text names the last trial and its validation rsum.
 
+    On a console that is not a terminal (a pipe, a file) a redrawn bar would arrive as a stream of frames:
+    there each epoch is a plain line instead, ``[demo] train: 3/8 epochs, bcls-s0 rsum 301.2``.
+
     Args:
         label: Stage name shown at the left of the bar.
         total: Epochs planned over all trials of the stage.
+        plain: Lines instead of a bar (default: when stderr is not a terminal).
     """
 
-    def __init__(self, label: str, total: int):
-        self.label, self.total = label, total
+    def __init__(self, label: str, total: int, plain: bool | None = None):
+        self.label, self.total, self.plain = label, total, plain
+        self._lines = bool(plain)
         self._bar: tqdm | None = None
+        self._done = 0
 
     def __getstate__(self) -> dict[str, Any]:  # a restored run opens a new bar
-        return {**self.__dict__, "_bar": None}
+        return {**self.__dict__, "_bar": None, "_done": 0}
 
     def setup(self, **info: Any) -> None:
-        """Open the bar when the stage starts, so its clock includes the first epoch."""
-        self._ensure_bar()
+        """Open the bar when the stage starts (its clock includes the first epoch), or choose lines: each
+        run decides for its own console (a restored run unpickles the callback of the first)."""
+        self._lines = not sys.stderr.isatty() if self.plain is None else self.plain
+        if not self._lines:
+            self._ensure_bar()
 
     def _ensure_bar(self) -> tqdm:
         # smoothing=0: the rate is epochs over the stage's elapsed time; tqdm's default moving average of
@@ -37,12 +47,45 @@ class StageEpochsBar(tune.Callback):
         return self._bar
 
     def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
+        name = trial.config.get("run", trial.trial_id)
+        rsum = f"{name} rsum {result['rsum']:.1f}" if "rsum" in result else name
+        if self._lines:
+            self._done += 1
+            print(f"{self.label}: {self._done}/{self.total} epochs, {rsum}", flush=True)
+            return
         bar = self._ensure_bar()
         bar.update(1)
-        if "rsum" in result:
-            bar.set_postfix_str(f"{trial.config.get('run', trial.trial_id)} rsum {result['rsum']:.1f}")
+        bar.set_postfix_str(rsum)
 
     def on_experiment_end(self, trials: list, **info: Any) -> None:
         if self._bar is not None:
             self._bar.close()
             self._bar = None
+
+
+class TrialEpochLines(tune.Callback):
+    """One console line per epoch a trial reports, taken from Tune's result stream as it arrives (nothing is
+    read back from MLflow): ``[sweep] trial 9fbc6_00000 epoch 2/3: val rsum 419.0, train loss 6.7158``; and
+    one line per failed trial naming its error file.
+
+    Args:
+        label: Shown in brackets at the start of each line (the sweep's name).
+        epochs: A trial's planned epochs.
+    """
+
+    def __init__(self, label: str, epochs: int):
+        self.label, self.epochs = label, epochs
+
+    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
+        if "epoch" not in result:
+            return
+        rsum = f"val rsum {result['rsum']:.1f}" if "rsum" in result else "no validation"
+        loss = f", train loss {result['train_loss']:.4f}" if "train_loss" in result else ""
+        head = f"[{self.label}] trial {trial.trial_id} epoch {result['epoch']}/{self.epochs}"
+        print(f"{head}: {rsum}{loss}", flush=True)
+
+    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+        print(
+            f"[{self.label}] trial {trial.trial_id} failed: its traceback is in {trial.error_file}",
+            flush=True,
+        )

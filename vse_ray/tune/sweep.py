@@ -35,6 +35,7 @@ from vse_ray.tune.mlflow_trials import (
     TRIAL_TAG,
     TUNE_BOOKKEEPING_KEYS,
 )
+from vse_ray.tune.progress import TrialEpochLines
 from vse_ray.tune.search_space import SearchSpace, load_search_space
 from vse_ray.tune.space_checks import check_search_space, trial_config
 from vse_ray.tune.sweep_config import SweepConfig
@@ -87,12 +88,13 @@ def trial_params(config: dict[str, Any], *, space: SearchSpace, base: dict[str, 
     return trial_config(space, space.overrides(config), base).config.to_flat_dict()
 
 
-def run_sweep(cfg: SweepConfig, *, wait: bool = False) -> SweepResult:
+def run_sweep(cfg: SweepConfig, *, wait: bool = False, claimed: str = "") -> SweepResult:
     """Check the space, claim the sweep, run (or resume) it, log the best trial on the parent run, return it.
 
     Before Ray starts, the sweep is claimed as every run is (:mod:`vse_ray.tracking.lifecycle`): the
     tracking server answers, its folder is locked (one writer; ``wait`` queues behind the holder, until
-    this call returns), the store exists, and a rerun has the config the sweep started with.
+    this call returns), the store exists, and a rerun has the config the sweep started with. ``claimed``
+    is printed then (the command's line saying where Ray's and MLflow's logs go).
 
     Raises:
         ValueError: for an invalid ``cfg`` or space, an existing sweep folder with ``resume=False``, a sweep
@@ -129,6 +131,8 @@ def run_sweep(cfg: SweepConfig, *, wait: bool = False) -> SweepResult:
             f"sweep {name!r} in {path.parent}",
             "run it with the config it started with to resume it, or choose another --name",
         )
+        if claimed:
+            print(claimed, flush=True)
         return _run(cfg, space, base, path, uri, resolved, data)
     finally:
         lock.release()
@@ -157,6 +161,7 @@ def _run(
 ) -> SweepResult:
     """Run or resume the claimed sweep in ``path``, tracked under its MLflow parent run."""
     name = path.name
+    epochs = int(base["epochs"])
     restoring = tune.Tuner.can_restore(path)
     experiment_id = get_or_create_experiment(resolved.experiment, uri, resolved.output_dir)
     parent, num_samples = _parent_run(experiment_id, name, uri, cfg, space, data)
@@ -178,20 +183,27 @@ def _run(
         metric=space.metric,
         mode=space.mode,
         max_failures=int(base.get("max_failures", 0)),
-        verbose=1,
+        callbacks=[TrialEpochLines(name, epochs)],  # the console's progress, from Tune's result stream
     )
     TrialLimitStopper.write_limit(path / LIMIT_FILE, cfg.stop_after_trials)
     if restoring:
-        print(f"Resuming sweep {name} from {path}")
-    epochs = int(base["epochs"])
-    results = fit_trials(
-        run,
-        trainable,
-        space.param_space(),
-        tune_config=_tune_config(cfg, space, epochs),
-        stop=TrialLimitStopper(path / LIMIT_FILE, epochs),
-    )
-    return _finish(results, num_samples * space.grid_size(), space, base, run)
+        print(f"Resuming sweep {name} from {path}", flush=True)
+    from vse_ray.ray_session import ensure_ray
+
+    try:
+        ensure_ray()  # joins a running cluster, else a local instance that goes away with this process
+        results = fit_trials(
+            run,
+            trainable,
+            space.param_space(),
+            tune_config=_tune_config(cfg, space, epochs),
+            stop=TrialLimitStopper(path / LIMIT_FILE, epochs),
+        )
+        limited = TrialLimitStopper.reached(path / LIMIT_FILE)
+        return _finish(results, num_samples * space.grid_size(), space, base, run, limited)
+    except KeyboardInterrupt:  # a Ctrl-C while Ray starts, or one Tune caught (`_finish`)
+        RunRecorder(parent, uri).finish("KILLED", "interrupted")
+        raise
 
 
 def save_sweep_view(run: TuneRun, space: SearchSpace) -> str:
@@ -257,15 +269,27 @@ def _tune_config(cfg: SweepConfig, space: SearchSpace, epochs: int) -> tune.Tune
 
 
 def _finish(
-    results: tune.ResultGrid, planned: int, space: SearchSpace, base: dict[str, Any], run: TuneRun
+    results: tune.ResultGrid,
+    planned: int,
+    space: SearchSpace,
+    base: dict[str, Any],
+    run: TuneRun,
+    limited: bool,
 ) -> SweepResult:
-    """Record the ended trials and the best one, close the parent run, save the report, print the screen."""
+    """Record the ended trials and the best one, close the parent run, save the report, print the screen.
+
+    A run that stopped early without reaching its trial limit (``limited``) was stopped by Ctrl-C: Tune
+    caught it, saved its state and returned. The ended trials are recorded, then a KeyboardInterrupt ends
+    the parent run KILLED (:func:`_run`) and reaches the command (one line saying how to resume).
+    """
     statuses = saved_trial_statuses(run.path)  # not `results`: an interrupted run marks stopped trials ended
     ended = sum(status in ("TERMINATED", "ERROR") for status in statuses.values())
     for result in results:  # each ended trial keeps its best checkpoint on its run (`evaluate --run`)
         if statuses.get(result.metrics.get("trial_id")) == "TERMINATED" and result.best_checkpoints:
             record_trial(run, result)
     finished = len(statuses) == planned and ended == planned
+    if not finished and not limited:
+        raise KeyboardInterrupt(f"sweep {run.name} stopped by Ctrl-C")
     best = _best_trial(results, space, base)
     if best["best_trial_id"] is not None:
         best["best_run_id"] = _record_best(run, best)

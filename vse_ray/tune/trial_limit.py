@@ -20,9 +20,10 @@ class TrialLimitStopper(Stopper):
 
     It never stops trials itself (``Stopper.stop_all`` would end the sweep for good). Instead it sends the
     driver SIGUSR1, the signal Tune handles like Ctrl-C: the run saves its state and returns, unfinished
-    trials stay resumable with ``Tuner.restore``. ``Tuner.restore`` unpickles the stopper the sweep was
-    created with, so each run reads its limit from ``<sweep folder>/vse_ray_trial_limit.json`` (written by
-    the sweep driver before every run; 0 = no limit) rather than from the pickle.
+    trials stay resumable with ``Tuner.restore``. It marks the limit file ``"reached"`` first, so that the
+    driver tells this stop from a Ctrl-C (:meth:`reached`). ``Tuner.restore`` unpickles the stopper the
+    sweep was created with, so each run reads its limit from ``<sweep folder>/vse_ray_trial_limit.json``
+    (written by the sweep driver before every run; 0 = no limit) rather than from the pickle.
 
     Args:
         limit_file: the JSON file ``{"limit": n}``.
@@ -55,6 +56,12 @@ class TrialLimitStopper(Stopper):
                 self._interrupt()
         return False
 
+    @staticmethod
+    def reached(limit_file: str | Path) -> bool:
+        """Whether the last run stopped at its limit (not at a Ctrl-C)."""
+        path = Path(limit_file)
+        return path.is_file() and bool(json.loads(path.read_text()).get("reached", False))
+
     def stop_all(self) -> bool:
         return False
 
@@ -64,4 +71,5 @@ class TrialLimitStopper(Stopper):
             logger.warning("trial limit reached, but no SIGUSR1 handler is installed: the sweep continues")
             return
         logger.warning("trial limit %d reached: interrupting this sweep run (resume it later)", self.limit())
+        Path(self.limit_file).write_text(json.dumps({"limit": self.limit(), "reached": True}))
         os.kill(os.getpid(), signal.SIGUSR1)

@@ -16,28 +16,13 @@ import time
 from pathlib import Path
 
 import pytest
+from mlflow import MlflowClient
 
 from tests.support.cli import one_error_line, run_cli
+from tests.support.tiny_commands import study_file, sweep_args
 from vse_ray.tracking.lock import FolderLock
 
 ROOT = Path(__file__).resolve().parents[3]
-SPACE = """
-loss: lseh
-params:
-  lr: {loguniform: [1.0e-4, 1.0e-2]}
-"""
-TINY = ["--set", "batch_size=16", "--set", "word_dim=16", "--set", "embed_dim=32"]
-STUDY = """
-name: tiny
-baseline: vsepp
-seeds: 1
-warmup_epochs: 1
-epochs: 1
-data: {{data_dir: {data_dir}}}
-train: {{batch_size: 16, word_dim: 16, embed_dim: 32}}
-losses:
-  vsepp: {{}}
-"""
 
 
 def _ray_starts(*args, **kwargs):
@@ -55,25 +40,15 @@ def no_ray(monkeypatch):
     monkeypatch.setattr("vse_ray.tune.sweep.fit_trials", _ray_starts)
 
 
-def _sweep(tiny_data_dir: Path, tmp_path: Path, *args: str) -> list[str]:
-    space = tmp_path / "space.yaml"
-    space.write_text(SPACE)
-    return [
-        *("sweep", "--space", str(space), "--data-dir", str(tiny_data_dir), "--name", "tiny"),
-        *("--output-dir", str(tmp_path / "out"), "--scheduler", "fifo", *TINY, *args),
-    ]
-
-
 def test_a_second_sweep_of_a_held_name_is_one_line(tiny_data_dir, tmp_path, no_ray):
     folder = tmp_path / "out" / "ray_results" / "tiny"
     with FolderLock(folder):
-        result = run_cli(_sweep(tiny_data_dir, tmp_path, "--num-samples", "1"))
+        result = run_cli(sweep_args(tiny_data_dir, tmp_path, "--num-samples", "1"))
     one_error_line(result, f"sweep 'tiny' ({folder}) is in use by PID {os.getpid()}", "--wait", "--name")
 
 
 def test_a_second_study_in_one_output_folder_is_one_line(tiny_data_dir, tmp_path, no_ray):
-    study = tmp_path / "tiny.yaml"
-    study.write_text(STUDY.format(data_dir=tiny_data_dir))
+    study = study_file(tiny_data_dir, tmp_path)
     folder = tmp_path / "out" / "studies" / "tiny"
     with FolderLock(folder):
         result = run_cli(["study", str(study), "--output-dir", str(tmp_path / "out")])
@@ -81,26 +56,63 @@ def test_a_second_study_in_one_output_folder_is_one_line(tiny_data_dir, tmp_path
 
 
 def test_a_sweep_rerun_with_another_config_is_refused_naming_the_keys(tiny_data_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr("vse_ray.ray_session.ensure_ray", lambda **options: None)
     monkeypatch.setattr("vse_ray.tune.sweep.fit_trials", _ctrl_c)  # stopped once it has claimed its run
-    first = run_cli(_sweep(tiny_data_dir, tmp_path, "--num-samples", "1", "--epochs", "1"))
+    first = run_cli(sweep_args(tiny_data_dir, tmp_path, "--num-samples", "1", "--epochs", "1"))
     assert first.exit_code == 130, first.output
+    client = MlflowClient(f"sqlite:///{tmp_path / 'out' / 'mlflow.db'}")
+    (parent,) = client.search_runs([client.get_experiment_by_name(tiny_data_dir.name).experiment_id])
+    assert parent.info.status == "KILLED"  # a Ctrl-C before Tune's fit ends the parent run too
     monkeypatch.setattr("vse_ray.tune.sweep.fit_trials", _ray_starts)
-    changed = run_cli(_sweep(tiny_data_dir, tmp_path, "--num-samples", "3", "--epochs", "2"))
+    changed = run_cli(sweep_args(tiny_data_dir, tmp_path, "--num-samples", "3", "--epochs", "2"))
     one_error_line(changed, "sweep 'tiny' in ", "num_samples 1 -> 3, train.epochs 1 -> 2", "--name")
     monkeypatch.setattr("vse_ray.tune.sweep.fit_trials", _ctrl_c)
     same = run_cli(
-        _sweep(tiny_data_dir, tmp_path, "--num-samples", "1", "--epochs", "1", "--stop-after-trials", "1")
+        sweep_args(tiny_data_dir, tmp_path, "--num-samples", "1", "--epochs", "1", "--stop-after-trials", "1")
     )
     assert same.exit_code == 130, same.output  # the same config (stop_after_trials may differ) resumes
 
 
+def test_a_study_rerun_with_another_config_is_refused_naming_the_keys(tiny_data_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr("vse_ray.ray_session.ensure_ray", _ctrl_c)  # stopped once it has claimed its run
+    args = ["study", str(study_file(tiny_data_dir, tmp_path)), "--output-dir", str(tmp_path / "out")]
+    first = run_cli(args)
+    assert first.exit_code == 130, first.output
+    study_file(tiny_data_dir, tmp_path, epochs=2, losses=("vsepp", "lseh"))
+    one_error_line(
+        run_cli(args),
+        "study 'tiny' in ",
+        "epochs 1 -> 2, losses ['vsepp'] -> ['lseh', 'vsepp']",
+        "--output-dir",
+    )
+    study_file(tiny_data_dir, tmp_path)
+    assert run_cli(args).exit_code == 130  # the same config resumes
+
+
+def test_a_demo_rerun_with_another_config_is_refused_naming_the_keys(tmp_path, monkeypatch):
+    monkeypatch.setattr("vse_ray.ray_session.ensure_ray", _ctrl_c)
+    args = ["demo", "--seeds", "1", "--output-dir", str(tmp_path / "out")]
+    assert run_cli(args).exit_code == 130
+    one_error_line(run_cli([*args, "--lr", "0.002", "--seeds", "2"]), "seeds 1 -> 2, train.lr 0.001 -> 0.002")
+    assert run_cli(args).exit_code == 130
+
+
+def test_a_sweep_rerun_that_sets_another_field_is_refused(tiny_data_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr("vse_ray.ray_session.ensure_ray", lambda **options: None)
+    monkeypatch.setattr("vse_ray.tune.sweep.fit_trials", _ctrl_c)
+    assert run_cli(sweep_args(tiny_data_dir, tmp_path, "--num-samples", "1")).exit_code == 130
+    changed = run_cli(sweep_args(tiny_data_dir, tmp_path, "--num-samples", "1", "--set", "grad_clip=1.0"))
+    one_error_line(
+        changed, "sweep 'tiny' in ", "train ['batch_size', 'embed_dim', 'epochs', 'word_dim'] -> ["
+    )
+
+
 def test_first_commands_on_a_new_store_do_not_race(tiny_data_dir, tmp_path):
     """A sweep and a study start at the same moment on one new store: one creates it, the other waits."""
-    study = tmp_path / "tiny.yaml"
-    study.write_text(STUDY.format(data_dir=tiny_data_dir))
+    study = study_file(tiny_data_dir, tmp_path)
     out = str(tmp_path / "out")
     commands = [
-        _sweep(tiny_data_dir, tmp_path, "--num-samples", "1"),
+        sweep_args(tiny_data_dir, tmp_path, "--num-samples", "1"),
         ["study", str(study), "--output-dir", out],
     ]
     env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"} | {"PYTHONPATH": str(ROOT)}
@@ -134,11 +146,10 @@ def test_an_absent_tracking_server_is_one_line(command, tiny_data_dir, tmp_path,
     uri = f"http://127.0.0.1:{_free_port()}"
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # without the check: a traceback, not minutes
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)  # study and demo take it from here only
-    study = tmp_path / "tiny.yaml"
-    study.write_text(STUDY.format(data_dir=tiny_data_dir))
+    study = study_file(tiny_data_dir, tmp_path)
     out = ["--output-dir", str(tmp_path / "out")]
     args = {
-        "sweep": _sweep(tiny_data_dir, tmp_path, "--num-samples", "1", "--tracking-uri", uri),
+        "sweep": sweep_args(tiny_data_dir, tmp_path, "--num-samples", "1", "--tracking-uri", uri),
         "train": ["train", "--data", str(tiny_data_dir), "--epochs", "1", "--tracking-uri", uri, *out],
         "study": ["study", str(study), *out],
         "demo": ["demo", "--seeds", "1", *out],

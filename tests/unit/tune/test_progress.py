@@ -11,7 +11,7 @@ from vse_ray.tune.progress import StageEpochsBar
 
 
 def test_first_rate_counts_from_the_stage_start():
-    progress = StageEpochsBar("[demo] train", total=4)
+    progress = StageEpochsBar("[demo] train", total=4, plain=False)
     progress.setup()
     progress._bar.fp = io.StringIO()
     time.sleep(0.25)
@@ -23,3 +23,16 @@ def test_first_rate_counts_from_the_stage_start():
     assert rate < 10 and "2/4" in text and "bcls-s0 rsum 12.5" in text
     progress.on_experiment_end([])
     assert progress._bar is None
+
+
+def test_off_a_terminal_each_epoch_is_a_line(capsys):
+    progress = StageEpochsBar("[demo] train", total=4, plain=True)
+    progress.setup()
+    trial = SimpleNamespace(config={"run": "bcls-s0"}, trial_id="t0")
+    progress.on_trial_result(0, [], trial, {"rsum": 12.5})
+    progress.on_trial_result(0, [], trial, {})
+    progress.on_experiment_end([])
+    assert capsys.readouterr().out.splitlines() == [
+        "[demo] train: 1/4 epochs, bcls-s0 rsum 12.5",
+        "[demo] train: 2/4 epochs, bcls-s0",
+    ]
