@@ -17,6 +17,7 @@ from vse_ray.metrics.functional.recall_at_k import ground_truth_mask, recall_at_
 from vse_ray.metrics.functional.retrieval_recall import retrieval_recall
 from vse_ray.metrics.functional.semantic_recall import semantic_recall_at_ks
 from vse_ray.metrics.functional.semantic_recall_by_image import semantic_recall_by_image
+from vse_ray.relevance.sources import ORACLE_SOURCES, scoring_source
 
 
 def evaluate_all(
@@ -27,10 +28,10 @@ def evaluate_all(
     cs_ks: Sequence[int] = (5, 10, 100, 1000),
     ncs_ks: Sequence[int] = (1, 5, 10, 25, 50),
     *,
-    cs_source: str = "sbert",
+    cs_source: str | None = scoring_source("coherence"),
     tau_source: str | None = None,
-    ncs_source: str = "cider",
-    suffixed_sources: Sequence[str] = ("scene",),
+    ncs_source: str | None = scoring_source("semantic"),
+    suffixed_sources: Sequence[str] = ORACLE_SOURCES,
     sr_ms: Sequence[int] = (),
     eccv_positives: Mapping[str, Any] | None = None,
     chunk_size: int = 1024,

@@ -10,11 +10,11 @@ from vse_ray.relevance.cider import cider_matrix
 from vse_ray.relevance.cider_doc_freq import CiderDocFreq, cider_doc_freq
 from vse_ray.relevance.cider_vectors import CiderBatch, CiderReferences, CiderVectors
 from vse_ray.relevance.sbert import DEFAULT_SENTENCE_MODEL, SentenceEncoder
+from vse_ray.relevance.sources import RELEVANCE_SOURCES, SOURCES, TRAINING_SOURCES, RelevanceSource
 from vse_ray.relevance.spice import spice_matrix
 from vse_ray.relevance.tokenize import tokenize
 
 _LAZY = {
-    "RELEVANCE_SOURCES": "vse_ray.relevance.batch",
     "TfidfSvd": "vse_ray.relevance.tfidf_svd",
     "batch_relevance": "vse_ray.relevance.batch",
     "scene_similarity": "vse_ray.relevance.scene",
@@ -27,6 +27,9 @@ __all__ = [
     "CiderDocFreq",
     "CiderReferences",
     "CiderVectors",
+    "RelevanceSource",
+    "SOURCES",
+    "TRAINING_SOURCES",
     "SentenceEncoder",
     "TfidfSvd",
     "batch_relevance",

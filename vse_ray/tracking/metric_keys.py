@@ -14,8 +14,10 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from vse_ray.relevance.sources import ORACLE_SOURCES
+
 VAL, TEST = "val", "test"
-SUFFIXED_SOURCES = ("scene",)  # sources whose evaluation keys end in `_<source>` (`evaluate_all`)
+SUFFIXED_SOURCES = ORACLE_SOURCES  # sources whose evaluation keys end in `_<source>` (`evaluate_all`)
 # The evaluation keys logged as MLflow metrics: recall, and CS@K against S-BERT and against the scene.
 HEADLINE = (
     "rsum",
