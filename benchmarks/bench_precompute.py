@@ -105,8 +105,8 @@ def run_loop(n: int, out: Path, config) -> dict:
     images_s = time.perf_counter() - start
     start = time.perf_counter()
     columns = {s: caption_columns(d, d.image_ids) for s, d in source.splits.items()}
-    vocab, svd_arrays, doc_freq = fit_train_models(columns["train"], config, out)
-    vectorizer = CaptionVectorizer(vocab, svd_arrays, doc_freq, config.sbert_model)
+    vocab, fitted = fit_train_models(columns["train"], config, out)
+    vectorizer = CaptionVectorizer(vocab, fitted)
     for split, cols in columns.items():
         for shard in plan_shards(split, len(cols["caption_id"]), config.shard_size * 5):
             batch = {k: v[shard.start : shard.stop] for k, v in cols.items()}

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from vse_ray.data.precompute.caption_stage import SVD_FILE, fit_train_models
+from vse_ray.data.precompute.caption_stage import fit_train_models
 from vse_ray.data.precompute.config import PrecomputeConfig
-from vse_ray.relevance import TfidfSvd
+from vse_ray.relevance import SOURCES, TfidfSvd
+
+SVD_FILE = str(SOURCES["svd"].model_file)
 
 TEXTS = ["red bike", "blue horse", "green fence", "red horse", "blue bike", "green bike"]  # 6 terms
 
 
 def test_small_data_reduces_svd_dim_and_says_so(tmp_path, caplog):
     train = {"image_id": np.repeat([0, 1], 3), "text": np.array(TEXTS, dtype=object)}
-    _, arrays, _ = fit_train_models(train, PrecomputeConfig(svd_dim=400, vocab_min_count=1), tmp_path)
+    _, fitted = fit_train_models(train, PrecomputeConfig(svd_dim=400, vocab_min_count=1), tmp_path)
+    arrays = fitted["svd"]
     assert arrays["components"].shape == (5, 6)
     assert "svd_dim: reduced from 400 to 5" in caplog.text  # a warning: on the console, or in the log file
     stored = TfidfSvd.load(tmp_path / SVD_FILE)

@@ -15,12 +15,12 @@ import torch
 from PIL import Image
 from pycocoevalcap.cider.cider_scorer import CiderScorer
 
+from vse_ray.arrow_columns import list_column
 from vse_ray.data import load_captions, load_features, load_manifest, load_relevance, load_vocab
 from vse_ray.data.precompute.config import ExecutionOptions, PrecomputeConfig
 from vse_ray.data.precompute.run import precompute
 from vse_ray.data.precompute.vocab import END, START
 from vse_ray.data.store.readers import iter_relevance
-from vse_ray.data.store.schema import list_column
 from vse_ray.data.store.shards import sha256_file
 from vse_ray.data.store.verify import verify_data_dir
 from vse_ray.data.synthetic.dataset import generate_synthetic, synthetic_image

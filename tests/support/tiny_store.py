@@ -18,11 +18,12 @@ import pyarrow.parquet as pq
 import torch
 from PIL import Image
 
-from vse_ray.data.store.schema import cider_arrays, relevance_table
+from vse_ray.data.store.schema import relevance_table
 from vse_ray.data.store.verify import describe_folder
 from vse_ray.data.synthetic.scene import ObjectGroup, Scene, scene_descriptor
 from vse_ray.relevance import CiderVectors, scene_similarity, tokenize
 from vse_ray.relevance.cider import cider_matrix
+from vse_ray.relevance.cider_columns import cider_arrays
 from vse_ray.relevance.cider_doc_freq import cider_doc_freq
 from vse_ray.relevance.sources import CIDER_COLUMNS
 from vse_ray.train.config import TrainConfig

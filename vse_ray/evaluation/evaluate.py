@@ -23,6 +23,7 @@ from vse_ray.evaluation.pair_blocks import parse_block
 from vse_ray.evaluation.plots import plot_metric_at_k
 from vse_ray.folder_names import DEFAULT_OUTPUT_DIR
 from vse_ray.metrics import coco_1k_folds, evaluate_all, mean_over_folds, recall_at_k
+from vse_ray.metrics.registry import CUTOFFS
 from vse_ray.models import rebuild_model
 from vse_ray.tracking import get_best_checkpoint, resolve_tracking_uri
 from vse_ray.tracking.artifacts import log_figures
@@ -121,9 +122,7 @@ def score_checkpoint(
     models = [rebuild_model(s).to(device) for s in (state, *members)]
     data = load(models[0].feature_layout == "pixels")
     sims = ensemble_similarities(models, data, cfg["eval_batch_size"], device, block, progress)
-    kwargs: dict[str, Any] = {
-        k: tuple(cfg[f]) for k, f in (("ks", "eval_ks"), ("cs_ks", "cs_ks"), ("ncs_ks", "ncs_ks"))
-    }
+    kwargs: dict[str, Any] = {field: tuple(cfg[field]) for field in CUTOFFS}  # the run's cut-offs
     if coco_ids:
         kwargs["eccv_positives"] = eccv_positives(coco_ids, data.images.image_ids, data.caption_ids)
     return sims, data, score_split(sims, data, protocol, kwargs)

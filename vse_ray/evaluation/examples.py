@@ -9,8 +9,10 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from vse_ray.data.store.split_data import SplitData
+from vse_ray.relevance.sources import SOURCES
 
-PREFERRED_SOURCES = ("sbert", "cider", "svd", "spice")
+# The relevance shown beside each retrieved item: the first stored source that real data can have.
+PREFERRED_SOURCES = tuple(name for name, source in SOURCES.items() if not source.synthetic_only)
 
 
 def _relevance(data: SplitData) -> tuple[str, np.ndarray | None]:

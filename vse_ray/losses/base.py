@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from vse_ray.relevance.sources import TRAINING_SOURCES as RELEVANCE_SOURCES
+from vse_ray.relevance.sources import TRAINING_SOURCES
 
 REDUCTIONS = ("sum", "mean", "none")
 
@@ -39,7 +39,7 @@ class BaseVSELoss(nn.Module):
 
     Args:
         reduction: "sum" over the batch (as VSE++ does), "mean", or "none" (per-pair losses, shape (B,)).
-        relevance_source: Relevance this loss trains on, one of RELEVANCE_SOURCES; None = the family default.
+        relevance_source: Relevance this loss trains on, one of TRAINING_SOURCES; None = the family default.
     """
 
     relevance_source: str | None = None
@@ -51,9 +51,9 @@ class BaseVSELoss(nn.Module):
         if relevance_source is not None:
             if type(self).relevance_source is None:
                 raise ValueError(f"relevance_source: {type(self).__name__} uses no relevance")
-            if relevance_source not in RELEVANCE_SOURCES:
+            if relevance_source not in TRAINING_SOURCES:
                 raise ValueError(
-                    f"relevance_source must be one of {RELEVANCE_SOURCES}, got {relevance_source!r}"
+                    f"relevance_source must be one of {TRAINING_SOURCES}, got {relevance_source!r}"
                 )
             self.relevance_source = relevance_source
         self.reduction = reduction

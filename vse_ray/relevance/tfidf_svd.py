@@ -6,10 +6,12 @@ that loads without running code (``np.load(..., allow_pickle=False)``), unlike a
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from sklearn.decomposition import TruncatedSVD
@@ -197,3 +199,28 @@ class TfidfSvd:
         if self.components is None or self.idf is None or self.vocabulary is None:
             raise ValueError("TfidfSvd is not fitted: call fit(texts) first")
         return self.vocabulary, self.idf, self.components
+
+
+def fit_or_load(texts: Sequence[str], config: Any, path: Path) -> TfidfSvd:
+    """The model saved at ``path``, or one fitted on ``texts`` with the precompute config's ``svd_dim``,
+    ``svd_seed`` (default ``seed``), ``svd_n_iter``, ``svd_stem`` and ``svd_unit``, then saved there."""
+    if path.exists():
+        return TfidfSvd.load(path)
+    model = TfidfSvd(
+        k=config.svd_dim,
+        seed=config.seed if config.svd_seed is None else config.svd_seed,
+        n_iter=config.svd_n_iter,
+        stem=config.svd_stem,
+        unit=config.svd_unit,
+    ).fit(texts)
+    if model.dim < config.svd_dim:
+        logging.getLogger(__name__).warning(
+            "svd_dim: reduced from %d to %d: the truncated SVD needs fewer components than the %d train "
+            "captions and their %d TF-IDF terms",
+            config.svd_dim,
+            model.dim,
+            len(texts),
+            len(model._fitted()[0]),
+        )
+    model.save(path)
+    return TfidfSvd.load(path)

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import math
-import re
 
+from vse_ray.metrics.registry import DIRECTIONS, scale_of
 from vse_ray.reporting.table import Column
-
-DIRECTIONS = ("i2t", "t2i")
-# Metrics in percent (R@K, rsum) or ranks (med r, mean r); every other one is a fraction (CS, NCS, τ, mAP).
-_PERCENT_OR_RANK = re.compile(r"(^|/)((ECCV_)?(true)?R_at_\d|rsum|medr|meanr)")
 
 
 def metric_title(key: str) -> str:
@@ -29,12 +25,13 @@ def metric_title(key: str) -> str:
 def metric_number(value: float, key: str | None = None) -> str:
     """One decimal for percentages and ranks (R@K, rsum, med r), three for fractions (CS, NCS, τ, mAP).
 
-    The scale is read from the metric ``key`` when given, so a column keeps one style (a recall of 9.6 is
-    ``9.6``, not ``9.600``); without a key, from the value (one decimal from 10 up).
+    The scale is the one the metric of ``key`` declares when a key is given (`metrics.registry.scale_of`),
+    so a column keeps one style (a recall of 9.6 is ``9.6``, not ``9.600``); without a key, it is read from
+    the value (one decimal from 10 up).
     """
     if not math.isfinite(value):
         return "-"
-    percent = bool(_PERCENT_OR_RANK.search(key)) if key is not None else abs(value) >= 10
+    percent = scale_of(key) != "fraction" if key is not None else abs(value) >= 10
     return f"{value:.1f}" if percent else f"{value:.3f}"
 
 

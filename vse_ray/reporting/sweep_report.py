@@ -7,6 +7,7 @@ import functools
 import math
 from typing import TYPE_CHECKING, Any
 
+from vse_ray.metrics.registry import BY_DIRECTION
 from vse_ray.reporting.metric_columns import DIRECTIONS, metric_column, metric_number
 from vse_ray.reporting.table import Column, format_cell, render_table
 from vse_ray.tracking.uri import ui_command
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from vse_ray.tune.search_space import SearchSpace
     from vse_ray.tune.sweep import SweepResult
 
-HEADLINE_METRICS = ("R_at_1", "R_at_5", "R_at_10", "CS_at_100", "CS_at_1000", "NCS_at_10")
+HEADLINE_METRICS = BY_DIRECTION  # as the metrics declare them: R@1/5/10, CS@100/1000, NCS@10
 
 
 def sweep_summary(result: SweepResult, space: SearchSpace) -> str:

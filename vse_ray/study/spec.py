@@ -37,7 +37,7 @@ from typing import Any
 
 from vse_ray.folder_names import check_plain_name
 from vse_ray.losses import LOSS_NAMES, make_loss
-from vse_ray.relevance.sources import VECTOR_COLUMN
+from vse_ray.relevance.sources import ORACLE_SOURCES, SHUFFLED_SOURCES
 from vse_ray.resources import load_yaml, parse_yaml
 from vse_ray.train.config import TrainConfig, field_default, fields_where
 from vse_ray.tune.space_checks import tunable_fields
@@ -50,7 +50,7 @@ ABLATIONS: dict[str, tuple[str, dict[str, Any]]] = {
     "ladder_auto": ("eq7", {"hard_contrastive": False}),
 }
 CONTROLS = ("shuffled", "oracle", "ablations")
-ORACLE_SOURCE = "scene"
+ORACLE_SOURCE = ORACLE_SOURCES[0]  # the embedded data's ground truth
 EMBEDDED_KEYS = ("train_images", "val_images", "test_images", "seed")
 RESOURCE_KEYS = ("cpus_per_trial", "gpus_per_trial", "concurrent")
 EVALUATION_FIELDS = fields_where("evaluation")
@@ -222,7 +222,9 @@ class StudySpec:
             )
         if "data_dir" in self.data:
             if self.controls.get("oracle"):
-                raise ValueError(f"{where}: controls.oracle: needs the embedded data (scene relevance)")
+                raise ValueError(
+                    f"{where}: controls.oracle: needs the embedded data ({ORACLE_SOURCE} relevance)"
+                )
             return
         sizes = self.data["embedded"] or {}
         unknown = sorted(set(sizes) - set(EMBEDDED_KEYS))
@@ -249,10 +251,10 @@ class StudySpec:
                         f"families with one: {sorted(ABLATIONS)}"
                     )
                 source = make_loss(name, **self.losses[name]).relevance_source
-                if control == "shuffled" and source not in VECTOR_COLUMN:
+                if control == "shuffled" and source not in SHUFFLED_SOURCES:
                     raise ValueError(
                         f"{where}: controls.shuffled: {name!r} uses relevance {source!r}; the shuffled "
-                        f"control permutes caption vectors {sorted(VECTOR_COLUMN)}"
+                        f"control permutes caption vectors {sorted(SHUFFLED_SOURCES)}"
                     )
 
 

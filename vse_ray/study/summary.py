@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from mlflow import MlflowClient
 
+from vse_ray.metrics.registry import TABLE
 from vse_ray.reporting import DEFAULT_WIDTH, Column, metric_number, render_table
 from vse_ray.study.stats import Interval, paired_interval, t_interval
 from vse_ray.tracking import metric_keys
@@ -29,27 +30,11 @@ ROW_TAG, SEED_TAG, SIZE_TAG, BASELINE_TAG = (
     "vse_ray.study.baseline",
 )
 STRENGTH_TAG = "vse_ray.study.strength"  # "weak" when the baseline is below min_baseline_rsum, else "ok"
-# Columns of the Markdown table (the CSV has every test metric the runs logged); absent ones are left out.
-TABLE_METRICS = (
-    ("rsum", "rsum"),
-    ("R@1 i2t", "R_at_1_i2t"),
-    ("R@1 t2i", "R_at_1_t2i"),
-    ("CS@100 i2t", "CS_at_100_i2t"),
-    ("CS@100 t2i", "CS_at_100_t2i"),
-    ("CS@1000 i2t", "CS_at_1000_i2t"),
-    ("CS@100 i2t scene", "CS_at_100_i2t_scene"),
-    ("CS@1000 i2t scene", "CS_at_1000_i2t_scene"),
-)
+# Columns of the Markdown table, as the metrics declare them (the CSV has every test metric the runs logged);
+# absent ones are left out.
+TABLE_METRICS = tuple((column.title, column.key) for column in TABLE)
 # Columns of the console table: recall, and CS@K (image to text) against S-BERT and against the scene.
-HEADLINE_METRICS = (
-    ("rsum", "rsum"),
-    ("R@1 i2t", "R_at_1_i2t"),
-    ("R@1 t2i", "R_at_1_t2i"),
-    ("CS@100", "CS_at_100_i2t"),
-    ("CS@1000", "CS_at_1000_i2t"),
-    ("CS@100 scene", "CS_at_100_i2t_scene"),
-    ("CS@1000 scene", "CS_at_1000_i2t_scene"),
-)
+HEADLINE_METRICS = tuple((column.console, column.key) for column in TABLE if column.console)
 RISING = "↑"  # after a row's name: a run of it whose validation rsum was still rising at its last epoch
 
 

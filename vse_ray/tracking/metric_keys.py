@@ -3,9 +3,9 @@
 An evaluation (:func:`vse_ray.metrics.evaluate_all`) returns flat keys such as ``rsum``, ``CS_at_100_i2t`` and
 ``CS_at_100_i2t_scene``. On MLflow they are grouped by the split (and protocol) they were scored on and the
 relevance source of a suffixed key: ``val/rsum``, ``test/CS_at_100_i2t``, ``test_scene/CS_at_100_i2t``,
-``test_coco1k/rsum``. MLflow names accept no ``@``, so ``_at_`` stays. Only the :data:`HEADLINE` keys become
-MLflow metrics; the whole evaluation goes into the run's report artifacts (``metrics.json``, ``evaluation/``).
-Training keys of an epoch go to ``train/``.
+``test_coco1k/rsum``. MLflow names accept no ``@``, so ``_at_`` stays. Only the :data:`HEADLINE` keys (those
+the metrics declare, :mod:`vse_ray.metrics.registry`) become MLflow metrics; the whole evaluation goes into
+the run's report artifacts (``metrics.json``, ``evaluation/``). Training keys of an epoch go to ``train/``.
 """
 
 from __future__ import annotations
@@ -14,19 +14,11 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from vse_ray.metrics.registry import HEADLINE
+from vse_ray.relevance.sources import ORACLE_SOURCES
+
 VAL, TEST = "val", "test"
-SUFFIXED_SOURCES = ("scene",)  # sources whose evaluation keys end in `_<source>` (`evaluate_all`)
-# The evaluation keys logged as MLflow metrics: recall, and CS@K against S-BERT and against the scene.
-HEADLINE = (
-    "rsum",
-    "R_at_1_i2t",
-    "R_at_1_t2i",
-    "CS_at_100_i2t",
-    "CS_at_1000_i2t",
-    "CS_at_100_t2i",
-    "CS_at_100_i2t_scene",
-    "CS_at_1000_i2t_scene",
-)
+SUFFIXED_SOURCES = ORACLE_SOURCES  # sources whose evaluation keys end in `_<source>` (`evaluate_all`)
 # Per-epoch keys that are not evaluation keys, and their MLflow names.
 EPOCH_KEYS = {
     "train_loss": "train/loss",

@@ -9,7 +9,7 @@ import torch
 
 from vse_ray.relevance.sources import SOURCES
 
-SOURCE_RANGE = {name: source.value_range for name, source in SOURCES.items() if source.batch is not None}
+SOURCE_RANGE = {name: source.value_range for name, source in SOURCES.items() if source.trains}
 
 
 class RelevanceHistogram:

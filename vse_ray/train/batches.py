@@ -12,10 +12,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
-from vse_ray.data.store.schema import list_column
+from vse_ray.arrow_columns import list_column
 from vse_ray.data.store.split_data import ImageStore, pad_tokens
 from vse_ray.models.base import AugmentIds
-from vse_ray.relevance import CiderReferences, CiderVectors, batch_relevance
+from vse_ray.relevance import CiderReferences, CiderVectors
 from vse_ray.relevance.sources import CIDER_COLUMNS, training_source
 from vse_ray.train.region_drop import draw_region_keep
 
@@ -25,7 +25,7 @@ BATCH_COLUMNS = ("caption_id", "image_id", "tokens", "text")
 def train_columns(relevance_source: str | None) -> list[str]:
     """Caption columns a training batch needs for a loss with this relevance source."""
     source = training_source(relevance_source)
-    extra = [c for c in source.stored_columns if c not in BATCH_COLUMNS] if source else []
+    extra = [c for c in source.columns if c not in BATCH_COLUMNS] if source else []
     return [*BATCH_COLUMNS, *extra]
 
 
@@ -203,8 +203,4 @@ class BatchBuilder:
     def _relevance(self, batch: dict[str, Any], image_ids: np.ndarray) -> torch.Tensor | None:
         if self.spec is None:
             return None
-        if self.references is not None:  # CIDEr-D: the captions' vectors against each image's references
-            cider = self.references.batch(np.asarray(batch["caption_id"]), image_ids)
-            return batch_relevance(self.spec.name, cider=cider).float()
-        vectors = torch.from_numpy(np.stack(list(batch[self.spec.column])).astype(np.float32))
-        return batch_relevance(self.spec.name, **{self.spec.name: vectors}).float()
+        return self.spec.batch_matrix(self.spec.batch_inputs(batch, image_ids, self.references)).float()

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from vse_ray.folder_names import DEFAULT_OUTPUT_DIR
+from vse_ray.metrics.registry import CUTOFFS
 
 _TUPLE_FIELDS = ("eval_ks", "cs_ks", "ncs_ks", "lr_milestones")
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")  # Ray's ScalingConfig
@@ -232,7 +233,7 @@ class TrainConfig:
             raise ValueError(f"deviations: must be a list of strings, got {self.deviations!r}")
         if not isinstance(self.max_failures, int) or self.max_failures < -1:
             raise ValueError(f"max_failures: must be an integer >= -1, got {self.max_failures!r}")
-        for name in ("eval_ks", "cs_ks", "ncs_ks"):
+        for name in CUTOFFS:
             ks = getattr(self, name)
             if not ks or any(not isinstance(k, int) or k < 1 for k in ks):
                 raise ValueError(f"{name}: must be a non-empty tuple of positive integers, got {ks!r}")

@@ -18,6 +18,7 @@ from torch import nn
 
 from vse_ray.evaluation.embed import evaluate_split
 from vse_ray.losses import make_loss
+from vse_ray.metrics.registry import CUTOFFS
 from vse_ray.models import build_model
 from vse_ray.models.training_output import split_output
 from vse_ray.tracking import metric_keys
@@ -336,4 +337,5 @@ def _everyone_stops(stop: bool, ctx: WorkerContext) -> bool:
 
 
 def _metric_kwargs(cfg: TrainConfig) -> dict[str, Any]:
-    return {"ks": cfg.eval_ks, "cs_ks": cfg.cs_ks, "ncs_ks": cfg.ncs_ks}
+    """The run's cut-offs, by the fields the metrics declare."""
+    return {field: getattr(cfg, field) for field in CUTOFFS}

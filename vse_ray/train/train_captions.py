@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from vse_ray.relevance.sources import VECTOR_COLUMN
+from vse_ray.relevance.sources import SHUFFLED_SOURCES, SOURCES
 from vse_ray.train.config import TrainConfig
 
 
@@ -49,9 +49,10 @@ def select_train_captions(table: pa.Table, cfg: TrainConfig, relevance_source: s
     table = image_fraction(first_images(table, cfg.train_images), cfg.train_fraction, cfg.seed)
     if not cfg.shuffle_relevance:
         return table
-    if relevance_source not in VECTOR_COLUMN:
+    if relevance_source not in SHUFFLED_SOURCES:
         raise ValueError(
-            f"shuffle_relevance: needs a loss whose relevance is a caption vector {sorted(VECTOR_COLUMN)}; "
+            "shuffle_relevance: needs a loss whose relevance is a caption vector "
+            f"{sorted(SHUFFLED_SOURCES)}; "
             f"loss '{cfg.loss}' uses {relevance_source!r}"
         )
-    return shuffled_relevance(table, VECTOR_COLUMN[relevance_source], cfg.seed)
+    return shuffled_relevance(table, str(SOURCES[relevance_source].vector_column), cfg.seed)

@@ -13,7 +13,7 @@ from vse_ray.data.store.readers import VOCAB_FILE, load_captions, load_vocab
 from vse_ray.data.store.split_data import ImageStore, SplitData, load_image_store, load_split
 from vse_ray.models import model_class
 from vse_ray.relevance import CiderReferences
-from vse_ray.relevance.sources import CIDER_COLUMNS, training_source
+from vse_ray.relevance.sources import training_source
 from vse_ray.train.batches import check_train_columns, cider_references, train_columns
 from vse_ray.train.caption_aug import CaptionAugment
 from vse_ray.train.config import TrainConfig
@@ -85,9 +85,9 @@ class TrainingData:
             cfg.caption_mask, cfg.caption_replace, cfg.caption_delete, mask_id, vocab_size
         )
         references = None
-        if captions is not None and needs_refs:
+        if captions is not None and spec is not None and needs_refs:
             references = cider_references(captions)
-            captions = captions.drop_columns(list(CIDER_COLUMNS))
+            captions = captions.drop_columns(list(spec.columns))  # read through `references`
         return cls(
             model_args=model_args(cfg, vocab, vocab_size, 0 if images.raw else int(images.values.shape[-1])),
             train_images=images,

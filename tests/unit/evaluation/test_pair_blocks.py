@@ -38,7 +38,7 @@ def test_blocks_give_the_whole_matrix(model_cls):
     for block in [(1, 1), (3, 4), (7, 11), (100, 100)]:
         got = score_matrix(model, img, txt, lengths, block=block, progress=False)
         assert got.shape == (7, 11) and abs(got - whole).max() < 1e-6
-    metrics = evaluate_all(got[:, :7], torch.arange(7).numpy(), ks=(1, 5))
+    metrics = evaluate_all(got[:, :7], torch.arange(7).numpy(), eval_ks=(1, 5))
     assert {"R_at_1_i2t", "R_at_1_t2i", "rsum"} <= metrics.keys()
 
 

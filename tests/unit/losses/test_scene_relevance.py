@@ -14,9 +14,7 @@ from vse_ray.relevance import batch_relevance
 @pytest.mark.parametrize("name", ["ladder", "ladder_auto", "bcls", "sam", "lseh"])
 def test_graded_loss_step_on_scene_relevance(name):
     scenes = [sample_scene(np.random.default_rng([11, k])) for k in range(12)]
-    relevance = batch_relevance(
-        "scene", scene=torch.from_numpy(np.stack([scene_descriptor(s) for s in scenes]))
-    )
+    relevance = batch_relevance("scene", torch.from_numpy(np.stack([scene_descriptor(s) for s in scenes])))
     torch.manual_seed(0)
     model = torch.nn.Linear(6, 4)
     inputs = torch.randn(12, 6)

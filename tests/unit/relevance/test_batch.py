@@ -19,7 +19,7 @@ def _cosine_loop(vectors: torch.Tensor) -> torch.Tensor:
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_cosine_sources_equal_explicit_loop(source: str, dtype: torch.dtype) -> None:
     vectors = torch.randn(6, 5, dtype=dtype)
-    got = batch_relevance(source, **{source: vectors})
+    got = batch_relevance(source, vectors)
     assert got.shape == (6, 6) and got.dtype == dtype
     torch.testing.assert_close(got, _cosine_loop(vectors))
     torch.testing.assert_close(got.diagonal(), torch.ones(6, dtype=dtype))
@@ -35,7 +35,7 @@ def test_cider_equals_cider_matrix_transposed() -> None:
         set_sizes=np.array([len(ref_set) for ref_set in refs]),
         image_set=np.arange(5),
     )
-    got = batch_relevance("cider", cider=cider)
+    got = batch_relevance("cider", cider)
     expected = cider_matrix(texts, refs, doc_freq).T
     assert got.shape == (5, 5) and got.dtype == torch.float64
     np.testing.assert_allclose(got.numpy(), expected, rtol=0, atol=1e-12)
@@ -43,14 +43,14 @@ def test_cider_equals_cider_matrix_transposed() -> None:
 
 
 @pytest.mark.parametrize(
-    ("source", "kwargs", "message"),
+    ("source", "inputs", "message"),
     [
-        ("spice", {}, "unknown relevance source 'spice'"),
-        ("sbert", {}, "needs sbert="),
-        ("svd", {"svd": torch.randn(4)}, r"svd must have shape \(B, d\)"),
-        ("cider", {}, "needs cider="),
+        ("spice", None, "unknown relevance source 'spice'"),
+        ("sbert", None, r"needs \(B, d\) caption vectors"),
+        ("svd", torch.randn(4), r"svd must have shape \(B, d\)"),
+        ("cider", None, "needs a CiderBatch"),
     ],
 )
-def test_bad_arguments_raise_value_error(source, kwargs, message) -> None:
+def test_bad_arguments_raise_value_error(source, inputs, message) -> None:
     with pytest.raises(ValueError, match=message):
-        batch_relevance(source, **kwargs)
+        batch_relevance(source, inputs)

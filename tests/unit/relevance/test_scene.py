@@ -75,7 +75,7 @@ def test_graded_case_computed_by_hand():
 def test_batch_matrix_equals_a_per_pair_loop_and_is_symmetric():
     scenes = [sample_scene(np.random.default_rng([3, k])) for k in range(40)]
     descriptors = torch.from_numpy(np.stack([scene_descriptor(s) for s in scenes]))
-    matrix = batch_relevance("scene", scene=descriptors)
+    matrix = batch_relevance("scene", descriptors)
     expected = np.array([[naive_similarity(a, b) for b in scenes] for a in scenes])
     np.testing.assert_allclose(matrix.numpy(), expected, atol=1e-6)
     np.testing.assert_allclose(matrix.numpy(), matrix.numpy().T, atol=1e-7)
@@ -85,7 +85,7 @@ def test_batch_matrix_equals_a_per_pair_loop_and_is_symmetric():
 
 
 def test_bad_descriptors_are_refused():
-    with pytest.raises(ValueError, match="needs scene="):
-        batch_relevance("scene")
+    with pytest.raises(ValueError, match=r"needs \(B, D\) scene descriptors"):
+        batch_relevance("scene", None)
     with pytest.raises(ValueError, match="2 \\+ G \\* 6 columns"):
         scene_similarity(torch.zeros(2, 7), torch.zeros(2, 7))

@@ -38,8 +38,8 @@ def test_shuffle_keeps_the_multiset_of_vectors_and_relevance_values():
     assert shuffled["caption_id"].equals(table["caption_id"]) and shuffled["image_id"].equals(
         table["image_id"]
     )
-    full = batch_relevance("sbert", sbert=torch.from_numpy(before)).numpy()
-    permuted = batch_relevance("sbert", sbert=torch.from_numpy(after)).numpy()
+    full = batch_relevance("sbert", torch.from_numpy(before)).numpy()
+    permuted = batch_relevance("sbert", torch.from_numpy(after)).numpy()
     np.testing.assert_allclose(np.sort(full, axis=None), np.sort(permuted, axis=None), atol=1e-6)
     assert not np.allclose(full, permuted)
     assert np.array_equal(_vectors(shuffled_relevance(table, "sbert", seed=0)), after)  # seeded

@@ -1,10 +1,11 @@
-"""Stage 1b: captions → vocabulary, CIDEr document frequencies, TF-IDF+SVD model and ``captions/`` shards."""
+"""Stage 1b: captions → vocabulary, what each relevance source fits on them (CIDEr document frequencies,
+TF-IDF+SVD model) and ``captions/`` shards."""
 
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -23,9 +24,8 @@ from vse_ray.data.sources.source import SplitSource
 from vse_ray.data.store.schema import captions_table
 from vse_ray.data.store.shards import ShardLedger, plan_shards, shard_input
 from vse_ray.json_files import write_json_atomic
-from vse_ray.relevance import TfidfSvd, cider_doc_freq, tokenize
-
-SVD_FILE = "tfidf_svd.npz"
+from vse_ray.relevance import tokenize
+from vse_ray.relevance.sources import SOURCES, TrainCaptions
 
 
 def caption_columns(split: SplitSource, kept_ids: np.ndarray) -> dict[str, np.ndarray]:
@@ -47,42 +47,26 @@ def caption_columns(split: SplitSource, kept_ids: np.ndarray) -> dict[str, np.nd
 
 def fit_train_models(
     train: dict[str, np.ndarray], config: PrecomputeConfig, out: Path
-) -> tuple[dict, dict[str, np.ndarray], dict]:
-    """Vocabulary, TF-IDF+SVD arrays and CIDEr doc freqs (``CiderDocFreq.to_dict()``) of the train captions;
-    reused when already saved."""
-    vocab_path, svd_path, df_path = out / "vocab.json", out / SVD_FILE, out / "cider_df.json"
-    if not (vocab_path.exists() and svd_path.exists() and df_path.exists()):
-        texts = [str(t) for t in train["text"]]
-        tokenised = [tokenize(t) for t in texts]
+) -> tuple[dict, dict[str, Any]]:
+    """The vocabulary of the train captions and what each relevance source fits on them (by name:
+    `RelevanceSource.fit`, e.g. the TF-IDF+SVD arrays and the CIDEr document frequencies); each reused
+    when already saved in ``out``."""
+    texts = [str(t) for t in train["text"]]
+    tokenised = [tokenize(t) for t in texts]
+    vocab_path = out / "vocab.json"
+    if not vocab_path.exists():
         vocab = (
             read_vocab_file(config.vocab_file)
             if config.vocab_file
             else build_vocab(tokenised, config.vocab_min_count)
         )
         write_json_atomic(vocab, vocab_path)
-        refs: dict[int, list[str]] = {}
-        for image_id, text in zip(train["image_id"].tolist(), tokenised, strict=True):
-            refs.setdefault(image_id, []).append(text)
-        write_json_atomic(cider_doc_freq(list(refs.values())).to_dict(), df_path)
-        model = TfidfSvd(
-            k=config.svd_dim,
-            seed=config.seed if config.svd_seed is None else config.svd_seed,
-            n_iter=config.svd_n_iter,
-            stem=config.svd_stem,
-            unit=config.svd_unit,
-        ).fit(texts)
-        if model.dim < config.svd_dim:
-            logging.getLogger(__name__).warning(
-                "svd_dim: reduced from %d to %d: the truncated SVD needs fewer components than the %d train "
-                "captions and their %d TF-IDF terms",
-                config.svd_dim,
-                model.dim,
-                len(texts),
-                len(model.vocabulary),
-            )
-        model.save(svd_path)
-    vocab, doc_freq = json.loads(vocab_path.read_text()), json.loads(df_path.read_text())
-    return vocab, TfidfSvd.load(svd_path).to_arrays(), doc_freq
+    refs: dict[int, list[str]] = {}
+    for image_id, text in zip(train["image_id"].tolist(), tokenised, strict=True):
+        refs.setdefault(image_id, []).append(text)
+    captions = TrainCaptions(texts, list(refs.values()))
+    fitted = {name: source.fit(captions, config, out) for name, source in SOURCES.items()}
+    return json.loads(vocab_path.read_text()), fitted
 
 
 def run_caption_stage(
@@ -100,7 +84,7 @@ def run_caption_stage(
         options: Pool sizes and batch sizes.
         out: The output folder.
     """
-    vocab, svd_arrays, doc_freq = fit_train_models(columns["train"], config, out)
+    vocab, fitted = fit_train_models(columns["train"], config, out)
     ledger = ShardLedger(out, "captions")
     todo = [
         shard
@@ -111,8 +95,7 @@ def run_caption_stage(
     ]
     if not todo:
         return 0
-    kwargs = {"vocab": vocab, "svd_arrays": svd_arrays, "doc_freq": doc_freq}
-    kwargs["sbert_model"] = config.sbert_model
+    kwargs: dict[str, Any] = {"vocab": vocab, "fitted": fitted}
     kwargs["released_tokens"] = bool(config.vocab_file)
     kwargs["batch_size"] = options.sbert_batch_size
     ds = dataset_of_shards([shard_input(s, columns[s.split]) for s in todo])

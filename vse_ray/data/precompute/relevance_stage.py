@@ -4,8 +4,7 @@
 one row per image (``image_id``, ascending), its relevance to every caption of the split as
 ``relevance: fixed_size_list<float32>[n_captions]`` (columns ascending ``caption_id``, the order of
 :func:`~vse_ray.data.store.readers.load_captions`). A source's folder appears only once all its shards are
-written.
-``R[i, j]`` is:
+written. Each source builds its rows (`RelevanceSource.evaluation_rows`); ``R[i, j]`` is:
 
 - ``sbert`` / ``svd``: the mean cosine between caption j and the reference captions of image i (the
   ladder loss relevance, eq. 1, averaged over the image's captions);
@@ -21,25 +20,17 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 import ray
-import torch
 
 from vse_ray.data.store.readers import load_captions, read_features_table
-from vse_ray.data.store.schema import relevance_table, vectors
+from vse_ray.data.store.schema import relevance_table
 from vse_ray.data.store.shards import part_name, write_atomic
-from vse_ray.relevance import (
-    CiderDocFreq,
-    cider_doc_freq,
-    cider_matrix,
-    scene_similarity,
-    spice_matrix,
-    tokenize,
-)
-from vse_ray.relevance.sources import SOURCES
+from vse_ray.relevance import tokenize
+from vse_ray.relevance.sources import SOURCES, EvaluationSplit, Rows, SourceUnavailable
 
 EVAL_SPLITS = ("val", "test")
 
@@ -49,34 +40,10 @@ def image_of_caption(image_ids: np.ndarray, caption_image_ids: np.ndarray) -> np
     return np.searchsorted(image_ids, caption_image_ids)
 
 
-def mean_cosine(
-    caption_vectors: np.ndarray, img_of_cap: np.ndarray, n_images: int
-) -> Callable[[slice], np.ndarray]:
-    """Row blocks of ``R[i, j] = mean_{r in refs(i)} cos(v_r, v_j)`` for L2-normalised (or zero) vectors."""
-    sums = np.zeros((n_images, caption_vectors.shape[1]), dtype=np.float64)
-    np.add.at(sums, img_of_cap, caption_vectors)
-    means = (sums / np.bincount(img_of_cap, minlength=n_images)[:, None]).astype(np.float32)
-    return lambda rows: means[rows] @ caption_vectors.T
-
-
-def scene_rows(
-    descriptors: np.ndarray, img_of_cap: np.ndarray, n_images: int
-) -> Callable[[slice], np.ndarray]:
-    """Row blocks of ``R[i, j] = S(scene of image i, scene of caption j's image)``."""
-    caption_of_image = np.zeros(n_images, dtype=np.int64)
-    caption_of_image[img_of_cap] = np.arange(len(img_of_cap))  # any caption: all carry their image's scene
-    per_image = torch.from_numpy(np.ascontiguousarray(descriptors[caption_of_image]))
-
-    def rows_of(rows: slice) -> np.ndarray:
-        return scene_similarity(per_image[rows], per_image).numpy()[:, img_of_cap]
-
-    return rows_of
-
-
 @ray.remote
-def _cider_rows(hypotheses: list[str], references: list[list[str]], doc_freq: CiderDocFreq) -> np.ndarray:
-    """Rows of the CIDEr matrix for a block of images (doc_freq of the whole split keeps them exact)."""
-    return cider_matrix(hypotheses, references, doc_freq).T.astype(np.float32)
+def _rows_task(rows_of: Rows, rows: slice) -> np.ndarray:
+    """One row block of a source's matrix in a Ray task (``rows_of`` is put in the object store once)."""
+    return rows_of(rows)
 
 
 def write_row_blocks(
@@ -103,40 +70,31 @@ def split_relevance(out: Path, split: str, sources: tuple[str, ...], block: int)
     image_ids = np.sort(read_features_table(str(out), split, ["image_id"])["image_id"].to_numpy())
     captions = load_captions(str(out), split)
     img_of_cap = image_of_caption(image_ids, captions["image_id"].to_numpy())
-    shape = (len(image_ids), captions.num_rows)
-    slices = _row_slices(shape[0], block)
     texts = [tokenize(t) for t in captions["text"].to_pylist()]
     references: list[list[str]] = [[] for _ in image_ids]
     for row, text in zip(img_of_cap.tolist(), texts, strict=True):
         references[row].append(text)
+    data = EvaluationSplit(str(out / "captions"), captions, image_ids, img_of_cap, texts, references)
+    slices = _row_slices(len(image_ids), block)
     skipped = {}
-    for source in sources:
-        folder = out / "relevance" / split / source
+    for name in sources:
+        folder = out / "relevance" / split / name
         if folder.exists():
             continue
         folder.parent.mkdir(parents=True, exist_ok=True)
-        kind, column = SOURCES[source].batch, SOURCES[source].column
-        if kind == "cosine":  # image i's row: mean cosine of its captions' vectors
-            rows_of = mean_cosine(vectors(captions[column]), img_of_cap, shape[0])
-            write_row_blocks(folder, image_ids, shape[1], ((rows, rows_of(rows)) for rows in slices))
-        elif kind == "scene":
-            if column not in captions.column_names:
-                raise ValueError(f"{out / 'captions'}: no {column!r} column; only synthetic data has scenes")
-            rows_of = scene_rows(vectors(captions[column]), img_of_cap, shape[0])
-            write_row_blocks(folder, image_ids, shape[1], ((rows, rows_of(rows)) for rows in slices))
-        elif kind == "cider" and len(slices) == 1:  # one block: no task start-up cost
-            write_row_blocks(folder, image_ids, shape[1], [(slices[0], cider_matrix(texts, references).T)])
-        elif kind == "cider":
-            hyps, doc_freq = ray.put(texts), ray.put(cider_doc_freq(references))
-            refs = [(rows, _cider_rows.remote(hyps, references[rows], doc_freq)) for rows in slices]
-            write_row_blocks(folder, image_ids, shape[1], ((rows, ray.get(ref)) for rows, ref in refs))
+        source = SOURCES[name]
+        try:
+            rows_of = source.evaluation_rows(data)
+        except SourceUnavailable as err:
+            skipped[name] = str(err)
+            continue
+        if source.rows_in_tasks and len(slices) > 1:
+            shared = ray.put(rows_of)
+            tasks = [(rows, _rows_task.remote(shared, rows)) for rows in slices]
+            blocks: Iterable[tuple[slice, np.ndarray]] = ((rows, ray.get(task)) for rows, task in tasks)
         else:
-            try:
-                matrix = spice_matrix(texts, references).T
-            except RuntimeError as err:
-                skipped[source] = str(err)
-                continue
-            write_row_blocks(folder, image_ids, shape[1], ((rows, matrix[rows]) for rows in slices))
+            blocks = ((rows, rows_of(rows)) for rows in slices)
+        write_row_blocks(folder, image_ids, captions.num_rows, blocks)
     return skipped
 
 

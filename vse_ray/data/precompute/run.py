@@ -29,6 +29,7 @@ from vse_ray.data.synthetic.dataset import generate_synthetic
 from vse_ray.data.synthetic.scene import scene_descriptor
 from vse_ray.features import check_weights
 from vse_ray.ray_session import ensure_ray
+from vse_ray.relevance.sources import SOURCES
 
 
 def load_source(config: PrecomputeConfig) -> Source:
@@ -212,8 +213,9 @@ def run_precompute(
     seconds["relevance"] = time.perf_counter() - start
 
     dims = {
-        name: _vector_width(folder, table, name)
-        for table, name in (("captions", "sbert"), ("captions", "svd"))
+        name: _vector_width(folder, "captions", str(s.vector_column))
+        for name, s in SOURCES.items()
+        if s.records_width
     }
     dims.update(feature_dims(folder))
     extra = {"dims": dims, "vocab_size": len(load_vocab(str(folder))), "seconds": seconds, "skipped": skipped}

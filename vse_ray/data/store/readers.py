@@ -11,7 +11,8 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from vse_ray.data.store.schema import region_arrays, vectors
+from vse_ray.arrow_columns import vectors
+from vse_ray.data.store.schema import region_arrays
 
 VOCAB_FILE = "vocab.json"
 

@@ -40,6 +40,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from vse_ray.arrow_columns import fixed_size_list
+from vse_ray.relevance.sources import SOURCES
+
 SCHEMA_VERSION = 2
 SPLIT_TYPE = pa.dictionary(pa.int32(), pa.string())
 
@@ -76,62 +79,6 @@ def check_float16_range(features: np.ndarray, where: str, first_row: int = 0) ->
         )
 
 
-CIDER_FIELDS = (  # the columns of ``relevance.sources.CIDER_COLUMNS``
-    ("cider_ngrams", pa.list_(pa.int64())),
-    ("cider_tfidf", pa.list_(pa.float64())),
-    ("cider_norms", pa.list_(pa.float64(), 4)),
-    ("cider_length", pa.int32()),
-)
-
-
-def captions_schema(sbert_dim: int, svd_dim: int, scene_dim: int | None = None) -> pa.Schema:
-    """``caption_id``, ``image_id`` int64, ``split``, ``text``, ``tokens`` list<int32>, ``sbert``, ``svd``,
-    the CIDEr-D vector (``cider_ngrams`` list<int64> hashed n-gram ids, ``cider_tfidf`` list<float64> their
-    tf-idf weights under the train document frequencies, ``cider_norms`` fixed_size_list<float64>[4] the
-    norm per n-gram order, ``cider_length`` int32 pycocoevalcap's length), and ``scene``
-    fixed_size_list<float32>[scene_dim] when the dataset has scene descriptors."""
-    fields = [
-        ("caption_id", pa.int64()),
-        ("image_id", pa.int64()),
-        ("split", SPLIT_TYPE),
-        ("text", pa.string()),
-        ("tokens", pa.list_(pa.int32())),
-        ("sbert", pa.list_(pa.float32(), sbert_dim)),
-        ("svd", pa.list_(pa.float32(), svd_dim)),
-        *CIDER_FIELDS,
-    ]
-    if scene_dim is not None:
-        fields.append(("scene", pa.list_(pa.float32(), scene_dim)))
-    return pa.schema(fields)
-
-
-def fixed_size_list(matrix: np.ndarray) -> pa.FixedSizeListArray:
-    """(n, D) array → ``fixed_size_list<float32>[D]`` (flattened, no copy when already float32 C-order)."""
-    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-    if matrix.ndim != 2:
-        raise ValueError(f"expected a (n, D) matrix, got shape {matrix.shape}")
-    return pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), matrix.shape[1])
-
-
-def vectors(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """``fixed_size_list<float32>[D]`` column → (n, D) float32 array."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    width = column.type.list_size
-    return column.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False).reshape(-1, width)
-
-
-def list_column(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """``list<T>`` or ``fixed_size_list<T>[k]`` column → (n + 1,) int64 row offsets and the values."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    values = column.flatten().to_numpy(zero_copy_only=False)
-    if pa.types.is_fixed_size_list(column.type):
-        return np.arange(len(column) + 1, dtype=np.int64) * column.type.list_size, values
-    offsets = column.offsets.to_numpy().astype(np.int64)
-    return offsets - offsets[0], values
-
-
 def region_list(features: np.ndarray, dtype: str) -> pa.FixedSizeListArray:
     """(n, R, D) array → ``fixed_size_list<fixed_size_list<dtype>[D]>[R]`` (float16 checked for overflow)."""
     if features.ndim != 3:
@@ -166,38 +113,23 @@ def features_table(batch: dict[str, np.ndarray], with_image: bool, dtype: str = 
     return pa.Table.from_arrays(columns, schema=schema)
 
 
-def cider_arrays(batch: dict[str, np.ndarray]) -> list[pa.Array]:
-    """The CIDEr-D vector columns of a batch (per-row arrays of ids and weights, (n, 4) norms, lengths)."""
-    (_, ngrams), (_, tfidf), (_, norms), (_, length) = CIDER_FIELDS
-    return [
-        pa.array([np.asarray(row, dtype=np.int64) for row in batch["cider_ngrams"]], type=ngrams),
-        pa.array([np.asarray(row, dtype=np.float64) for row in batch["cider_tfidf"]], type=tfidf),
-        pa.FixedSizeListArray.from_arrays(
-            pa.array(np.asarray(batch["cider_norms"], dtype=np.float64).reshape(-1)), norms.list_size
-        ),
-        pa.array(np.asarray(batch["cider_length"], dtype=np.int32), type=length),
-    ]
-
-
 def captions_table(batch: dict[str, np.ndarray]) -> pa.Table:
-    """Rows of a batch in the ``captions`` schema."""
-    sbert, svd = np.asarray(batch["sbert"], dtype=np.float32), np.asarray(batch["svd"], dtype=np.float32)
-    columns = [
-        pa.array(np.asarray(batch["caption_id"], dtype=np.int64)),
-        pa.array(np.asarray(batch["image_id"], dtype=np.int64)),
-        pa.array(np.asarray(batch["split"], dtype=str)).cast(SPLIT_TYPE),
-        pa.array(np.asarray(batch["text"], dtype=str)),
-        pa.array([np.asarray(t, dtype=np.int32) for t in batch["tokens"]], type=pa.list_(pa.int32())),
-        fixed_size_list(sbert),
-        fixed_size_list(svd),
-        *cider_arrays(batch),
+    """Rows of a batch in the ``captions`` schema: ``caption_id``, ``image_id`` int64, ``split``, ``text``,
+    ``tokens`` list<int32>, then the caption columns of every relevance source that stores some
+    (`RelevanceSource.store_arrays`; ``scene`` only when the dataset has scene descriptors)."""
+    columns: list[tuple[str, pa.Array]] = [
+        ("caption_id", pa.array(np.asarray(batch["caption_id"], dtype=np.int64))),
+        ("image_id", pa.array(np.asarray(batch["image_id"], dtype=np.int64))),
+        ("split", pa.array(np.asarray(batch["split"], dtype=str)).cast(SPLIT_TYPE)),
+        ("text", pa.array(np.asarray(batch["text"], dtype=str))),
+        (
+            "tokens",
+            pa.array([np.asarray(t, dtype=np.int32) for t in batch["tokens"]], type=pa.list_(pa.int32())),
+        ),
     ]
-    scene_dim = None
-    if "scene" in batch:
-        scene = np.stack([np.asarray(row, dtype=np.float32) for row in batch["scene"]])
-        columns.append(fixed_size_list(scene))
-        scene_dim = scene.shape[1]
-    return pa.Table.from_arrays(columns, schema=captions_schema(sbert.shape[1], svd.shape[1], scene_dim))
+    for source in SOURCES.values():
+        columns += source.store_arrays(batch)
+    return pa.Table.from_arrays([array for _, array in columns], names=[name for name, _ in columns])
 
 
 def relevance_schema(n_captions: int) -> pa.Schema:

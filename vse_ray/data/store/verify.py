@@ -22,12 +22,14 @@ import pyarrow.parquet as pq
 
 from vse_ray.data.store.schema import SCHEMA_VERSION
 from vse_ray.data.store.shards import sha256_file
+from vse_ray.relevance.sources import MODEL_FILES as SOURCE_FILES
 
 MANIFEST = "manifest.json"
 TABLES = ("features", "captions", "relevance")
-# Files besides the tables that training and evaluation read; the manifest lists their sha256 (``files``).
-# concepts.npz: CVSE's concept graph of the train captions (vse_ray.data.precompute.concepts).
-MODEL_FILES = ("vocab.json", "cider_df.json", "tfidf_svd.npz", "concepts.npz")
+# Files besides the tables that training and evaluation read; the manifest lists their sha256 (``files``):
+# the vocabulary, what the relevance sources fit on the train captions, and concepts.npz, CVSE's concept
+# graph of the train captions (vse_ray.data.precompute.concepts).
+MODEL_FILES = ("vocab.json", *SOURCE_FILES, "concepts.npz")
 
 
 @dataclass(frozen=True)
