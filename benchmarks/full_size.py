@@ -35,6 +35,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -186,6 +187,10 @@ def loader_epoch(kind: str, data: Path, store: Path, official: str | None) -> No
 
     if kind == "official":
         sys.path.insert(0, str(official))
+        for name in ("imageio", "cv2"):  # imported by the module, used for raw images only
+            stub = types.ModuleType(name)
+            stub.imread = lambda *a, **k: None  # type: ignore[attr-defined]
+            sys.modules[name] = stub
         import nltk
 
         nltk.tokenize.word_tokenize = str.split  # as bench_vs_official.py: whitespace tokens
@@ -208,7 +213,8 @@ def loader_epoch(kind: str, data: Path, store: Path, official: str | None) -> No
         from vse_ray.train.streams import caption_rng, region_rng
         from vse_ray.train.training_data import TrainingData
 
-        cfg = load_recipe("vse_inf_lseh_f30k", str(store)).config
+        # BiGRU captions: the recipe's BERT text encoder needs weights that nothing here downloads
+        cfg = load_recipe("vse_inf_lseh_f30k", str(store), ["model_params.text_encoder=bigru"]).config
         source = make_loss(cfg.loss, **cfg.loss_params).relevance_source
         start = time.perf_counter()
         data_ = TrainingData.load(cfg, source)
