@@ -6,8 +6,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from vse_ray.features.cnn import build_cnn
 from vse_ray.features.random_crops import centre_crops, random_resized_crops
-from vse_ray.models.cnn import build_cnn
 from vse_ray.models.normalize import l2_normalize
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)

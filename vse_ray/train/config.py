@@ -148,8 +148,8 @@ class TrainConfig:
 
     def validate(self) -> TrainConfig:
         """Raise ValueError naming the first invalid field; return self."""
+        from vse_ray.features.cnn import CNN_NAMES
         from vse_ray.losses import LOSS_NAMES, make_loss
-        from vse_ray.models.cnn import CNN_NAMES
         from vse_ray.models.registry import MODELS
 
         if not self.data_dir:
