@@ -65,6 +65,11 @@ def _sizes(meta: dict) -> dict:
     return {**args, "embed_dim": s["embed_dim"], **meta.get("model_params", {})}
 
 
+def _cvse_args(meta: dict) -> dict:
+    """CVSE's sizes and the rank loss the training factory gives it (VSE++, the released margin 0.2)."""
+    return {**_sizes(meta), "rank_loss": make_loss("vsepp", margin=0.2).from_similarity}
+
+
 _SGRAF_NOISY_MEANS = (
     "sim_enc.v_global_w.embedding_global.1.running_mean",
     "sim_enc.SAF_module.bn.running_mean",
@@ -137,8 +142,8 @@ CASES = {
     "sgraf_saf": Case(
         "sgraf_saf.npz", "sgraf", _sizes, official_names.SGRAF.ours, follows_noise=_SGRAF_NOISY_MEANS
     ),
-    "cvse": Case("cvse_step.npz", "cvse", _sizes, cvse_name, follows_noise=_CVSE_NOISY_MEANS),
-    "cvse_sam": Case("cvse_sam_step.npz", "cvse", _sizes, cvse_name, follows_noise=_CVSE_NOISY_MEANS),
+    "cvse": Case("cvse_step.npz", "cvse", _cvse_args, cvse_name, follows_noise=_CVSE_NOISY_MEANS),
+    "cvse_sam": Case("cvse_sam_step.npz", "cvse", _cvse_args, cvse_name, follows_noise=_CVSE_NOISY_MEANS),
     "vsrn_f30k": Case(
         "vsrn_f30k.npz",
         "vsrn",

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from torch import Tensor, nn
@@ -71,6 +71,9 @@ class RetrievalModel(nn.Module):
     input_layouts: ClassVar[tuple[str, ...]] = ()
     # TrainConfig fields passed to the constructor as keywords of the same name (besides model_params).
     config_fields: ClassVar[tuple[str, ...]] = ()
+    # Constructor keywords the training factory (`vse_ray.train.model_factory`) fills from the data: tensors
+    # (and callables) read from the training folder, not options; a checkpoint holds their tensors as buffers.
+    data_inputs: ClassVar[tuple[str, ...]] = ()
     # Constructor keywords given the id of a token of the data's vocabulary ({keyword: token}): a released
     # vocabulary numbers the special tokens otherwise than vse_ray's own.
     vocab_ids: ClassVar[dict[str, str]] = {}
@@ -94,7 +97,7 @@ class RetrievalModel(nn.Module):
             cls.input_layouts = (cls.feature_layout,)
 
     @staticmethod
-    def check_pretrained(**model_params: object) -> None:
+    def check_pretrained(**model_params: Any) -> None:
         """Raise FileNotFoundError (one line saying how to provide them) when pretrained weights these
         `model_params` (with the model's `config_fields`) need are not on this machine, or ValueError when
         files they name do not fit; checked before training starts. Default: none needed."""

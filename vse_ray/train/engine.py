@@ -201,7 +201,7 @@ def run_training(
     if ctx.batches is None:
         batches = TableBatches(data.train_captions, cfg.batch_size, cfg.seed, ctx.rank, ctx.world_size)
         ctx = dataclasses.replace(ctx, batches=batches)
-    model = build_model(cfg.model, **data.model_args).to(ctx.device)
+    model = build_model(cfg.model, **data.model_args, **data.model_inputs).to(ctx.device)
     loss_fn = loss_fn.to(ctx.device)
     warmup_fn = make_loss(cfg.warmup_loss, **cfg.warmup_params).to(ctx.device)
     optimizer, scheduler = build_optimizer(cfg, model)

@@ -20,13 +20,14 @@ from mlflow import MlflowClient
 
 from vse_ray.data.store.verify import VerifiedData
 from vse_ray.losses import LOSS_NAMES, loss_hparams
-from vse_ray.models import MODEL_NAMES, model_options
+from vse_ray.models import MODEL_NAMES
 from vse_ray.tracking import lifecycle
 from vse_ray.tracking.filters import tag_equals
 from vse_ray.tracking.lifecycle import ConfigRecord, claim_run_folder, describe
 from vse_ray.tracking.lock import FolderLock
 from vse_ray.tracking.runs import RUN_NAME_TAG
 from vse_ray.train.config import TrainConfig
+from vse_ray.train.model_factory import training_options
 
 # Keys that change how long or where a run trains, not what it computes up to the epochs it has done.
 SAFE_ON_RESUME = ("epochs", "max_failures", "cpus_per_worker", "placement_strategy", "eval_batch_size")
@@ -59,7 +60,7 @@ def _defaults(params: str, name: Any) -> dict[str, Any]:
     """The defaults of the loss or model ``name`` that the field ``params`` configures ({} for an unknown
     name: the config check names it)."""
     if params == "model_params":
-        found = model_options(name) if name in MODEL_NAMES else {}
+        found = training_options(name) if name in MODEL_NAMES else {}
     else:
         found = loss_hparams(name) if name in LOSS_NAMES else {}
     return {key: value for key, value in found.items() if value is not inspect.Parameter.empty}

@@ -55,7 +55,7 @@ def _epoch(cfg: TrainConfig, loss: str, batches: list[dict], rank: int, world: i
     loss_fn = make_loss(loss)
     data = TrainingData.load(cfg, loss_fn.relevance_source)
     torch.manual_seed(0)
-    model = build_model(cfg.model, **data.model_args)
+    model = build_model(cfg.model, **data.model_args, **data.model_inputs)
     net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     builder = BatchBuilder(data.train_images, loss_fn.relevance_source, data.references)

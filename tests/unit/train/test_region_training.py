@@ -63,7 +63,7 @@ TINY_PARAMS = {"vsrn": {"caption_hidden": 8, "caption_word_dim": 8, "max_len": 8
 def test_every_loss_trains_every_model(loaded, model_name, loss_name):
     data, captions = loaded[model_name]
     torch.manual_seed(0)
-    model = build_model(model_name, **data.model_args, **TINY_PARAMS.get(model_name, {}))
+    model = build_model(model_name, **data.model_args, **data.model_inputs, **TINY_PARAMS.get(model_name, {}))
     loss = make_loss(loss_name)
     builder = BatchBuilder(data.train_images, loss.relevance_source, data.references)
     batch = builder(next(iter(TableBatches(captions, 16, 0).epoch_batches(1))))
