@@ -5,10 +5,10 @@ from __future__ import annotations
 from torch import Tensor
 
 from vse_ray.losses.base import BaseVSELoss, check_non_negative
+from vse_ray.losses.bcls_compiled import CompiledSlidingWindowBCLS
 from vse_ray.losses.hinge import positive_sims
 from vse_ray.losses.kendall import kendall_full, kendall_sliding_window
 from vse_ray.losses.kernels.backend import use_compiled
-from vse_ray.losses.kernels.bcls_compiled import CompiledSlidingWindowBCLS
 from vse_ray.losses.samplers import SlidingWindowSampler, soft_hardest_similarity
 from vse_ray.losses.samplers.sliding_window import EDGE_TOLERANCE
 

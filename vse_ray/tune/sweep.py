@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,6 @@ from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
 from ray.tune.search import BasicVariantGenerator
 
 from vse_ray.data.store.verify import VerifiedData, verify_data_dir
-from vse_ray.reporting.sweep_report import report_document, sweep_summary
 from vse_ray.tracking import (
     get_or_create_experiment,
     log_epoch_metrics,
@@ -38,48 +37,12 @@ from vse_ray.tune.mlflow_trials import (
 from vse_ray.tune.search_space import SearchSpace, load_search_space
 from vse_ray.tune.space_checks import check_search_space, trial_config
 from vse_ray.tune.sweep_config import SweepConfig
+from vse_ray.tune.sweep_report import SweepResult, report_document, sweep_summary
 from vse_ray.tune.trial import run_trial
 from vse_ray.tune.trial_limit import LIMIT_FILE, TrialLimitStopper
 
 SPACE_TAG = "vse_ray.search_space"
 REPORT_FILE = "sweep_report.json"
-
-
-@dataclass
-class SweepResult:
-    """Outcome of one ``run_sweep`` call.
-
-    Attributes:
-        name: the sweep name (Tune folder and MLflow parent run name).
-        path: the Tune experiment folder (pass it back through ``run_sweep`` to resume).
-        finished: every trial ended (False when the run stopped early; rerun to resume).
-        num_trials / num_ended / num_errors: trials the sweep plans, how many have ended, how many failed.
-        best_trial_id: trial with the best ``metric`` at any epoch (None if no trial reported).
-        best_config: that trial's flat TrainConfig params.
-        best_metrics: its metrics at that best epoch.
-        best_checkpoint: the checkpoint of that trial closest to the best epoch (None if none kept).
-        parent_run_id / best_run_id / experiment_id: MLflow ids.
-        tracking_uri / runs_url / charts_url: where to look (a view of the trials: table and charts).
-        report: the JSON report of all of the above, in the sweep folder (also on the parent run).
-    """
-
-    name: str
-    path: str
-    finished: bool
-    num_trials: int
-    num_ended: int
-    num_errors: int
-    best_trial_id: str | None
-    best_config: dict[str, Any]
-    best_metrics: dict[str, Any]
-    best_checkpoint: str | None
-    parent_run_id: str
-    best_run_id: str | None
-    experiment_id: str
-    tracking_uri: str
-    runs_url: str
-    charts_url: str = ""
-    report: str = ""
 
 
 def trial_params(config: dict[str, Any], *, space: SearchSpace, base: dict[str, Any]) -> dict[str, Any]:
