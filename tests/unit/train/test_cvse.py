@@ -10,9 +10,9 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from tests.data.test_lemmas import write_wordnet
 from tests.support.local_reporter import LocalReporter
 from tests.support.tiny_store import tiny_config
+from tests.unit.data.test_lemmas import write_wordnet
 from vse_ray.cli.main import app
 from vse_ray.data.precompute.concepts import concepts_of_split
 from vse_ray.data.store.readers import load_captions, load_vocab
