@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor
-from torch.autograd.function import FunctionCtx, once_differentiable
+from torch.autograd.function import once_differentiable
 
 from vse_ray.jit import njit
 from vse_ray.losses.kernels.sorting import host_rows
@@ -29,7 +29,7 @@ class CompiledSlidingWindowBCLS(torch.autograd.Function):
 
     @staticmethod
     def forward(
-        ctx: FunctionCtx,
+        ctx: Any,  # torch keeps what forward stores on it for backward
         sims: Tensor,
         relevance: Tensor,
         candidates: Tensor,

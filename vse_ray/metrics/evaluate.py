@@ -86,9 +86,8 @@ def evaluate_all(
                 cs = coherent_scores(s, _oriented(relevance[cs_source], d), fitting, chunk_size=chunk_size)
                 scores.update({f"CS_at_{k}_{d}": value for k, value in cs.items()})
         if tau_source in relevance:
-            scores[f"tau_{d}"] = coherent_score(
-                s, _oriented(relevance[tau_source], d), None, chunk_size=chunk_size
-            )
+            tau = coherent_score(s, _oriented(relevance[tau_source], d), None, chunk_size=chunk_size)
+            scores[f"tau_{d}"] = float(tau)  # reduced: one number
         if ncs_source in relevance:
             scores.update(
                 _semantic_scores(

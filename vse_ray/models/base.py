@@ -66,7 +66,7 @@ class RetrievalModel(nn.Module):
     """
 
     kind: ClassVar[str]
-    feature_layout: ClassVar[str]
+    feature_layout: str  # the class's; a model with several `input_layouts` sets it per instance
     # Every image layout the model can be built for (VSE++: pooled, or pixels with a CNN).
     input_layouts: ClassVar[tuple[str, ...]] = ()
     # TrainConfig fields passed to the constructor as keywords of the same name (besides model_params).
@@ -109,6 +109,11 @@ class RetrievalModel(nn.Module):
     def encode_captions(self, tokens: Tensor, lengths: Tensor) -> Tensor:
         """(B, L) token ids (0 = padding) and (B,) lengths → (B, E) embeddings or (B, L, E) word features."""
         raise NotImplementedError
+
+    def pair_floats(self, n_regions: int, n_words: int) -> int:
+        """Floats that scoring one image–caption pair holds at its peak: similarity models size their
+        blocks by it; embedding models score by a matrix product and have none."""
+        raise NotImplementedError(f"{type(self).__name__} scores by a matrix product")
 
     def encode_kept_regions(self, images: Tensor, keep: Tensor) -> Tensor:
         """`encode_images` of (B, R, D) regions pooling only those `keep` (B, R) marks (a model whose

@@ -83,7 +83,7 @@ class CVSEModel(RegionWordModel):
     """
 
     kind: ClassVar[str] = "embedding"
-    feature_layout: ClassVar[str] = "regions"
+    feature_layout = "regions"
     own_loss_terms: ClassVar[bool] = True
     data_inputs: ClassVar[tuple[str, ...]] = ("adjacency", "concept_inputs", "token_concepts", "rank_loss")
     adjacency: Tensor  # (K, K) normalised concept graph

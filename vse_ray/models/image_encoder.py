@@ -41,6 +41,9 @@ class CNNImageEncoder(nn.Module):
             "RC"), the centre crop at evaluation; 0 feeds the stored images whole.
     """
 
+    mean: torch.Tensor  # ImageNet normalisation, (1, 3, 1, 1)
+    std: torch.Tensor
+
     def __init__(
         self,
         cnn: str,

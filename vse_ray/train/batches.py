@@ -105,7 +105,7 @@ class TrainBatch:
     region_keep: torch.Tensor | None = None
 
     def to(self, device: torch.device) -> TrainBatch:
-        move = {k: (v.to(device) if v is not None else None) for k, v in vars(self).items()}
+        move: dict[str, Any] = {k: (v.to(device) if v is not None else None) for k, v in vars(self).items()}
         return TrainBatch(**move)
 
 
@@ -197,5 +197,7 @@ class BatchBuilder:
         if self.references is not None:  # CIDEr-D: the captions' vectors against each image's references
             cider = self.references.batch(np.asarray(batch["caption_id"]), image_ids)
             return batch_relevance(self.spec.name, cider=cider).float()
+        if self.spec.column is None:
+            raise ValueError(f"relevance {self.spec.name!r}: no caption column to build a batch matrix from")
         vectors = torch.from_numpy(np.stack(list(batch[self.spec.column])).astype(np.float32))
         return batch_relevance(self.spec.name, **{self.spec.name: vectors}).float()

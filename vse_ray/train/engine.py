@@ -16,6 +16,7 @@ from torch import nn
 
 from vse_ray.evaluation.embed import evaluate_split
 from vse_ray.losses import make_loss
+from vse_ray.losses.base import BaseVSELoss
 from vse_ray.models import build_model
 from vse_ray.models.training_output import split_output
 from vse_ray.tracking import metric_keys
@@ -62,7 +63,7 @@ def local_context(cfg: TrainConfig) -> WorkerContext:
 
 def train_step(
     model: nn.Module,
-    loss_fn: nn.Module,
+    loss_fn: BaseVSELoss,
     optimizer: torch.optim.Optimizer,
     batch: TrainBatch,
     grad_clip: float,
@@ -116,7 +117,7 @@ def train_one_epoch(
     cfg: TrainConfig,
     epoch: int,
     model: nn.Module,
-    loss_fn: nn.Module,
+    loss_fn: BaseVSELoss,
     optimizer: torch.optim.Optimizer,
     builder: BatchBuilder,
     ctx: WorkerContext,
@@ -134,6 +135,8 @@ def train_one_epoch(
     seed_step_torch(cfg.seed, ctx.rank, epoch)
     regions = region_rng(cfg.seed, ctx.rank, epoch)
     draw = partial(augment, rng=caption_rng(cfg.seed, ctx.rank, epoch)) if augment is not None else None
+    if ctx.batches is None:
+        raise ValueError("train_one_epoch: the worker context has no batches")
     for step, rows in enumerate(ctx.batches.epoch_batches(epoch), start=1):
         everyone = gather_rows(rows, builder_columns, world_size) if world_size > 1 else None
         batch = builder(rows, everyone, draw, regions).to(ctx.device)

@@ -23,7 +23,13 @@ class StageEpochsBar(tune.Callback):
     def __getstate__(self) -> dict[str, Any]:  # a restored run opens a new bar
         return {**self.__dict__, "_bar": None}
 
-    def setup(self, **info: Any) -> None:
+    def setup(
+        self,
+        stop: Any = None,
+        num_samples: int | None = None,
+        total_num_samples: int | None = None,
+        **info: Any,
+    ) -> None:
         """Open the bar when the stage starts, so its clock includes the first epoch."""
         self._ensure_bar()
 

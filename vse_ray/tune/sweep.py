@@ -73,7 +73,7 @@ def run_sweep(cfg: SweepConfig, *, wait: bool = False) -> SweepResult:
     }
     resolved = trial_config(space, {}, fixed).config.resolved()
     name = cfg.sweep_name()
-    path = Path(resolved.storage_path) / name
+    path = Path(resolved.filled("storage_path")) / name
     base = {**resolved.to_dict(), "storage_path": str(path / "train_runs")}
     if cfg.trial_mode == "process":  # the trial's own process trains on the GPU share Tune gives it
         base["use_gpu"] = cfg.gpus_per_trial > 0
@@ -83,7 +83,7 @@ def run_sweep(cfg: SweepConfig, *, wait: bool = False) -> SweepResult:
         raise ValueError(f"name: sweep {name!r} already exists at {path}; resume it or pick another name")
     data = verify_data_dir(cfg.data_dir)  # a finished precompute that matches its manifest
     data.check_cutoffs("val", base["eval_ks"])  # each epoch of each trial ranks the val images
-    uri = resolved.tracking_uri
+    uri = resolved.filled("tracking_uri")
     lock = claim_run_folder(path, f"sweep {name!r} ({path})", "choose another --name", uri, wait=wait)
     try:
         keep_config(
@@ -225,8 +225,12 @@ def _finish(
     """Record the ended trials and the best one, close the parent run, save the report, print the screen."""
     statuses = saved_trial_statuses(run.path)  # not `results`: an interrupted run marks stopped trials ended
     ended = sum(status in ("TERMINATED", "ERROR") for status in statuses.values())
-    for result in results:  # each ended trial keeps its best checkpoint on its run (`evaluate --run`)
-        if statuses.get(result.metrics.get("trial_id")) == "TERMINATED" and result.best_checkpoints:
+    # each ended trial keeps its best checkpoint on its run (`evaluate --run`); ray's stub gives a ResultGrid
+    # no __iter__, so it is indexed
+    for index in range(len(results)):
+        result = results[index]
+        trial_id = (result.metrics or {}).get("trial_id")
+        if trial_id is not None and statuses.get(trial_id) == "TERMINATED" and result.best_checkpoints:
             record_trial(run, result)
     finished = len(statuses) == planned and ended == planned
     best = _best_trial(results, space, base)
@@ -285,7 +289,7 @@ def _save_report(sweep: SweepResult, run: TuneRun) -> None:
 
 def _best_trial(results: tune.ResultGrid, space: SearchSpace, base: dict[str, Any]) -> dict[str, Any]:
     """Best trial by its best epoch (VSE++ keeps the best validation snapshot), its metrics and checkpoint."""
-    best = {
+    best: dict[str, Any] = {
         "best_trial_id": None,
         "best_config": {},
         "best_metrics": {},
@@ -308,7 +312,7 @@ def _best_trial(results: tune.ResultGrid, space: SearchSpace, base: dict[str, An
     checkpoint = max(kept, key=lambda item: sign * item[1][space.metric])[0] if kept else result.checkpoint
     best.update(
         best_trial_id=str(row["trial_id"]),
-        best_config=trial_params(result.config, space=space, base=base),
+        best_config=trial_params(result.config or {}, space=space, base=base),
         best_metrics={k: v.item() if hasattr(v, "item") else v for k, v in metrics.items()},
         best_checkpoint=metrics.get("checkpoint_path")
         or (checkpoint.path if checkpoint is not None else None),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -111,7 +112,7 @@ def run_caption_stage(
     ]
     if not todo:
         return 0
-    kwargs = {"vocab": vocab, "svd_arrays": svd_arrays, "doc_freq": doc_freq}
+    kwargs: dict[str, Any] = {"vocab": vocab, "svd_arrays": svd_arrays, "doc_freq": doc_freq}
     kwargs["sbert_model"] = config.sbert_model
     kwargs["released_tokens"] = bool(config.vocab_file)
     kwargs["batch_size"] = options.sbert_batch_size

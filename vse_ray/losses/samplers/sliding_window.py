@@ -81,7 +81,7 @@ class SlidingWindowSampler:
     def __call__(self, scores: Tensor, relevance: Tensor) -> tuple[Selection, Selection]:
         """(positive, negative) selections, each (..., Q, M), for scores and relevance (..., Q, C)."""
         pairs = self.pairs(scores, relevance)
-        furthest, closest = pairs.index.split(self.n_windows, -1)
+        furthest, closest = pairs.columns.split(self.n_windows, -1)
         valid = pairs.valid[..., : self.n_windows]
         return Selection(furthest, valid), Selection(closest, valid)
 
