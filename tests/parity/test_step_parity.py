@@ -27,7 +27,7 @@ from vse_ray.models import build_model, official_names
 from vse_ray.models.training_output import split_output
 from vse_ray.train.batches import TrainBatch
 from vse_ray.train.config import TrainConfig
-from vse_ray.train.engine import train_step
+from vse_ray.train.epoch_loop import train_step
 from vse_ray.train.optim import build_optimizer
 
 # VSE_RAY_TEST_DEVICE=cuda runs the same comparisons on a GPU (the fixtures were made on the CPU), in full

@@ -10,7 +10,7 @@ import torch
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-from vse_ray.jit import njit
+from vse_ray.compiled_kernels import njit
 from vse_ray.losses.kernels.sorting import host_rows
 from vse_ray.losses.samplers import SlidingWindowSampler
 from vse_ray.losses.samplers.log_sum_exp import exponent_floor

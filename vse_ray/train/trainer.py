@@ -15,8 +15,8 @@ from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.code_version import code_version
 from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.train.config import CheckedConfig, TrainConfig
+from vse_ray.train.epoch_lines import RunEpochLines
 from vse_ray.train.preflight import CheckedTraining, check_training
-from vse_ray.train.progress import RunEpochLines
 from vse_ray.train.run_artifacts import log_training_plots
 from vse_ray.train.worker import train_loop_per_worker
 

@@ -26,7 +26,6 @@ from vse_ray.tracking.lifecycle import ConfigRecord, claim_run_folder, flat, kee
 from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.tracking.views import comparison_view, save_view, view_url
 from vse_ray.train.config import TrainConfig
-from vse_ray.tune.engine import TuneRun, fit_trials, record_trial, saved_trial_statuses
 from vse_ray.tune.mlflow_trials import (
     BEST_METRIC,
     BEST_PARAM,
@@ -40,6 +39,7 @@ from vse_ray.tune.sweep_config import SweepConfig
 from vse_ray.tune.sweep_report import SweepResult, report_document, sweep_summary
 from vse_ray.tune.trial import run_trial
 from vse_ray.tune.trial_limit import LIMIT_FILE, TrialLimitStopper
+from vse_ray.tune.tuner import TuneRun, fit_trials, record_trial, saved_trial_statuses
 
 SPACE_TAG = "vse_ray.search_space"
 REPORT_FILE = "sweep_report.json"

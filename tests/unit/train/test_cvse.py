@@ -23,7 +23,7 @@ from vse_ray.losses import LOSS_NAMES, make_loss
 from vse_ray.models import build_model
 from vse_ray.models.training_output import TrainingOutput
 from vse_ray.train.batches import BatchBuilder, TableBatches
-from vse_ray.train.engine import clipped_parameters, run_training, train_step
+from vse_ray.train.epoch_loop import clipped_parameters, run_training, train_step
 from vse_ray.train.model_factory import model_data
 from vse_ray.train.recipe import load_recipe
 from vse_ray.train.train_captions import image_fraction

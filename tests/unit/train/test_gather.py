@@ -24,7 +24,7 @@ from vse_ray.losses import make_loss
 from vse_ray.models import build_model
 from vse_ray.train.batches import BatchBuilder
 from vse_ray.train.config import TrainConfig
-from vse_ray.train.engine import WorkerContext, train_one_epoch
+from vse_ray.train.epoch_loop import WorkerContext, train_one_epoch
 from vse_ray.train.training_data import TrainingData
 
 LOSSES = ("vsepp", "ladder", "sam", "lseh", "bcls")  # no relevance, S-BERT, CIDEr, SVD, S-BERT + Kendall

@@ -14,7 +14,7 @@ from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.losses import make_loss
 from vse_ray.models import build_model, model_class
 from vse_ray.train.batches import BatchBuilder, TableBatches
-from vse_ray.train.engine import run_training, train_step
+from vse_ray.train.epoch_loop import run_training, train_step
 from vse_ray.train.recipe import load_recipe, recipe_names
 from vse_ray.train.training_data import TrainingData
 

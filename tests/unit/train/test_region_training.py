@@ -19,7 +19,7 @@ from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.losses import LOSS_NAMES, make_loss
 from vse_ray.models import build_model
 from vse_ray.train.batches import BatchBuilder, TableBatches
-from vse_ray.train.engine import run_training, train_step
+from vse_ray.train.epoch_loop import run_training, train_step
 from vse_ray.train.model_input import check_data_for_model
 from vse_ray.train.training_data import TrainingData
 

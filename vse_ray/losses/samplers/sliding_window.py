@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from vse_ray.jit import njit
+from vse_ray.compiled_kernels import njit
 from vse_ray.losses.kernels.backend import use_compiled
 from vse_ray.losses.kernels.distinct_rows import distinct_rows
 from vse_ray.losses.kernels.sorting import COLUMN_BITS, host_rows, sorted_keys, threshold_keys
