@@ -41,7 +41,7 @@ from vse_ray.losses import LOSS_NAMES, make_loss
 from vse_ray.models import build_model
 from vse_ray.relevance import CiderReferences, CiderVectors, cider_doc_freq, tokenize
 from vse_ray.train.batches import BatchBuilder
-from vse_ray.train.engine import train_step
+from vse_ray.train.epoch_loop import train_step
 from vse_ray.train.gather import gather_rows, relevance_columns
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

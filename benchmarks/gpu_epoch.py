@@ -36,7 +36,7 @@ from vse_ray.losses import make_loss
 from vse_ray.models import build_model
 from vse_ray.train.batches import BatchBuilder, TableBatches
 from vse_ray.train.config import TrainConfig
-from vse_ray.train.engine import WorkerContext, host_batch, train_one_epoch
+from vse_ray.train.epoch_loop import WorkerContext, host_batch, train_one_epoch
 from vse_ray.train.streams import region_rng
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -28,10 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-from vse_ray.data.precompute.vocab import SPECIAL_TOKENS, build_vocab
+from vse_ray.data.precompute.vocab import build_vocab
 from vse_ray.data.synthetic.dataset import generate_synthetic
 from vse_ray.data.synthetic.scene import BACKGROUNDS, COLOURS, POSITIONS, SHAPES, SIZES, TEXTURES, Scene
 from vse_ray.relevance import tokenize
+from vse_ray.special_tokens import SPECIAL_TOKENS
 
 SPLIT_FILES = ("train", "dev", "test")
 VOCAB_SPECIALS = ("<pad>", "<start>", "<end>", "<unk>")

@@ -85,7 +85,7 @@ from vse_ray.data.store.split_data import load_split
 from vse_ray.models import rebuild_model
 from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.train.config import TrainConfig
-from vse_ray.train.engine import run_training
+from vse_ray.train.epoch_loop import run_training
 
 cfg = TrainConfig(**json.loads(sys.argv[1])).validate()
 checkpoints = []

@@ -43,7 +43,7 @@ from vse_ray.data.store.split_data import ImageStore
 from vse_ray.losses import make_loss
 from vse_ray.models import build_model
 from vse_ray.train.batches import BatchBuilder
-from vse_ray.train.engine import train_step
+from vse_ray.train.epoch_loop import train_step
 from vse_ray.train.region_drop import draw_region_keep
 
 REPO_ROOT = Path(__file__).resolve().parents[1]

@@ -68,7 +68,7 @@ def _reporter(module: ModuleType) -> None:
 
 
 PATCHES: dict[str, Callable[[ModuleType], None]] = {
-    "vse_ray.train.engine": _engine,
+    "vse_ray.train.epoch_loop": _engine,
     "vse_ray.train.training_data": _training_data,
     "vse_ray.train.reporter": _reporter,
 }

@@ -49,7 +49,7 @@ def _ddp_loop(config: dict[str, Any]) -> None:  # pragma: no cover, runs inside 
     from vse_ray.losses import make_loss
     from vse_ray.train.batches import TableBatches, train_columns
     from vse_ray.train.config import TrainConfig
-    from vse_ray.train.engine import WorkerContext, run_training
+    from vse_ray.train.epoch_loop import WorkerContext, run_training
     from vse_ray.train.reporter import RayTrainReporter
 
     cfg = TrainConfig.from_dict(config["cfg"])

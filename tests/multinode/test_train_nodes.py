@@ -19,7 +19,7 @@ from vse_ray.data.store.readers import load_captions
 from vse_ray.losses import make_loss
 from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.train.batches import TableBatches, train_columns
-from vse_ray.train.engine import WorkerContext, run_training
+from vse_ray.train.epoch_loop import WorkerContext, run_training
 
 pytestmark = [pytest.mark.ray, pytest.mark.multinode]
 

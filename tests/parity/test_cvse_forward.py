@@ -64,6 +64,6 @@ def test_forward_matches_the_released_code(fixture: dict[str, np.ndarray]) -> No
 def test_concept_graph_matches_the_released_reweighting(fixture: dict[str, np.ndarray]) -> None:
     """vse_ray's graph from the counts N and E equals the released gen_A_concept + gen_adj."""
     adjacency = concept_adjacency(fixture["concept_counts"], fixture["concept_cooccurrence"])
-    ours = normalized_adjacency(adjacency).numpy()
+    ours = normalized_adjacency(torch.from_numpy(adjacency)).numpy()
     assert (adjacency - np.identity(len(adjacency)) > 0).any()  # the drawn counts give some edges
     np.testing.assert_allclose(ours, fixture["init/adjacency"], rtol=0, atol=1e-7)

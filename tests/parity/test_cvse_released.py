@@ -22,9 +22,10 @@ from vse_ray.data.store.split_data import ImageStore, SplitData, pad_tokens
 from vse_ray.evaluation.embed import split_similarities
 from vse_ray.losses import make_loss
 from vse_ray.models import build_model
-from vse_ray.models.cvse import CVSEModel, token_concept_index
+from vse_ray.models.cvse import CVSEModel
 from vse_ray.models.cvse_completion import complete_labels, completion_neighbours
 from vse_ray.models.training_output import TrainingOutput
+from vse_ray.train.model_factory import token_concept_index
 
 TOLERANCE = 1e-5  # float32
 PER_IMAGE = 5
@@ -49,6 +50,7 @@ def wordnet(fixture: dict[str, np.ndarray], tmp_path_factory: pytest.TempPathFac
 def _model(arrays: dict[str, np.ndarray], wordnet: Path, eval_dataset: str = "f30k") -> CVSEModel:
     meta = json.loads(str(arrays["meta"]))
     params = {**meta["model_params"], "reading": "released", "eval_dataset": eval_dataset}
+    params["rank_loss"] = make_loss("vsepp", margin=0.2).from_similarity
     model = build_model("cvse", **meta["sizes"], **params)
     assert isinstance(model, CVSEModel)
     state = model.state_dict()

@@ -26,7 +26,7 @@ from tests.support.run_replay import (
 )
 from vse_ray.models import official_names
 from vse_ray.tracking.checkpoint import load_checkpoint
-from vse_ray.train.engine import WorkerContext, run_training
+from vse_ray.train.epoch_loop import WorkerContext, run_training
 from vse_ray.train.training_data import TrainingData
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "official" / "vse_inf_run_replay.npz"

@@ -102,6 +102,8 @@ def readable_errors(command: Callable[..., Any]) -> Callable[..., Any]:
         default=False,
         annotation=Annotated[bool, typer.Option("--debug", help="Show the full traceback of an error.")],
     )
-    wrapper.__signature__ = signature.replace(parameters=[*signature.parameters.values(), debug])
+    # typeshed's functools._Wrapped lacks __signature__, which inspect (and so typer) reads
+    parameters = [*signature.parameters.values(), debug]
+    wrapper.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
     wrapper.__annotations__ = {**command.__annotations__, "debug": debug.annotation}
     return wrapper

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import typer
 
 from vse_ray.cli.compare import compare
@@ -22,7 +25,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
 )
 # One line per sub-command; each is wrapped once by `readable_errors` (short messages, --debug tracebacks).
-COMMANDS = {
+COMMANDS: dict[str, Callable[..., Any]] = {
     "sweep": sweep,
     "compare": compare,
     "precompute": precompute,

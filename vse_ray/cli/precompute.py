@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -12,18 +12,21 @@ from vse_ray.data.precompute.config import AUTO, ExecutionOptions, PrecomputeCon
 from vse_ray.relevance.sources import SOURCES
 
 
-def _auto_int(name: str, value: str, allow_none: bool = False) -> int | str | None:
-    """``"auto"`` stays, ``"none"`` → None where allowed, else an int; BadParameter naming the option."""
+def _auto_int(name: str, value: str, allow_none: bool = False) -> int | str:
+    """``"auto"`` stays, else an int; BadParameter naming the option (offering none where allowed)."""
     if value == AUTO:
         return AUTO
-    if allow_none and value.lower() == "none":
-        return None
     try:
         return int(value)
     except ValueError as err:
         raise typer.BadParameter(
             f"--{name} {value!r}: expected auto, an integer{' or none' * allow_none}"
         ) from err
+
+
+def _auto_int_or_none(name: str, value: str) -> int | str | None:
+    """As `_auto_int`, and ``"none"`` → None."""
+    return None if value.lower() == "none" else _auto_int(name, value, allow_none=True)
 
 
 # PrecomputeConfig fields whose command-line option has another name.
@@ -39,7 +42,7 @@ def with_recipe(config: PrecomputeConfig, recipe: str, ctx: typer.Context) -> Pr
 
     block = load_recipe(recipe, "<out>").precompute  # a bad recipe: a ValueError, one line
     given = given_options(ctx)
-    values = {
+    values: dict[str, Any] = {
         key: tuple(value) if isinstance(value, list) else value
         for key, value in block.items()
         if _OPTION_OF.get(key, key) not in given
@@ -105,7 +108,7 @@ def precompute(
     ] = None,
 ) -> None:
     """Precompute one dataset; rerun the same command to resume, --overwrite to change the config."""
-    keep = {"auto": AUTO, "yes": True, "no": False}
+    keep: dict[str, bool | str] = {"auto": AUTO, "yes": True, "no": False}
     if keep_images not in keep:
         raise typer.BadParameter(f"--keep-images {keep_images!r}: expected auto, yes or no")
     config = PrecomputeConfig(
@@ -124,7 +127,7 @@ def precompute(
         cnn=cnn,
         weights=None if weights.lower() == "none" else weights,
         resize=_auto_int("resize", resize),
-        crop=_auto_int("crop", crop, allow_none=True),
+        crop=_auto_int_or_none("crop", crop),
         ten_crop=ten_crop,
         grid=grid,
         feature_dtype=feature_dtype,

@@ -190,7 +190,7 @@ def evaluate_run(
         recorder = (
             RunRecorder(run_id, uri) if run_id else _checkpoint_run(uri, output_dir, Path(checkpoint), state)
         )
-        pixels = data.images.values if data.images.raw else _pixels(data_dir, split)
+        pixels = data.images.pixels if data.images.raw else _pixels(data_dir, split)
         _log_to_run(recorder, report, sims, data, pixels)
         if run_id is None:
             recorder.finish()
@@ -212,7 +212,7 @@ def _checkpoint_run(uri: str, output_dir: str, checkpoint: Path, state: dict[str
 def _pixels(data_dir: str, split: str) -> np.ndarray | None:
     """The split's stored images, aligned with its features, when precompute kept them."""
     try:
-        return load_image_store(data_dir, split, raw=True).values
+        return load_image_store(data_dir, split, raw=True).pixels
     except (ValueError, KeyError):
         return None
 

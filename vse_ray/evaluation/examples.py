@@ -75,7 +75,7 @@ def plot_retrieval_examples(
     sims: np.ndarray, data: SplitData, split: str, pixels: np.ndarray | None = None
 ) -> dict[str, Figure]:
     """Both directions; `pixels` (n_images, H, W, 3) draws the images (default: the split's raw images)."""
-    pixels = pixels if pixels is not None else (data.images.values if data.images.raw else None)
+    pixels = pixels if pixels is not None else data.images.pixels
     return {
         f"{split}_examples_i2t": plot_image_to_text(sims, data, pixels),
         f"{split}_examples_t2i": plot_text_to_image(sims, data, pixels),

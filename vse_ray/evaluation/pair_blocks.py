@@ -12,8 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 from tqdm.auto import tqdm
+
+from vse_ray.models.base import RetrievalModel
 
 AUTO_BLOCK_BYTES = 1 << 30  # working memory of one block when no block size is given
 AUTO_BLOCK_IMAGES = 128
@@ -30,14 +32,16 @@ def free_memory_bytes(device: torch.device) -> int:
     raise RuntimeError("cannot read the available host memory from /proc/meminfo")
 
 
-def block_bytes(model: nn.Module, block: tuple[int, int], n_regions: int, n_words: int, itemsize: int) -> int:
+def block_bytes(
+    model: RetrievalModel, block: tuple[int, int], n_regions: int, n_words: int, itemsize: int
+) -> int:
     """Peak bytes of scoring one block of ``block = (images, captions)`` pairs (``model.pair_floats``)."""
     images, captions = block
     return images * captions * model.pair_floats(n_regions, n_words) * itemsize
 
 
 def auto_block(
-    model: nn.Module, n_img: int, n_txt: int, n_regions: int, n_words: int, itemsize: int, free: int
+    model: RetrievalModel, n_img: int, n_txt: int, n_regions: int, n_words: int, itemsize: int, free: int
 ) -> tuple[int, int]:
     """Up to 128 images × as many captions as fit in min(1 GiB, the free share of memory)."""
     images = min(n_img, AUTO_BLOCK_IMAGES)
@@ -55,7 +59,7 @@ def parse_block(text: str) -> tuple[int, int]:
 
 
 def check_block_fits(
-    model: nn.Module, block: tuple[int, int], n_regions: int, n_words: int, itemsize: int, free: int
+    model: RetrievalModel, block: tuple[int, int], n_regions: int, n_words: int, itemsize: int, free: int
 ) -> None:
     """ValueError naming the block, what it needs, what is free and the largest caption count that fits."""
     images, captions = block
@@ -80,7 +84,7 @@ def check_block_fits(
 
 @torch.no_grad()
 def score_matrix(
-    model: nn.Module,
+    model: RetrievalModel,
     img_repr: Tensor,
     txt_repr: Tensor,
     txt_lengths: Tensor,

@@ -26,9 +26,11 @@ def k_series(metrics: dict[str, float], name: str) -> dict[str, tuple[np.ndarray
         match = pattern.match(key)
         if match:
             points[match.group(2) + match.group(3)].append((int(match.group(1)), float(value)))
-    return {
-        label: tuple(np.array(v) for v in zip(*sorted(pts), strict=True)) for label, pts in points.items()
-    }
+    series = {}
+    for label, pts in points.items():
+        ks, values = zip(*sorted(pts), strict=True)
+        series[label] = (np.array(ks), np.array(values))
+    return series
 
 
 def plot_metric_at_k(metrics: dict[str, float], name: str, title: str) -> Figure | None:

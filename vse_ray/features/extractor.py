@@ -8,8 +8,8 @@ import numpy as np
 import torch
 import torchvision
 
+from vse_ray.features.cnn import CNN_NAMES, build_cnn
 from vse_ray.features.crops import crop_batch
-from vse_ray.models.cnn import CNN_NAMES, build_cnn
 
 
 def check_weights(cnn: str, weights: str | None) -> None:
@@ -40,11 +40,11 @@ def build_frozen_cnn(
     """The backbone in eval mode, no gradients; random weights are seeded: every actor builds the same net.
 
     Args:
-        cnn: A name of :data:`vse_ray.models.cnn.CNN_NAMES` (``"small"`` is the tiny test option).
+        cnn: A name of :data:`vse_ray.features.cnn.CNN_NAMES` (``"small"`` is the tiny test option).
         weights: torchvision weights name (e.g. ``"IMAGENET1K_V1"``, loaded through torchvision's cache and
             downloaded on first use) or None for a random initialisation from ``init_seed``.
         init_seed: Seed of the random initialisation.
-        grid: Keep the last convolution map as regions (see :func:`vse_ray.models.cnn.build_cnn`).
+        grid: Keep the last convolution map as regions (see :func:`vse_ray.features.cnn.build_cnn`).
 
     Returns:
         The model and its feature dimension (ResNet-152 2048, VGG19 4096, ResNet-18 512).

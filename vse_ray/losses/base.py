@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import Tensor, nn
 
@@ -18,12 +20,19 @@ def negative_mask(batch_size: int, image_ids: Tensor | None, device: torch.devic
     return image_ids[:, None] != image_ids[None, :]
 
 
-def check_non_negative(**values: float) -> None:
+def check_non_negative(**values: float | Sequence[float]) -> None:
     """Raise ValueError naming the first parameter that is negative (margins, weights)."""
     for name, value in values.items():
         items = value if isinstance(value, tuple | list) else (value,)
         if any(v < 0 for v in items):
             raise ValueError(f"{name} must be >= 0, got {value}")
+
+
+def given(relevance: Tensor | None) -> Tensor:
+    """The relevance of a loss with a relevance source, which the batch checks required."""
+    if relevance is None:
+        raise ValueError("relevance: this loss needs it, got None")
+    return relevance
 
 
 class BaseVSELoss(nn.Module):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from vse_ray.losses.base import BaseVSELoss, check_non_negative
+from vse_ray.losses.base import BaseVSELoss, check_non_negative, given
+from vse_ray.losses.bcls_compiled import CompiledSlidingWindowBCLS
 from vse_ray.losses.hinge import positive_sims
 from vse_ray.losses.kendall import kendall_full, kendall_sliding_window
 from vse_ray.losses.kernels.backend import use_compiled
-from vse_ray.losses.kernels.bcls_compiled import CompiledSlidingWindowBCLS
 from vse_ray.losses.samplers import SlidingWindowSampler, soft_hardest_similarity
 from vse_ray.losses.samplers.sliding_window import EDGE_TOLERANCE
 
@@ -62,7 +62,7 @@ class BCLSLoss(BaseVSELoss):
         self.margin, self.gamma, self.alpha, self.beta, self.kendall = margin, gamma, alpha, beta, kendall
 
     def query_loss(self, sims: Tensor, relevance: Tensor | None, candidates: Tensor) -> Tensor:
-        relevance = relevance.clone()
+        relevance = given(relevance).clone()
         relevance.diagonal(dim1=-2, dim2=-1).fill_(1.0)
         if self.kendall == "sw_hs" and use_compiled(sims):
             return CompiledSlidingWindowBCLS.apply(

@@ -29,7 +29,7 @@ def kendall_sliding_window(sims: Tensor, relevance: Tensor, sampler: SlidingWind
     hinges from gathered similarities (autograd).
     """
     pairs = sampler.pairs(sims, relevance)
-    furthest, closest = pairs.index.split(sampler.n_windows, -1)
+    furthest, closest = pairs.columns.split(sampler.n_windows, -1)
     valid = pairs.valid[..., : sampler.n_windows]
     hinges = (sims.gather(-1, closest) - sims.gather(-1, furthest)).clamp(min=0) * valid
     return hinges.sum(-1) / sampler.n_windows

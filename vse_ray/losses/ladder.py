@@ -64,6 +64,9 @@ class LadderLoss(BaseLadderLoss):
         relevance_source: see BaseVSELoss (default 'sbert').
     """
 
+    thresholds: Tensor
+    quantiles: Tensor | None
+
     def __init__(
         self,
         thresholds: tuple[float, ...] | None = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from vse_ray.losses.base import BaseVSELoss, check_non_negative
+from vse_ray.losses.base import BaseVSELoss, check_non_negative, given
 from vse_ray.losses.samplers import HardContrastivePairSampler
 
 
@@ -62,6 +62,9 @@ class BaseLadderLoss(BaseVSELoss):
         relevance_source: see BaseVSELoss (default 'sbert').
     """
 
+    margins: Tensor
+    betas: Tensor
+
     relevance_source = "sbert"
 
     def __init__(
@@ -87,6 +90,6 @@ class BaseLadderLoss(BaseVSELoss):
         raise NotImplementedError
 
     def query_loss(self, sims: Tensor, relevance: Tensor | None, candidates: Tensor) -> Tensor:
-        levels = self.levels(relevance, candidates)
+        levels = self.levels(given(relevance), candidates)
         margins, betas = (w.to(sims.device, sims.dtype) for w in (self.margins, self.betas))
         return ladder_terms(sims, levels, margins, betas, self.hard_contrastive)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from vse_ray.losses.base import BaseVSELoss, check_non_negative
+from vse_ray.losses.base import BaseVSELoss, check_non_negative, given
 from vse_ray.losses.hinge import max_of_hinges, positive_sims
 
 FACTORS = ("cosine", "row_max")
@@ -70,6 +70,7 @@ class LSEHLoss(BaseVSELoss):
 
     def compute_loss(self, sims: Tensor, relevance: Tensor | None, neg_mask: Tensor) -> Tensor:
         """Per-pair loss (B,) of both directions, the semantic factor f in place of ``relevance``."""
+        relevance = given(relevance)
         factor = row_max_factor(relevance) if self.factor == "row_max" else relevance
         if self.same_image == "exclude":
             return super().compute_loss(sims, factor, neg_mask)
@@ -82,4 +83,4 @@ class LSEHLoss(BaseVSELoss):
         return max_of_hinges(stacked, positive, candidates, 0.0).sum(0)
 
     def query_loss(self, sims: Tensor, relevance: Tensor | None, candidates: Tensor) -> Tensor:
-        return max_of_hinges(sims + self.lam * relevance, positive_sims(sims), candidates, self.margin)
+        return max_of_hinges(sims + self.lam * given(relevance), positive_sims(sims), candidates, self.margin)

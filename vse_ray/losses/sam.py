@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from vse_ray.losses.base import BaseVSELoss, check_non_negative
+from vse_ray.losses.base import BaseVSELoss, check_non_negative, given
 from vse_ray.losses.hinge import max_of_hinges, positive_sims
 from vse_ray.losses.samplers import (
     BaseSampler,
@@ -110,7 +110,7 @@ class SAMLoss(BaseVSELoss):
         )
         self.tau, self.sampling, self.triplet, self.triplet_margin = tau, sampling, triplet, triplet_margin
         # the released "soft" / "hard" rank the positive too (_released_pick); its "random" is RS
-        self.sampler = (
+        self.sampler: BaseSampler | None = (
             RandomSampler()
             if sampling == "random"
             else SAMPLERS[sampling]()
@@ -120,6 +120,7 @@ class SAMLoss(BaseVSELoss):
 
     def compute_loss(self, sims: Tensor, relevance: Tensor | None, neg_mask: Tensor) -> Tensor:
         """Per-pair loss (B,); with "eq7" the text->image margins read ``relevance`` as image->text does."""
+        relevance = given(relevance)
         if self.reading == "released":
             loss = self.weight * self._released_terms(sims, relevance, neg_mask)
             if self.triplet:
@@ -130,18 +131,25 @@ class SAMLoss(BaseVSELoss):
             return loss
         if self.t2i_margin == "negative_refs":
             return super().compute_loss(sims, relevance, neg_mask)
-        stacked = (torch.stack((sims, sims.T)), torch.stack((relevance, relevance)))
-        return self.query_loss(*stacked, torch.stack((neg_mask, neg_mask.T))).sum(0)
+        stacked_sims, stacked_relevance = torch.stack((sims, sims.T)), torch.stack((relevance, relevance))
+        return self.query_loss(stacked_sims, stacked_relevance, torch.stack((neg_mask, neg_mask.T))).sum(0)
 
     def query_loss(self, sims: Tensor, relevance: Tensor | None, candidates: Tensor) -> Tensor:
+        relevance = given(relevance)
         positive = positive_sims(sims)
-        pick = self.sampler(sims, candidates)
+        pick = self._sampler()(sims, candidates)
         margin = self._clip((positive_sims(relevance).unsqueeze(-1) - pick.gather(relevance)) / self.tau)
         hinge = (margin + pick.gather(sims) - positive.unsqueeze(-1)).clamp(min=0) * pick.valid
         loss = self.weight * hinge.squeeze(-1)
         if self.triplet:
             loss = loss + max_of_hinges(sims, positive, candidates, self.triplet_margin)
         return loss
+
+    def _sampler(self) -> BaseSampler:
+        """The sampler of a reading that picks with one (the released "soft" / "hard" rank instead)."""
+        if self.sampler is None:
+            raise ValueError(f"sampling {self.sampling!r}: the released reading ranks, it has no sampler")
+        return self.sampler
 
     def _clip(self, margin: Tensor) -> Tensor:
         return margin if self.margin_clip is None else margin.clamp(max=self.margin_clip)
@@ -156,7 +164,7 @@ class SAMLoss(BaseVSELoss):
         # image j's margin from its own pick of the other direction, then read at the picked column
         margin_of_caption = self._clip((phi_positive - pick_t2i.gather(relevance)) / self.tau).squeeze(-1)
         margin_of_image = self._clip((phi_positive - pick_i2t.gather(relevance)) / self.tau).squeeze(-1)
-        margin_i2t, margin_t2i = margin_of_caption[pick_i2t.index], margin_of_image[pick_t2i.index]
+        margin_i2t, margin_t2i = margin_of_caption[pick_i2t.columns], margin_of_image[pick_t2i.columns]
         hinge_i2t = (pick_i2t.gather(i2t) + margin_i2t).clamp(min=0) * pick_i2t.valid
         hinge_t2i = (pick_t2i.gather(t2i) + margin_t2i).clamp(min=0) * pick_t2i.valid
         return (hinge_i2t + hinge_t2i).squeeze(-1)
@@ -165,7 +173,7 @@ class SAMLoss(BaseVSELoss):
         """Column per row of ``keys`` (B, B): "random" among the candidates, else the second-highest
         ("soft") or second-lowest ("hard") over the candidates and the row's own diagonal column."""
         if self.sampling == "random":
-            return self.sampler(keys, candidates)
+            return self._sampler()(keys, candidates)
         ranked = candidates | torch.eye(keys.shape[0], dtype=torch.bool, device=keys.device)
         valid = ranked.sum(-1, keepdim=True) >= 2
         if keys.shape[-1] < 2:

@@ -1,7 +1,6 @@
 """vse_ray.models: retrieval models by name (`build_model`) and their image and caption encoders."""
 
 from vse_ray.models.base import RetrievalModel
-from vse_ray.models.cnn import CNN_NAMES, build_cnn
 from vse_ray.models.image_encoder import CNNImageEncoder, ImageProjection
 from vse_ray.models.registry import (
     DEFAULT_MODEL,
@@ -16,7 +15,6 @@ from vse_ray.models.text_encoder import GRUTextEncoder
 from vse_ray.models.vse import VSEModel
 
 __all__ = [
-    "CNN_NAMES",
     "DEFAULT_MODEL",
     "MODELS",
     "MODEL_NAMES",
@@ -25,7 +23,6 @@ __all__ = [
     "ImageProjection",
     "RetrievalModel",
     "VSEModel",
-    "build_cnn",
     "build_model",
     "model_class",
     "model_options",

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from torch import Tensor, nn
@@ -66,11 +66,14 @@ class RetrievalModel(nn.Module):
     """
 
     kind: ClassVar[str]
-    feature_layout: ClassVar[str]
+    feature_layout: str  # the class's; a model with several `input_layouts` sets it per instance
     # Every image layout the model can be built for (VSE++: pooled, or pixels with a CNN).
     input_layouts: ClassVar[tuple[str, ...]] = ()
     # TrainConfig fields passed to the constructor as keywords of the same name (besides model_params).
     config_fields: ClassVar[tuple[str, ...]] = ()
+    # Constructor keywords the training factory (`vse_ray.train.model_factory`) fills from the data: tensors
+    # (and callables) read from the training folder, not options; a checkpoint holds their tensors as buffers.
+    data_inputs: ClassVar[tuple[str, ...]] = ()
     # Constructor keywords given the id of a token of the data's vocabulary ({keyword: token}): a released
     # vocabulary numbers the special tokens otherwise than vse_ray's own.
     vocab_ids: ClassVar[dict[str, str]] = {}
@@ -94,7 +97,7 @@ class RetrievalModel(nn.Module):
             cls.input_layouts = (cls.feature_layout,)
 
     @staticmethod
-    def check_pretrained(**model_params: object) -> None:
+    def check_pretrained(**model_params: Any) -> None:
         """Raise FileNotFoundError (one line saying how to provide them) when pretrained weights these
         `model_params` (with the model's `config_fields`) need are not on this machine, or ValueError when
         files they name do not fit; checked before training starts. Default: none needed."""
@@ -106,6 +109,11 @@ class RetrievalModel(nn.Module):
     def encode_captions(self, tokens: Tensor, lengths: Tensor) -> Tensor:
         """(B, L) token ids (0 = padding) and (B,) lengths → (B, E) embeddings or (B, L, E) word features."""
         raise NotImplementedError
+
+    def pair_floats(self, n_regions: int, n_words: int) -> int:
+        """Floats that scoring one image–caption pair holds at its peak: similarity models size their
+        blocks by it; embedding models score by a matrix product and have none."""
+        raise NotImplementedError(f"{type(self).__name__} scores by a matrix product")
 
     def encode_kept_regions(self, images: Tensor, keep: Tensor) -> Tensor:
         """`encode_images` of (B, R, D) regions pooling only those `keep` (B, R) marks (a model whose

@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from vse_ray.data.precompute.concepts import (
-    DEFAULT_CONCEPTS,
-    ConceptGraph,
-    concept_adjacency,
-    concepts_of_split,
-)
-from vse_ray.data.precompute.lemmas import NounLemmatizer, load_noun_lemmatizer
-from vse_ray.data.store.readers import load_vocab
-from vse_ray.losses import make_loss
 from vse_ray.models.cross_attention import l2_normalize, length_mask
 from vse_ray.models.cvse_completion import complete_labels, completion_neighbours
 from vse_ray.models.cvse_modules import (
@@ -38,6 +28,7 @@ READINGS = ("sam_copy", "released")
 TRAIN_ALPHA = {"sam_copy": 0.75, "released": 0.85}
 RELEASED_EVAL_ALPHA = {"f30k": 0.85, "coco": 0.9}  # evaluation.py's fuse weight per dataset
 RELEASED_FUSED_SCORE = 0.95  # released score: 0.95 · fused cosine + 0.05 · consensus cosine
+DEFAULT_CONCEPTS = 300  # K, the released concept count
 
 
 class CVSEModel(RegionWordModel):
@@ -64,20 +55,20 @@ class CVSEModel(RegionWordModel):
       The gradient clipping takes in the GCN too.
 
     Training (Sec. 3.5, the released weights): the run's loss on the fused similarities × `fused_weight`
-    (3), plus VSE++ ranking losses (max of hinges, margin `rank_margin`, only the pair's own column is
-    positive) on the instance level × `instance_weight` (5) and the consensus level × `consensus_weight` (1),
+    (3), plus `rank_loss` (VSE++'s max of hinges, only the pair's own column positive) on the instance
+    level × `instance_weight` (5) and the consensus level × `consensus_weight` (1),
     plus `kl_weight` (2) × KL(p_caption ‖ p_image) summed over the batch, the caption's concept distribution
     as the target (gradients flow into both, as released).
 
     Args:
         vocab_size, feature_dim, word_dim, embed_dim: vocabulary, region feature size D, word size, E.
-        data_dir: precompute folder whose train captions give the concepts (`concepts.npz` when present) and
-            whose vocabulary maps caption tokens to concepts; "" builds a placeholder graph (weights loaded
-            afterwards from a state dict).
-        concepts: a concept file instead: an `.npz` written by `ConceptGraph.save`, or a folder of the
-            released concept files (`vse_ray.official.cvse_concepts`).
-        concept_vectors: GloVe text file or the released `*_glove_word2vec.pkl`; "" starts them random.
         n_concepts, concept_dim: K (300) and the size of the concept input vectors (300).
+        adjacency: (K, K) re-weighted concept co-occurrence graph (None: the identity, a placeholder for
+            weights loaded afterwards from a state dict, as are the next two).
+        concept_inputs: (K, concept_dim) concept input vectors (None: random).
+        token_concepts: (vocab_size,) concept index of each token id, -1: none (None: all -1).
+        rank_loss: the VSE++ loss of a (B, B) similarity matrix that ranks the instance and consensus levels
+            in training (None: a model for evaluation only).
         n_regions: regions per image (the visual self-attention's batch norm has one channel per region).
         dropout: of the word embeddings and the self-attention branches (0.4).
         label_ratio: weight r of a caption's concept labels in its concept distribution (0.35).
@@ -85,14 +76,16 @@ class CVSEModel(RegionWordModel):
             evaluates with it too.
         reading: "sam_copy" or "released" (above).
         eval_dataset: "f30k" or "coco": the released reading's evaluation α and label-completion rule.
-        wordnet: WordNet database folder for the released reading's lemmas ("": nltk's data).
-        fused_weight, instance_weight, consensus_weight, kl_weight, rank_margin: the training loss above.
+        fused_weight, instance_weight, consensus_weight, kl_weight: the training loss above.
+
+    The training factory (`vse_ray.train.model_factory`) reads the concepts, their vectors and the token
+    index from the training folder or the released files and builds `rank_loss`.
     """
 
     kind: ClassVar[str] = "embedding"
-    feature_layout: ClassVar[str] = "regions"
+    feature_layout = "regions"
     own_loss_terms: ClassVar[bool] = True
-    config_fields: ClassVar[tuple[str, ...]] = ("data_dir", "concept_vectors")
+    data_inputs: ClassVar[tuple[str, ...]] = ("adjacency", "concept_inputs", "token_concepts", "rank_loss")
     adjacency: Tensor  # (K, K) normalised concept graph
     concept_inputs: Tensor  # (K, concept_dim) concept input vectors
     token_concepts: Tensor  # (vocab_size,) concept index of each token id, -1: none
@@ -104,9 +97,6 @@ class CVSEModel(RegionWordModel):
         feature_dim: int,
         word_dim: int = 300,
         embed_dim: int = 1024,
-        data_dir: str = "",
-        concepts: str = "",
-        concept_vectors: str = "",
         n_concepts: int = DEFAULT_CONCEPTS,
         concept_dim: int = 300,
         n_regions: int = 36,
@@ -117,10 +107,12 @@ class CVSEModel(RegionWordModel):
         instance_weight: float = 5.0,
         consensus_weight: float = 1.0,
         kl_weight: float = 2.0,
-        rank_margin: float = 0.2,
         reading: str = "sam_copy",
         eval_dataset: str = "f30k",
-        wordnet: str = "",
+        adjacency: Tensor | None = None,
+        concept_inputs: Tensor | None = None,
+        token_concepts: Tensor | None = None,
+        rank_loss: Callable[[Tensor], Tensor] | None = None,
     ) -> None:
         _check_reading(reading, eval_dataset)
         super().__init__(vocab_size, feature_dim, word_dim, embed_dim, True, dropout, n_regions)
@@ -141,36 +133,21 @@ class CVSEModel(RegionWordModel):
             "concept_kl": kl_weight,
         }
         self.fused_weight = fused_weight
-        self.rank_loss = make_loss("vsepp", margin=rank_margin)
-        lemmatizer = load_noun_lemmatizer(wordnet) if reading == "released" and data_dir else None
-        graph, token_concepts, vectors = _concept_inputs(
-            data_dir, concepts, concept_vectors, n_concepts, concept_dim, vocab_size, lemmatizer
-        )
-        adjacency = concept_adjacency(graph.counts, graph.cooccurrence) if graph else np.identity(n_concepts)
+        self.rank_loss = rank_loss
+        if adjacency is None:
+            adjacency = torch.eye(n_concepts, dtype=torch.float64)
+        if concept_inputs is None:
+            concept_inputs = torch.randn(n_concepts, concept_dim)
+        if token_concepts is None:
+            token_concepts = torch.full((vocab_size,), -1, dtype=torch.int64)
         self.register_buffer("adjacency", normalized_adjacency(adjacency))
-        self.register_buffer("concept_inputs", vectors)
+        self.register_buffer("concept_inputs", concept_inputs)
         self.register_buffer("token_concepts", token_concepts)
 
     @staticmethod
-    def check_pretrained(  # type: ignore[override]  # the base takes any model_params
-        data_dir: str = "",
-        concepts: str = "",
-        concept_vectors: str = "",
-        n_concepts: int = DEFAULT_CONCEPTS,
-        reading: str = "sam_copy",
-        eval_dataset: str = "f30k",
-        wordnet: str = "",
-        **_: object,
-    ) -> None:
-        """Before training starts: the reading is known, the concept graph is read (ValueError naming the
-        file, or the concept count the data cannot give), the concept vectors' file exists and the released
-        reading finds WordNet."""
+    def check_pretrained(reading: str = "sam_copy", eval_dataset: str = "f30k", **_: object) -> None:
+        """Before training starts: the reading and its evaluation dataset are known."""
         _check_reading(reading, eval_dataset)
-        _concept_graph(data_dir, concepts, n_concepts)
-        if reading == "released" and data_dir:
-            load_noun_lemmatizer(wordnet)
-        if concept_vectors and not Path(concept_vectors).is_file():
-            raise FileNotFoundError(f"concept_vectors {concept_vectors}: no such file")
 
     def concepts(self) -> Tensor:
         """(K, E) unit concept representations from the GCN."""
@@ -264,9 +241,11 @@ class CVSEModel(RegionWordModel):
             pairs = {name: (gather(a), gather(b)) for name, (a, b) in pairs.items()}
         sims = {name: a @ b.T for name, (a, b) in pairs.items()}
         kl = (torch.xlogy(txt_scores, txt_scores) - txt_scores * img_scores.log()).sum()
+        if self.rank_loss is None:
+            raise ValueError("CVSEModel: training needs a rank_loss (vse_ray.train.model_factory's)")
         terms = {
-            "instance_rank": self.rank_loss.from_similarity(sims["instance"]),
-            "consensus_rank": self.rank_loss.from_similarity(sims["consensus"]),
+            "instance_rank": self.rank_loss(sims["instance"]),
+            "consensus_rank": self.rank_loss(sims["consensus"]),
             "concept_kl": kl,
         }
         extra = {name: self.term_weights[name] * value for name, value in terms.items()}
@@ -278,68 +257,3 @@ def _check_reading(reading: str, eval_dataset: str) -> None:
         raise ValueError(f"reading: {reading!r}, expected one of {list(READINGS)}")
     if eval_dataset not in RELEASED_EVAL_ALPHA:
         raise ValueError(f"eval_dataset: {eval_dataset!r}, expected one of {list(RELEASED_EVAL_ALPHA)}")
-
-
-def token_concept_index(
-    vocab: Mapping[str, int],
-    words: Sequence[str],
-    vocab_size: int,
-    lemmatizer: NounLemmatizer | None = None,
-) -> Tensor:
-    """(vocab_size,) the concept index of each token id, -1: none. Without `lemmatizer` a token is the
-    concept word itself; with it, as the released loader labels test captions, a token whose lemma is a
-    concept word's lemma is the first concept with that lemma."""
-    lemma = lemmatizer.lemma if lemmatizer is not None else str
-    first: dict[str, int] = {}
-    for index, word in enumerate(words):
-        first.setdefault(lemma(word), index)
-    result = torch.full((vocab_size,), -1, dtype=torch.int64)
-    for word, token in vocab.items():
-        if token < vocab_size and (concept := first.get(lemma(word))) is not None:
-            result[token] = concept
-    return result
-
-
-def _concept_graph(data_dir: str, concepts: str, k: int) -> ConceptGraph | None:
-    """The `k` concepts of the file or folder `concepts`, else of `data_dir`'s train captions (None: none)."""
-    from vse_ray.official.cvse_concepts import read_official_concepts  # vse_ray.official imports the models
-
-    if not concepts:
-        return concepts_of_split(data_dir, k) if data_dir else None
-    path = Path(concepts)
-    if not path.exists():
-        raise FileNotFoundError(f"concepts {path}: no such file or folder")
-    graph = read_official_concepts(path) if path.is_dir() else ConceptGraph.load(path)
-    if len(graph.words) != k:
-        raise ValueError(f"n_concepts: {k}, but concepts {path} holds {len(graph.words)} concepts")
-    return graph
-
-
-def _concept_inputs(
-    data_dir: str,
-    concepts: str,
-    concept_vectors: str,
-    k: int,
-    concept_dim: int,
-    vocab_size: int,
-    lemmatizer: NounLemmatizer | None,
-) -> tuple[ConceptGraph | None, Tensor, Tensor]:
-    """The concept graph (None without data), the (vocab_size,) concept index of each token id (-1: none;
-    `token_concept_index`) and the (K, concept_dim) concept input vectors."""
-    from vse_ray.official.cvse_concepts import read_concept_vectors
-
-    graph = _concept_graph(data_dir, concepts, k)
-    token_concepts = torch.full((vocab_size,), -1, dtype=torch.int64)
-    if graph is not None and data_dir:
-        token_concepts = token_concept_index(load_vocab(data_dir), graph.words, vocab_size, lemmatizer)
-    if concept_vectors:
-        if graph is None:
-            raise ValueError("concept_vectors: needs the concept words (data_dir or concepts)")
-        vectors = torch.from_numpy(read_concept_vectors(concept_vectors, graph.words))
-        if vectors.shape[1] != concept_dim:
-            raise ValueError(
-                f"concept_vectors {concept_vectors}: size {vectors.shape[1]}, concept_dim {concept_dim}"
-            )
-    else:
-        vectors = torch.randn(k, concept_dim)
-    return graph, token_concepts, vectors

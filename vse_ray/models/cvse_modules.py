@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 from torch import Tensor, nn
 
@@ -27,9 +26,9 @@ class GuidedTextSelfAttention(TextSelfAttention):
         return l2_normalize((torch.softmax(logits, dim=-1).unsqueeze(-1) * words).sum(1))
 
 
-def normalized_adjacency(adjacency: np.ndarray) -> Tensor:
+def normalized_adjacency(adjacency: Tensor) -> Tensor:
     """Â = D^-1/2 Aᵀ D^-1/2 with D = diag(row sums of A), in float32 (the released `gen_adj`)."""
-    a = torch.from_numpy(np.asarray(adjacency)).float()
+    a = adjacency.float()
     d = torch.diag(a.sum(1).pow(-0.5))
     return (a @ d).T @ d
 

@@ -6,8 +6,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from vse_ray.features.cnn import build_cnn
 from vse_ray.features.random_crops import centre_crops, random_resized_crops
-from vse_ray.models.cnn import build_cnn
 from vse_ray.models.normalize import l2_normalize
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -40,6 +40,9 @@ class CNNImageEncoder(nn.Module):
         crop: Side of the CNN input: a random resized crop with a random flip per image in training (VSE++
             "RC"), the centre crop at evaluation; 0 feeds the stored images whole.
     """
+
+    mean: torch.Tensor  # ImageNet normalisation, (1, 3, 1, 1)
+    std: torch.Tensor
 
     def __init__(
         self,

@@ -29,7 +29,7 @@ def captions_per_block(n_images: int, max_pairs: int) -> int:
 
 
 def score_pairs(
-    block_scorer: BlockScorer, images: Tensor, words: Tensor, lengths: Tensor, max_pairs: int
+    block_scorer: BlockScorer, images: Tensor, words: Tensor, lengths: Tensor | None, max_pairs: int
 ) -> Tensor:
     """(N_img, N_txt) scores: ``block_scorer(images, words_block, lengths_block)`` over caption blocks.
 
@@ -37,6 +37,8 @@ def score_pairs(
     attention-filtration batch norm, see every image as in the reference loop), cut to the block's
     longest caption. Peak memory grows with ``max_pairs``; the result is the same for any block size.
     """
+    if lengths is None:
+        raise ValueError("a similarity model scores words with their caption lengths, got None")
     if words.dim() != 3 or lengths.shape != (words.shape[0],):
         raise ValueError(
             f"words must be (N_txt, L, E) with lengths (N_txt,), got {tuple(words.shape)}, "

@@ -22,7 +22,7 @@ class RegionWordModel(RetrievalModel):
     """
 
     kind: ClassVar[str] = "similarity"
-    feature_layout: ClassVar[str] = "regions"
+    feature_layout = "regions"
 
     def __init__(
         self,

@@ -41,7 +41,7 @@ def model_options(name: str) -> dict[str, Any]:
     """The options (`model_params`) model `name` takes, with their defaults (`inspect.Parameter.empty`
     for one without)."""
     cls = model_class(name)
-    shared = (*SHARED_ARGS, *cls.config_fields, *cls.vocab_ids)
+    shared = (*SHARED_ARGS, *cls.config_fields, *cls.vocab_ids, *cls.data_inputs)
     parameters = inspect.signature(cls.__init__).parameters
     return {key: p.default for key, p in parameters.items() if key not in shared}
 

@@ -125,7 +125,7 @@ class SCANModel(RegionWordModel):
         if lambda_softmax <= 0 or lambda_lse <= 0:
             raise ValueError(f"lambda_softmax and lambda_lse must be > 0, got {lambda_softmax}, {lambda_lse}")
 
-    def score(self, img_repr: Tensor, txt_repr: Tensor, txt_lengths: Tensor) -> Tensor:
+    def score(self, img_repr: Tensor, txt_repr: Tensor, txt_lengths: Tensor | None = None) -> Tensor:
         """(N_img, N_txt) SCAN similarities, in blocks of at most ``max_pairs`` pairs."""
         max_pairs = pairs_per_pass(self.max_pairs, img_repr.device, CPU_PAIRS, GPU_PAIRS)
         return score_pairs(self.score_block, img_repr, txt_repr, txt_lengths, max_pairs)

@@ -89,7 +89,7 @@ class SGRAFModel(RegionWordModel):
         if sgr_steps < 1 or n_regions < 1:
             raise ValueError(f"sgr_steps and n_regions must be >= 1, got {sgr_steps}, {n_regions}")
 
-    def score(self, img_repr: Tensor, txt_repr: Tensor, txt_lengths: Tensor) -> Tensor:
+    def score(self, img_repr: Tensor, txt_repr: Tensor, txt_lengths: Tensor | None = None) -> Tensor:
         """(N_img, N_txt) scores in [0, 1], in blocks of at most ``max_pairs`` pairs."""
         image_global = self.image_global(img_repr)  # once per call: its batch norm sees every image
 

@@ -97,6 +97,10 @@ class CaptionBatchNorm(nn.Module):
     the same for all captions at once (running r ← (1-m)^T r + Σ_t m (1-m)^(T-t) x_t, unbiased variance).
     """
 
+    running_mean: Tensor
+    running_var: Tensor
+    num_batches_tracked: Tensor
+
     def __init__(self, momentum: float = 0.1, eps: float = 1e-5) -> None:
         super().__init__()
         self.momentum, self.eps = momentum, eps

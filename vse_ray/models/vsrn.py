@@ -25,7 +25,6 @@ from typing import ClassVar
 
 from torch import Tensor, nn
 
-from vse_ray.data.precompute.vocab import END
 from vse_ray.models.base import RetrievalModel
 from vse_ray.models.caption_decoder import CaptionDecoder
 from vse_ray.models.normalize import l2_normalize
@@ -33,6 +32,7 @@ from vse_ray.models.region_input import check_region_features
 from vse_ray.models.sgraf_modules import xavier_linear
 from vse_ray.models.text_encoder import GRUTextEncoder
 from vse_ray.models.training_output import TrainingOutput
+from vse_ray.special_tokens import END
 
 VSRN_VARIANTS = ("f30k", "coco")
 REASONING_LAYERS = 4

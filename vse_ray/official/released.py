@@ -4,7 +4,7 @@ Every released training script saves ``{'epoch', 'model': [one state dict per pa
 'Eiters'}``, ``opt`` being its ``argparse.Namespace``; VSE∞'s wraps each part in ``nn.DataParallel`` first, so
 every name of its state dicts starts with ``module.``. A :class:`ReleasedFormat` names the parts, how their
 parameter names read in vse_ray (:mod:`vse_ray.models.official_names`) and how ``opt`` gives the vse_ray
-model's constructor keywords; :func:`import_released` does the rest alike for every format: it refuses, in
+model's constructor keywords; :func:`read_released` does the rest alike for every format: it refuses, in
 one line naming the file, another format, a truncated file, options without a vse_ray counterpart and
 tensors whose names or shapes do not fit.
 """
@@ -21,14 +21,11 @@ import torch
 
 from vse_ray.data.store.readers import vocab_mismatch
 from vse_ray.data.store.shards import sha256_file
-from vse_ray.models import build_model, model_class
+from vse_ray.models import RetrievalModel, build_model
 from vse_ray.models.official_names import OfficialNames
 from vse_ray.official.torch_file import load_torch_file
-from vse_ray.tracking.checkpoint import save_checkpoint
-from vse_ray.train.config import TrainConfig
 
 DATA_PARALLEL = "module."  # what nn.DataParallel puts before every name of the module it wraps
-SHARED_ARGS = ("vocab_size", "feature_dim", "word_dim", "embed_dim")
 # Released training options kept in the imported run's TrainConfig (released name, vse_ray name).
 TRAINING_OPTIONS = (
     ("num_epochs", "epochs"),
@@ -114,17 +111,25 @@ class ReleasedFormat:
     conv1x1: bool = False
 
 
-def import_released(
-    fmt: ReleasedFormat, path: str | Path, output_dir: str | Path, data_dir: str = "", **flags: Any
-) -> Path:
-    """Convert the released checkpoint `path` of format `fmt` into ``<output_dir>/model.pt``; return its path.
+@dataclass(frozen=True)
+class ReleasedModel:
+    """A released checkpoint read as a vse_ray model: what `vse_ray.train.imported.import_released` saves."""
+
+    model: RetrievalModel
+    args: dict[str, Any]  # the model's constructor keywords
+    training: dict[str, Any]  # TrainConfig fields the released options give (`TRAINING_OPTIONS`)
+    epoch: int
+    imported_from: dict[str, str]  # format, file name and its sha256
+
+
+def read_released(fmt: ReleasedFormat, path: str | Path, data_dir: str = "", **flags: Any) -> ReleasedModel:
+    """The released checkpoint `path` of format `fmt` as a vse_ray model with its weights.
 
     Args:
         fmt: The released format.
         path: The released checkpoint (``model_best.pth.tar``, ``checkpoint.pth`` ...).
-        output_dir: Folder of the vse_ray checkpoint.
-        data_dir: Precompute folder recorded as the checkpoint's data (``evaluate --data`` overrides it);
-            its vocabulary must have as many words as the checkpoint's word embedding has rows.
+        data_dir: Precompute folder the model will read; its vocabulary must have as many words as the
+            checkpoint's word embedding has rows ("": not checked).
         flags: Settings the released file does not hold (``bert_path``).
 
     Raises:
@@ -140,30 +145,9 @@ def import_released(
         raise options.error(problem)
     model = build_model(fmt.model, **args)
     model.load_state_dict(_renamed(fmt, path, parts, model.state_dict(), args))
-    config_fields = model_class(fmt.model).config_fields
-    cfg = TrainConfig(
-        data_dir=data_dir,
-        model=fmt.model,
-        model_params={k: v for k, v in args.items() if k not in (*SHARED_ARGS, *config_fields)},
-        word_dim=args["word_dim"],
-        embed_dim=args["embed_dim"],
-        **{k: args[k] for k in config_fields if k in args},
-        **{ours: getattr(opt, theirs) for theirs, ours in TRAINING_OPTIONS if hasattr(opt, theirs)},
-    )
-    return save_checkpoint(
-        output_dir,
-        {
-            "epoch": int(raw.get("epoch", 0)),
-            "model": model.state_dict(),
-            "optimizer": {},
-            "scheduler": {},
-            "config": cfg.to_dict(),
-            "history": [],
-            "model_name": fmt.model,
-            "model_args": args,
-            "imported_from": {"format": fmt.name, "file": path.name, "sha256": sha256_file(path)},
-        },
-    )
+    training = {ours: getattr(opt, theirs) for theirs, ours in TRAINING_OPTIONS if hasattr(opt, theirs)}
+    source = {"format": fmt.name, "file": path.name, "sha256": sha256_file(path)}
+    return ReleasedModel(model, args, training, int(raw.get("epoch", 0)), source)
 
 
 def _parts(fmt: ReleasedFormat, path: Path, raw: Any) -> tuple[dict[str, dict], argparse.Namespace]:

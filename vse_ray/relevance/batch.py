@@ -5,19 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 from vse_ray.relevance.sources import SOURCES, TRAINING_SOURCES
-
-
-def caption_cosine(name: str, vectors: torch.Tensor | None) -> torch.Tensor:
-    """``R[i, j] = cos(v_i, v_j)``: caption i stands for image i (ladder eq. 1, LSEH eq. 6)."""
-    if vectors is None:
-        raise ValueError(f"batch_relevance(source={name!r}) needs (B, d) caption vectors")
-    if vectors.ndim != 2:
-        raise ValueError(f"{name} must have shape (B, d), got {tuple(vectors.shape)}")
-    unit = F.normalize(vectors, dim=1)
-    return unit @ unit.T
 
 
 def batch_relevance(source: str, inputs: Any) -> torch.Tensor:

@@ -68,7 +68,10 @@ class SentenceEncoder:
         """Embedding dimension."""
         # sentence-transformers >= 6 renamed get_sentence_embedding_dimension.
         getter = getattr(self._model, "get_embedding_dimension", None)
-        return int((getter or self._model.get_sentence_embedding_dimension)())
+        dim = (getter or self._model.get_sentence_embedding_dimension)()
+        if dim is None:
+            raise ValueError("the Sentence-BERT model declares no embedding size")
+        return int(dim)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed captions.

@@ -192,7 +192,7 @@ class CosineSource(VectorSource):
     records_width: ClassVar[bool] = True
 
     def batch_matrix(self, inputs: Any) -> torch.Tensor:
-        from vse_ray.relevance.batch import caption_cosine
+        from vse_ray.relevance.cosine import caption_cosine
 
         return caption_cosine(self.name, inputs)
 

@@ -11,7 +11,7 @@ import os
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sklearn.decomposition import TruncatedSVD
@@ -19,6 +19,9 @@ from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.preprocessing import normalize
 
 from vse_ray.relevance._checks import check_texts
+
+if TYPE_CHECKING:
+    from nltk.stem.porter import PorterStemmer
 
 # LSEH pre-processing: lower-case, drop punctuation and non-alphabetic tokens, stop words and words
 # shorter than 3 letters; with ``stem``, Porter stems of the remaining words.
@@ -30,7 +33,7 @@ OPTION_DEFAULTS = {"n_iter": 5, "stem": False, "unit": True}
 
 
 @cache
-def _stemmer() -> object:
+def _stemmer() -> PorterStemmer:
     try:
         from nltk.stem.porter import PorterStemmer
     except ImportError as err:
@@ -127,7 +130,7 @@ class TfidfSvd:
         """(n, k') float32 SVD vectors, L2-normalised if ``unit`` (all-zero rows for captions with no known
         term)."""
         _, idf, components = self._fitted()
-        counts = self._counter.transform(check_texts("texts", texts)).astype(np.float64)
+        counts = self._term_counter().transform(check_texts("texts", texts)).astype(np.float64)
         reduced = normalize(counts.multiply(idf).tocsr()) @ components.T
         if not self.unit:
             return reduced.astype(np.float32)
@@ -175,7 +178,8 @@ class TfidfSvd:
         """Write :meth:`to_arrays` as an ``.npz`` (through a temporary file renamed into place)."""
         path = Path(path)
         tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
-        np.savez(tmp, **self.to_arrays())
+        arrays: dict[str, Any] = self.to_arrays()
+        np.savez(tmp, **arrays)
         os.replace(tmp, path)
 
     @classmethod
@@ -194,6 +198,11 @@ class TfidfSvd:
             vocabulary={term: i for i, term in enumerate(vocabulary.tolist())},
         )
         return self
+
+    def _term_counter(self) -> CountVectorizer:
+        if self._counter is None:
+            raise ValueError("TfidfSvd is not fitted: call fit(texts) first")
+        return self._counter
 
     def _fitted(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if self.components is None or self.idf is None or self.vocabulary is None:

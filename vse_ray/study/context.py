@@ -16,9 +16,9 @@ from vse_ray.study.summary import BASELINE_TAG, SummaryCell
 from vse_ray.tracking import get_or_create_experiment, resolve_tracking_uri
 from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.train.config import TrainConfig
-from vse_ray.tune.engine import TuneRun, fit_trials
-from vse_ray.tune.progress import StageEpochsBar
+from vse_ray.tune.stage_bar import StageEpochsBar
 from vse_ray.tune.trial import NAMED_TRIAL_KEY, named_grid, run_named_trial
+from vse_ray.tune.tuner import TuneRun, fit_trials
 
 
 @dataclass

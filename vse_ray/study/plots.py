@@ -19,8 +19,8 @@ def tradeoff_keys(present: set[str]) -> list[str]:
     keys = [k for k in TRADEOFF_KEYS if k in present]
     if keys:
         return keys
-    found = sorted((k for k in present if CS_KEY.match(k)), key=lambda k: int(CS_KEY.match(k).group(1)))
-    return found[-2:]
+    matches = sorted((m for k in present if (m := CS_KEY.match(k))), key=lambda m: int(m.group(1)))
+    return [m.string for m in matches[-2:]]
 
 
 def tradeoff_figure(histories: dict[str, list[list[dict[str, float]]]]) -> Figure | None:

@@ -3,7 +3,7 @@
 Protocol (the design's "Comparing losses"): every run of one seed starts from the same warm-up checkpoint,
 optimiser state included (`TrainConfig.init_checkpoint`); each trains its own epochs and keeps its best
 validation-rsum snapshot, which is scored on the test split. Both training stages run through the one Tune
-driver (`vse_ray.tune.engine`), so they are parallel, resumable (rerun the same study in the same output
+driver (`vse_ray.tune.tuner`), so they are parallel, resumable (rerun the same study in the same output
 folder) and take fractional GPUs on a cluster.
 """
 

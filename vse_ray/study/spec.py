@@ -232,7 +232,7 @@ class StudySpec:
             raise ValueError(
                 f"{where}: data.embedded.{unknown[0]}: unknown; expected some of {EMBEDDED_KEYS}"
             )
-        for key, value in self.embedded.items():
+        for key, value in sizes.items():
             _positive_int(where, f"data.embedded.{key}", value, minimum=0 if key == "seed" else 1)
 
     def _check_controls(self, where: str) -> None:

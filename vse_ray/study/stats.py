@@ -47,4 +47,4 @@ def paired_interval(values: Sequence[float], baseline: Sequence[float], confiden
     a, b = np.asarray(values, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
     if a.shape != b.shape:
         raise ValueError(f"paired values: {a.shape} against baseline {b.shape}; pair them by seed first")
-    return t_interval(a - b, confidence)
+    return t_interval((a - b).tolist(), confidence)

@@ -8,8 +8,8 @@ from typing import Any
 from vse_ray.study.context import StudyContext, run_name
 from vse_ray.study.summary import ROW_TAG, SEED_TAG, SIZE_TAG
 from vse_ray.tracking.views import RUN_COLOR_TAG, run_color
-from vse_ray.tune.engine import record_trial
 from vse_ray.tune.trial import NAMED_TRIAL_KEY
+from vse_ray.tune.tuner import record_trial
 
 
 def train_variants(ctx: StudyContext, warmups: dict[tuple[int, int], str]) -> dict[str, dict[str, Any]]:

@@ -4,9 +4,9 @@ from vse_ray.lazy_exports import lazy_exports
 
 _EXPORTS = {
     "TrainConfig": "vse_ray.train.config",
-    "NonFiniteLossError": "vse_ray.train.engine",
-    "WorkerContext": "vse_ray.train.engine",
-    "run_training": "vse_ray.train.engine",
+    "NonFiniteLossError": "vse_ray.train.epoch_loop",
+    "WorkerContext": "vse_ray.train.epoch_loop",
+    "run_training": "vse_ray.train.epoch_loop",
     "RayTrainReporter": "vse_ray.train.reporter",
     "Reporter": "vse_ray.train.reporter",
     "TuneReporter": "vse_ray.train.reporter",

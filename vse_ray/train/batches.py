@@ -107,7 +107,7 @@ class TrainBatch:
 
     def to(self, device: torch.device, non_blocking: bool = False) -> TrainBatch:
         """The batch on `device`."""
-        move = {
+        move: dict[str, Any] = {
             k: (v.to(device, non_blocking=non_blocking) if v is not None else None)
             for k, v in vars(self).items()
         }
@@ -115,7 +115,10 @@ class TrainBatch:
 
     def pin_memory(self) -> TrainBatch:
         """The batch in page-locked host memory, so that `to(cuda, non_blocking=True)` overlaps the copy."""
-        return TrainBatch(**{k: (v.pin_memory() if v is not None else None) for k, v in vars(self).items()})
+        pinned: dict[str, Any] = {
+            k: (v.pin_memory() if v is not None else None) for k, v in vars(self).items()
+        }
+        return TrainBatch(**pinned)
 
 
 def cider_references(table: pa.Table) -> CiderReferences:

@@ -12,7 +12,9 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +42,7 @@ def _field(
     """A dataclass field with its role metadata (dict and list defaults become factories)."""
     meta = {"role": role, "help": help, "study": study, "warmup": warmup}
     if isinstance(default, dict | list):
-        return field(default_factory=lambda d=default: type(d)(d), metadata=meta)
+        return field(default_factory=partial(type(default), default), metadata=meta)
     return field(default=default, metadata=meta)
 
 
@@ -149,8 +151,8 @@ class TrainConfig:
 
     def validate(self) -> TrainConfig:
         """Raise ValueError naming the first invalid field; return self."""
+        from vse_ray.features.cnn import CNN_NAMES
         from vse_ray.losses import LOSS_NAMES, make_loss
-        from vse_ray.models.cnn import CNN_NAMES
         from vse_ray.models.registry import MODELS
 
         if not self.data_dir:
@@ -261,6 +263,14 @@ class TrainConfig:
             experiment=self.experiment or dataset,
         )
 
+    def filled(self, name: str) -> str:
+        """The value of `name`, a field that resolving fills in (storage_path, run_name, tracking_uri,
+        experiment); ValueError naming it in a config not yet resolved."""
+        value = getattr(self, name)
+        if not isinstance(value, str):
+            raise ValueError(f"{name}: not set; resolve the config first (TrainConfig.checked().resolved())")
+        return value
+
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (JSON-safe) that `from_dict` reads back."""
         d = dataclasses.asdict(self)
@@ -330,7 +340,7 @@ _FLAT_PREFIX = {
 }
 
 
-def _field_meta(name: str) -> dict[str, Any]:
+def _field_meta(name: str) -> Mapping[str, Any]:
     return {f.name: f.metadata for f in dataclasses.fields(TrainConfig)}[name]
 
 
@@ -355,7 +365,11 @@ def field_help(name: str) -> str:
 def field_default(name: str) -> Any:
     """The default of TrainConfig field ``name`` (the CLI's option default)."""
     f = {f.name: f for f in dataclasses.fields(TrainConfig)}[name]
-    return f.default_factory() if f.default is dataclasses.MISSING else f.default
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    raise ValueError(f"{name}: has no default")
 
 
 def parse_overrides(items: list[str], option: str = "--set") -> dict[str, Any]:

@@ -51,7 +51,7 @@ def milestones(cfg: TrainConfig) -> list[int]:
 
 def build_optimizer(
     cfg: TrainConfig, model: nn.Module
-) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler]:
+) -> tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.MultiStepLR]:
     """The run's optimiser over `model`'s parameter groups and its per-epoch schedule (`scheduler.step()`
     after each epoch)."""
     groups = parameter_groups(model, cfg.lr, cfg.lr_groups)

@@ -11,6 +11,7 @@ from vse_ray.folder_names import check_folder_name
 from vse_ray.models import model_class
 from vse_ray.tracking.filters import quote_value
 from vse_ray.train.config import CheckedConfig, TrainConfig
+from vse_ray.train.model_factory import check_model_data, constructor_params
 from vse_ray.train.model_input import check_data_for_model
 
 
@@ -55,7 +56,10 @@ def check_training(cfg: TrainConfig | CheckedConfig) -> CheckedTraining:
     verified.check_cutoffs("val", cfg.eval_ks)  # each epoch ranks the val images
     check_data_for_model(cfg.data_dir, cfg.model, cfg.finetune)
     cls = model_class(cfg.model)
-    cls.check_pretrained(**{**{name: getattr(cfg, name) for name in cls.config_fields}, **cfg.model_params})
+    cls.check_pretrained(
+        **{name: getattr(cfg, name) for name in cls.config_fields}, **constructor_params(cfg)
+    )
+    check_model_data(cfg)
     checked = valid.resolved()  # after the checks: resolving creates the output folder
     if cfg.run_name is None:
         _check_run_name(checked.config.run_name)  # the derived name (dataset-loss-seed)

@@ -30,9 +30,10 @@ from typing import Any
 
 from vse_ray.data.precompute.config import PrecomputeConfig
 from vse_ray.losses import loss_hparams
-from vse_ray.models import model_class, model_options
+from vse_ray.models import model_class
 from vse_ray.resources import load_yaml, resource_names
 from vse_ray.train.config import CheckedConfig, TrainConfig, merge_overrides
+from vse_ray.train.model_factory import training_options
 
 RECIPE_KEYS = ("paper", "reports", "precompute", "train", "deviations", "base")
 PROTOCOLS = ("full", "coco1k", "coco5k")  # as `vse-ray evaluate --protocol`
@@ -205,7 +206,7 @@ def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **
     cfg = checked.config
     _check_params(f"{path} train", "loss_params", cfg.loss_params, list(loss_hparams(cfg.loss)))
     cls = model_class(cfg.model)
-    own = list(model_options(cfg.model))
+    own = list(training_options(cfg.model))
     _check_params(f"{path} train", "model_params", cfg.model_params, own)
     check_options = getattr(cls, "check_options", None)
     if check_options is not None:

@@ -20,13 +20,14 @@ from mlflow import MlflowClient
 
 from vse_ray.data.store.verify import VerifiedData
 from vse_ray.losses import LOSS_NAMES, loss_hparams
-from vse_ray.models import MODEL_NAMES, model_options
+from vse_ray.models import MODEL_NAMES
 from vse_ray.tracking import lifecycle
 from vse_ray.tracking.filters import tag_equals
 from vse_ray.tracking.lifecycle import ConfigRecord, claim_run_folder, describe
 from vse_ray.tracking.lock import FolderLock
 from vse_ray.tracking.runs import RUN_NAME_TAG
 from vse_ray.train.config import TrainConfig
+from vse_ray.train.model_factory import training_options
 
 # Keys that change how long or where a run trains, not what it computes up to the epochs it has done.
 SAFE_ON_RESUME = ("epochs", "max_failures", "cpus_per_worker", "placement_strategy", "eval_batch_size")
@@ -36,7 +37,7 @@ CONFIGURED_BY = {"loss_params": "loss", "warmup_params": "warmup_loss", "model_p
 
 
 def _folder(cfg: TrainConfig) -> Path:
-    return Path(cfg.storage_path) / cfg.run_name
+    return Path(cfg.filled("storage_path")) / cfg.filled("run_name")
 
 
 def record_path(cfg: TrainConfig) -> Path:
@@ -59,7 +60,7 @@ def _defaults(params: str, name: Any) -> dict[str, Any]:
     """The defaults of the loss or model ``name`` that the field ``params`` configures ({} for an unknown
     name: the config check names it)."""
     if params == "model_params":
-        found = model_options(name) if name in MODEL_NAMES else {}
+        found = training_options(name) if name in MODEL_NAMES else {}
     else:
         found = loss_hparams(name) if name in LOSS_NAMES else {}
     return {key: value for key, value in found.items() if value is not inspect.Parameter.empty}
@@ -73,7 +74,7 @@ def config_changes(old: dict[str, Any], new: dict[str, Any]) -> dict[str, list[A
 
 def _new_run_name(cfg: TrainConfig) -> str:
     k = 2
-    while (Path(cfg.storage_path) / f"{cfg.run_name}-{k}").exists():
+    while (Path(cfg.filled("storage_path")) / f"{cfg.run_name}-{k}").exists():
         k += 1
     return f"{cfg.run_name}-{k}"
 
@@ -81,10 +82,10 @@ def _new_run_name(cfg: TrainConfig) -> str:
 def _tag_changes(cfg: TrainConfig, history: list[dict]) -> None:
     """Put the resume changes on the run's MLflow run, when it exists (its params keep the first values)."""
     client = MlflowClient(cfg.tracking_uri)
-    experiment = client.get_experiment_by_name(cfg.experiment)
+    experiment = client.get_experiment_by_name(cfg.filled("experiment"))
     if experiment is None:
         return
-    query = tag_equals(RUN_NAME_TAG, cfg.run_name, "run_name")
+    query = tag_equals(RUN_NAME_TAG, cfg.filled("run_name"), "run_name")
     for run in client.search_runs([experiment.experiment_id], query, max_results=1):
         client.set_tag(run.info.run_id, CHANGES_TAG, json.dumps(history)[:5000])
 
@@ -176,7 +177,7 @@ def _claim(cfg: TrainConfig, wait: bool, notify: Callable[[str], None]) -> Folde
     folder = _folder(cfg)
     what = f"run {cfg.run_name!r} ({folder})"
     return claim_run_folder(
-        folder, what, "choose another --run-name", cfg.tracking_uri, wait=wait, notify=notify
+        folder, what, "choose another --run-name", cfg.filled("tracking_uri"), wait=wait, notify=notify
     )
 
 

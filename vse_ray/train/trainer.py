@@ -15,8 +15,8 @@ from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.code_version import code_version
 from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.train.config import CheckedConfig, TrainConfig
+from vse_ray.train.epoch_lines import RunEpochLines
 from vse_ray.train.preflight import CheckedTraining, check_training
-from vse_ray.train.progress import RunEpochLines
 from vse_ray.train.run_artifacts import log_training_plots
 from vse_ray.train.worker import train_loop_per_worker
 
@@ -78,11 +78,12 @@ def fit(training: TrainConfig | CheckedTraining) -> TrainResult:
     cfg, data = checked.config, checked.data
     experiment_id = get_or_create_experiment(cfg.experiment, cfg.tracking_uri, cfg.output_dir)
     params = {**cfg.to_flat_dict(), **data.mlflow_params(), "code_version": code_version()}
-    recorder = RunRecorder.open(experiment_id, cfg.run_name, cfg.tracking_uri, params)
+    run_name, tracking_uri = cfg.filled("run_name"), cfg.filled("tracking_uri")
+    recorder = RunRecorder.open(experiment_id, run_name, tracking_uri, params)
     run_id = recorder.run_id
     try:
         trainer = build_trainer(checked.checked, mlflow_run_id=run_id)
-        with RunEpochLines(run_id, cfg.tracking_uri, cfg.epochs):
+        with RunEpochLines(run_id, tracking_uri, cfg.epochs):
             result = trainer.fit()
     except (KeyboardInterrupt, SystemExit) as stop:  # Ray Train's SIGINT handler ends in sys.exit
         recorder.finish("KILLED")
@@ -90,6 +91,9 @@ def fit(training: TrainConfig | CheckedTraining) -> TrainResult:
     except Exception:
         recorder.finish("FAILED")
         raise
+    if result.checkpoint is None or not result.best_checkpoints:
+        recorder.finish("FAILED")
+        raise RuntimeError(f"run {run_name}: Ray Train returned no checkpoint")
     with result.checkpoint.as_directory() as latest_dir:
         latest = load_checkpoint(latest_dir)
     recorder.log_epochs(latest["history"])
@@ -98,13 +102,11 @@ def fit(training: TrainConfig | CheckedTraining) -> TrainResult:
     recorder.record_checkpoint(best_dir, best_metrics, latest["history"], cfg.to_dict())
     log_training_plots(recorder, latest, best_metrics)
     recorder.finish()
-    return TrainResult(
-        run_id, experiment_id, cfg.tracking_uri, dict(best_metrics), best_dir, latest["history"]
-    )
+    return TrainResult(run_id, experiment_id, tracking_uri, dict(best_metrics), best_dir, latest["history"])
 
 
 def _local_dir(checkpoint: ray.train.Checkpoint) -> Path:
     """The checkpoint's folder on this machine (downloaded when the storage is remote)."""
-    if checkpoint.filesystem.type_name == "local":
+    if checkpoint.filesystem is None or checkpoint.filesystem.type_name == "local":
         return Path(checkpoint.path)
     return Path(checkpoint.to_directory())

@@ -8,15 +8,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from vse_ray.data.precompute.vocab import MASK
 from vse_ray.data.store.readers import VOCAB_FILE, load_captions, load_vocab
 from vse_ray.data.store.split_data import ImageStore, SplitData, load_image_store, load_split
 from vse_ray.models import model_class
 from vse_ray.relevance import CiderReferences
 from vse_ray.relevance.sources import training_source
+from vse_ray.special_tokens import MASK
 from vse_ray.train.batches import check_train_columns, cider_references, train_columns
 from vse_ray.train.caption_aug import CaptionAugment
 from vse_ray.train.config import TrainConfig
+from vse_ray.train.model_factory import constructor_params, model_data
 from vse_ray.train.model_input import check_model_input, check_same_image_shape
 from vse_ray.train.train_captions import select_train_captions
 
@@ -25,7 +26,7 @@ def model_args(cfg: TrainConfig, vocab: dict[str, int], vocab_size: int, feature
     """Constructor keywords of `cfg.model` (stored in checkpoints so evaluation rebuilds the same model):
     the shared sizes, the TrainConfig fields the model declares in `config_fields`, the ids of the tokens it
     declares in `vocab_ids` as the data's `vocab` numbers them, a CNN to fine-tune when `cfg.finetune`, then
-    `cfg.model_params`."""
+    the model's own `cfg.model_params` (`constructor_params`)."""
     cls = model_class(cfg.model)
     lacking = [token for token in cls.vocab_ids.values() if token not in vocab]
     if lacking:
@@ -41,7 +42,7 @@ def model_args(cfg: TrainConfig, vocab: dict[str, int], vocab_size: int, feature
     }
     if cfg.finetune:
         args.update(cnn=cfg.cnn, cnn_weights=cfg.cnn_weights)
-    return {**args, **cfg.model_params}
+    return {**args, **constructor_params(cfg)}
 
 
 @dataclass
@@ -49,6 +50,7 @@ class TrainingData:
     """In-memory inputs of one training process."""
 
     model_args: dict[str, Any]
+    model_inputs: dict[str, Any]  # the model's data inputs (`vse_ray.train.model_factory`), not stored
     train_images: ImageStore
     train_captions: pa.Table | None
     val: SplitData
@@ -90,6 +92,7 @@ class TrainingData:
             captions = captions.drop_columns(list(spec.columns))  # read through `references`
         return cls(
             model_args=model_args(cfg, vocab, vocab_size, 0 if images.raw else int(images.values.shape[-1])),
+            model_inputs=model_data(cfg, vocab, vocab_size),
             train_images=images,
             train_captions=captions if with_captions else None,
             val=val,

@@ -8,7 +8,7 @@ from typing import Any
 from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.recorder import log_epoch_metrics
 from vse_ray.train.config import CheckedConfig
-from vse_ray.train.engine import WorkerContext, run_training
+from vse_ray.train.epoch_loop import WorkerContext, run_training
 from vse_ray.train.reporter import RayTrainReporter
 
 

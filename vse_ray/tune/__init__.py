@@ -11,7 +11,7 @@ _EXPORTS = {
     "parse_search_space": "vse_ray.tune.search_space",
     "check_search_space": "vse_ray.tune.space_checks",
     "trial_config": "vse_ray.tune.space_checks",
-    "SweepResult": "vse_ray.tune.sweep",
+    "SweepResult": "vse_ray.tune.sweep_report",
     "run_sweep": "vse_ray.tune.sweep",
     "SweepConfig": "vse_ray.tune.sweep_config",
 }

@@ -106,8 +106,9 @@ def runs_table(
 
     def key(row: RunRow) -> tuple[bool, float, bool]:
         value = row.metrics.get(metric)
-        missing = value is None or math.isnan(value)
-        return missing, 0.0 if missing else sign * value, not row.is_sweep
+        if value is None or math.isnan(value):
+            return True, 0.0, not row.is_sweep
+        return False, sign * value, not row.is_sweep
 
     ordered = sorted(rows, key=key)[:limit]
     shown_params = _chosen_params(rows, params)

@@ -111,14 +111,19 @@ class SearchSpace:
         For each alternative of each ``one_of`` group (other groups at their first alternative), every sampled
         leaf is moved to each of its corners in turn while the others sit at their first corner.
         """
-        choices = [(g, i) for g, alts in self.one_of.items() for i in range(len(alts))] or [(None, 0)]
+        choices: list[tuple[str | None, int]] = [
+            (g, i) for g, alts in self.one_of.items() for i in range(len(alts))
+        ]
+        choices = choices or [(None, 0)]
         settings: dict[str, dict[str, Any]] = {}
         for group, index in choices:
             leaves = dict(self.leaves)
             for other, alternatives in self.one_of.items():
                 leaves.update(alternatives[index if other == group else 0])
             base = {p: _first(v) for p, v in leaves.items()}
-            moves = [(p, c) for p, v in leaves.items() if isinstance(v, Distribution) for c in v.corners()]
+            moves: list[tuple[str | None, Any]] = [
+                (p, c) for p, v in leaves.items() if isinstance(v, Distribution) for c in v.corners()
+            ]
             for path, corner in moves or [(None, None)]:
                 setting = unflatten({**base, **({path: corner} if path else {})})
                 settings.setdefault(repr(setting), setting)

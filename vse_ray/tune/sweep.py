@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,6 @@ from ray.tune.schedulers import ASHAScheduler, FIFOScheduler
 from ray.tune.search import BasicVariantGenerator
 
 from vse_ray.data.store.verify import VerifiedData, verify_data_dir
-from vse_ray.reporting.sweep_report import report_document, sweep_summary
 from vse_ray.tracking import (
     get_or_create_experiment,
     log_epoch_metrics,
@@ -27,7 +26,6 @@ from vse_ray.tracking.lifecycle import ConfigRecord, claim_run_folder, flat, kee
 from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.tracking.views import comparison_view, save_view, view_url
 from vse_ray.train.config import TrainConfig
-from vse_ray.tune.engine import TuneRun, fit_trials, record_trial, saved_trial_statuses
 from vse_ray.tune.mlflow_trials import (
     BEST_METRIC,
     BEST_PARAM,
@@ -35,52 +33,17 @@ from vse_ray.tune.mlflow_trials import (
     TRIAL_TAG,
     TUNE_BOOKKEEPING_KEYS,
 )
-from vse_ray.tune.progress import TrialEpochLines
 from vse_ray.tune.search_space import SearchSpace, load_search_space
 from vse_ray.tune.space_checks import check_search_space, trial_config
+from vse_ray.tune.stage_bar import TrialEpochLines
 from vse_ray.tune.sweep_config import SweepConfig
+from vse_ray.tune.sweep_report import SweepResult, report_document, sweep_summary
 from vse_ray.tune.trial import run_trial
 from vse_ray.tune.trial_limit import LIMIT_FILE, TrialLimitStopper
+from vse_ray.tune.tuner import TuneRun, fit_trials, record_trial, saved_trial_statuses
 
 SPACE_TAG = "vse_ray.search_space"
 REPORT_FILE = "sweep_report.json"
-
-
-@dataclass
-class SweepResult:
-    """Outcome of one ``run_sweep`` call.
-
-    Attributes:
-        name: the sweep name (Tune folder and MLflow parent run name).
-        path: the Tune experiment folder (pass it back through ``run_sweep`` to resume).
-        finished: every trial ended (False when the run stopped early; rerun to resume).
-        num_trials / num_ended / num_errors: trials the sweep plans, how many have ended, how many failed.
-        best_trial_id: trial with the best ``metric`` at any epoch (None if no trial reported).
-        best_config: that trial's flat TrainConfig params.
-        best_metrics: its metrics at that best epoch.
-        best_checkpoint: the checkpoint of that trial closest to the best epoch (None if none kept).
-        parent_run_id / best_run_id / experiment_id: MLflow ids.
-        tracking_uri / runs_url / charts_url: where to look (a view of the trials: table and charts).
-        report: the JSON report of all of the above, in the sweep folder (also on the parent run).
-    """
-
-    name: str
-    path: str
-    finished: bool
-    num_trials: int
-    num_ended: int
-    num_errors: int
-    best_trial_id: str | None
-    best_config: dict[str, Any]
-    best_metrics: dict[str, Any]
-    best_checkpoint: str | None
-    parent_run_id: str
-    best_run_id: str | None
-    experiment_id: str
-    tracking_uri: str
-    runs_url: str
-    charts_url: str = ""
-    report: str = ""
 
 
 def trial_params(config: dict[str, Any], *, space: SearchSpace, base: dict[str, Any]) -> dict[str, Any]:
@@ -112,7 +75,7 @@ def run_sweep(cfg: SweepConfig, *, wait: bool = False, claimed: str = "") -> Swe
     }
     resolved = trial_config(space, {}, fixed).config.resolved()
     name = cfg.sweep_name()
-    path = Path(resolved.storage_path) / name
+    path = Path(resolved.filled("storage_path")) / name
     base = {**resolved.to_dict(), "storage_path": str(path / "train_runs")}
     if cfg.trial_mode == "process":  # the trial's own process trains on the GPU share Tune gives it
         base["use_gpu"] = cfg.gpus_per_trial > 0
@@ -122,7 +85,7 @@ def run_sweep(cfg: SweepConfig, *, wait: bool = False, claimed: str = "") -> Swe
         raise ValueError(f"name: sweep {name!r} already exists at {path}; resume it or pick another name")
     data = verify_data_dir(cfg.data_dir)  # a finished precompute that matches its manifest
     data.check_cutoffs("val", base["eval_ks"])  # each epoch of each trial ranks the val images
-    uri = resolved.tracking_uri
+    uri = resolved.filled("tracking_uri")
     lock = claim_run_folder(path, f"sweep {name!r} ({path})", "choose another --name", uri, wait=wait)
     try:
         keep_config(
@@ -284,8 +247,12 @@ def _finish(
     """
     statuses = saved_trial_statuses(run.path)  # not `results`: an interrupted run marks stopped trials ended
     ended = sum(status in ("TERMINATED", "ERROR") for status in statuses.values())
-    for result in results:  # each ended trial keeps its best checkpoint on its run (`evaluate --run`)
-        if statuses.get(result.metrics.get("trial_id")) == "TERMINATED" and result.best_checkpoints:
+    # each ended trial keeps its best checkpoint on its run (`evaluate --run`); ray's stub gives a ResultGrid
+    # no __iter__, so it is indexed
+    for index in range(len(results)):
+        result = results[index]
+        trial_id = (result.metrics or {}).get("trial_id")
+        if trial_id is not None and statuses.get(trial_id) == "TERMINATED" and result.best_checkpoints:
             record_trial(run, result)
     finished = len(statuses) == planned and ended == planned
     if not finished and not limited:
@@ -346,7 +313,7 @@ def _save_report(sweep: SweepResult, run: TuneRun) -> None:
 
 def _best_trial(results: tune.ResultGrid, space: SearchSpace, base: dict[str, Any]) -> dict[str, Any]:
     """Best trial by its best epoch (VSE++ keeps the best validation snapshot), its metrics and checkpoint."""
-    best = {
+    best: dict[str, Any] = {
         "best_trial_id": None,
         "best_config": {},
         "best_metrics": {},
@@ -369,7 +336,7 @@ def _best_trial(results: tune.ResultGrid, space: SearchSpace, base: dict[str, An
     checkpoint = max(kept, key=lambda item: sign * item[1][space.metric])[0] if kept else result.checkpoint
     best.update(
         best_trial_id=str(row["trial_id"]),
-        best_config=trial_params(result.config, space=space, base=base),
+        best_config=trial_params(result.config or {}, space=space, base=base),
         best_metrics={k: v.item() if hasattr(v, "item") else v for k, v in metrics.items()},
         best_checkpoint=metrics.get("checkpoint_path")
         or (checkpoint.path if checkpoint is not None else None),

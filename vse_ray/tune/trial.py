@@ -19,8 +19,8 @@ def run_trial(
 ) -> None:  # pragma: no cover, runs inside Tune trial actors (covered by the sweep integration test)
     """Train one sampled config of a search space and report every epoch to Tune.
 
-    ``mode="process"`` runs ``vse_ray.train.engine.run_training`` in the trial's own process (resources from
-    ``tune.with_resources``, fractional GPUs allowed) and resumes from the trial's last Tune checkpoint.
+    ``mode="process"`` runs ``vse_ray.train.epoch_loop.run_training`` in the trial's own process (resources
+    from ``tune.with_resources``, fractional GPUs allowed) and resumes from the trial's last Tune checkpoint.
     ``mode="ddp"`` fits a ``TorchTrainer`` from ``build_trainer`` (Tune over Train, Ray 2.60 pattern): its
     workers report through ``TuneReportCallback`` and Train resumes from its own ``(storage_path, name)``.
 
@@ -59,7 +59,7 @@ def train_in_trial(
 ) -> None:  # pragma: no cover, runs inside Tune trial actors
     """``run_training`` in this process, resumed from the trial's last Tune checkpoint, reporting to Tune."""
     from vse_ray.tracking.checkpoint import load_checkpoint
-    from vse_ray.train.engine import run_training
+    from vse_ray.train.epoch_loop import run_training
     from vse_ray.train.reporter import TuneReporter
 
     checkpoint = tune.get_checkpoint()

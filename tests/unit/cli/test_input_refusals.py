@@ -10,9 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tests.data.conftest import write_karpathy, write_precomp
 from tests.support.cli import one_error_line, run_cli
 from tests.support.tiny_store import write_tiny_store
+from tests.unit.data.conftest import write_karpathy, write_precomp
 from vse_ray.data.store.verify import check_finite_features, describe_folder
 
 

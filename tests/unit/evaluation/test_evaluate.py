@@ -15,7 +15,7 @@ from vse_ray.evaluation.plots import k_series
 from vse_ray.metrics import evaluate_all
 from vse_ray.models import rebuild_model
 from vse_ray.tracking.checkpoint import load_checkpoint
-from vse_ray.train.engine import run_training
+from vse_ray.train.epoch_loop import run_training
 
 
 @pytest.fixture()

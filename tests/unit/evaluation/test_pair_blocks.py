@@ -16,7 +16,7 @@ from vse_ray.evaluation.pair_blocks import check_block_fits, free_memory_bytes, 
 from vse_ray.metrics import evaluate_all
 from vse_ray.models.scan import SCANModel
 from vse_ray.models.sgraf import SGRAFModel
-from vse_ray.train.engine import run_training
+from vse_ray.train.epoch_loop import run_training
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 

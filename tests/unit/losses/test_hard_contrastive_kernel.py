@@ -29,8 +29,8 @@ def random_case(lead, n, n_levels, seed, dtype, decimals=None):
 
 def assert_same(got, ref):
     for g, r in zip(got, ref, strict=True):
-        assert g.index.shape == r.index.shape
-        assert torch.equal(g.valid, r.valid) and torch.equal(g.index, r.index)  # invalid picks too
+        assert g.columns.shape == r.columns.shape
+        assert torch.equal(g.valid, r.valid) and torch.equal(g.columns, r.columns)  # invalid picks too
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -47,8 +47,8 @@ def test_per_level_ties_go_to_the_first_column_and_the_lower_level():
     scores = torch.tensor([[0.0, 0.5, 0.5, 0.2, 0.5, 0.2]], dtype=torch.float64).expand(6, 6).contiguous()
     levels = torch.tensor([[0, 1, 2, 1, 2, 2]]).expand(6, 6).contiguous()
     upper, lower = HardContrastivePairSampler().per_level(scores, levels, 2)
-    assert lower.index[0].tolist() == [1, 2]  # level 1 and level 2 both reach 0.5: level 1's column 1
-    assert upper.index[0].tolist() == [0, 3]  # furthest of level 1: 0.2 at column 3
+    assert lower.columns[0].tolist() == [1, 2]  # level 1 and level 2 both reach 0.5: level 1's column 1
+    assert upper.columns[0].tolist() == [0, 3]  # furthest of level 1: 0.2 at column 3
     assert_same((upper, lower), ref_per_level(scores, levels, 2))
 
 
@@ -61,7 +61,7 @@ def test_per_level_treats_nan_and_infinite_scores_like_torch():
     levels[0, 3, 4] = 2
     got = HardContrastivePairSampler().per_level(scores, levels, 3)
     assert_same(got, ref_per_level(scores, levels, 3))
-    assert got[1].index[0, 3, 1] == 4
+    assert got[1].columns[0, 3, 1] == 4
 
 
 def test_per_level_keeps_gradients_and_half_precision():

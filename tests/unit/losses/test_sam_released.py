@@ -83,7 +83,7 @@ def test_soft_takes_the_hardest_negative_once_the_positive_ranks_first():
     assert bool((sims.argmax(1) == torch.arange(4)).all())
     released = SAMLoss(sampling="soft", reading="released", triplet=False, reduction="none")
     pick = released._released_pick(sims - sims.diagonal().unsqueeze(1), ~torch.eye(4, dtype=torch.bool))
-    torch.testing.assert_close(pick.index.squeeze(-1), sims.fill_diagonal_(-2).argmax(1))
+    torch.testing.assert_close(pick.columns.squeeze(-1), sims.fill_diagonal_(-2).argmax(1))
 
 
 def test_paper_reading_clip_and_weight():

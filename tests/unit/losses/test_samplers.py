@@ -20,8 +20,8 @@ CANDS = torch.tensor([[False, True, True, True], [True, False, True, True], [Fal
 def test_hardest_and_furthest_pick_extremes_among_candidates():
     hard = HardestSampler()(SCORES, CANDS)
     far = FurthestSampler()(SCORES, CANDS)
-    assert hard.index[:2, 0].tolist() == [2, 2]
-    assert far.index[:2, 0].tolist() == [3, 0]
+    assert hard.columns[:2, 0].tolist() == [2, 2]
+    assert far.columns[:2, 0].tolist() == [3, 0]
     assert hard.valid[:, 0].tolist() == [True, True, False] == far.valid[:, 0].tolist()
 
 
@@ -36,7 +36,7 @@ def test_selection_gather_keeps_gradients():
 
 def test_random_sampler_picks_only_candidates_and_covers_them():
     gen = torch.Generator().manual_seed(0)
-    picks = torch.stack([RandomSampler(gen)(SCORES, CANDS).index[:2, 0] for _ in range(200)])
+    picks = torch.stack([RandomSampler(gen)(SCORES, CANDS).columns[:2, 0] for _ in range(200)])
     assert set(picks[:, 0].tolist()) == {1, 2, 3}
     assert set(picks[:, 1].tolist()) == {0, 2, 3}
 
@@ -45,7 +45,7 @@ def test_hard_contrastive_pair():
     upper = torch.tensor([[False, True, True, False]] * 3)
     lower = torch.tensor([[False, False, False, True]] * 3)
     i_star, j_star = HardContrastivePairSampler()(SCORES, upper, lower)
-    assert i_star.index[:, 0].tolist() == [1, 2, 1] and j_star.index[:, 0].tolist() == [3, 3, 3]
+    assert i_star.columns[:, 0].tolist() == [1, 2, 1] and j_star.columns[:, 0].tolist() == [3, 3, 3]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -107,7 +107,7 @@ def test_per_level_pairs_match_the_mask_based_sampler(n_levels):
         assert torch.equal(lower.valid[..., ell - 1], ref_low.valid[..., 0])
         for got, ref in ((upper, ref_up), (lower, ref_low)):
             ok = ref.valid[..., 0]
-            assert torch.equal(got.index[..., ell - 1][ok], ref.index[..., 0][ok])
+            assert torch.equal(got.columns[..., ell - 1][ok], ref.columns[..., 0][ok])
     upper.gather(scores).sum().backward()
     assert torch.isfinite(scores.grad).all()
 

@@ -41,7 +41,7 @@ def test_top_window_holds_the_positive_pair():
     rel = torch.tensor([[1.0, 0.75, -0.3]], dtype=torch.float32)
     sims = torch.tensor([[0.5, 0.9, 0.1]])
     pos, neg = SlidingWindowSampler(0.2, 0.1)(sims, rel)
-    assert pos.index[0, -1] == 0 and neg.index[0, -1] == 1 and pos.valid[0, -1]
+    assert pos.columns[0, -1] == 0 and neg.columns[0, -1] == 1 and pos.valid[0, -1]
 
 
 @pytest.mark.parametrize(

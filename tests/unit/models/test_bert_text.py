@@ -19,7 +19,7 @@ from vse_ray.models import build_model
 from vse_ray.models.bert_text import bert_folder
 from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.train.caption_aug import CaptionAugment
-from vse_ray.train.engine import run_training
+from vse_ray.train.epoch_loop import run_training
 from vse_ray.train.recipe import load_recipe
 
 TEXTS = ["A red box.", "the Green boxes here", "one ball, purple", "zebra"]

@@ -21,7 +21,12 @@ B, R, D, VOCAB = 4, 5, 12, 30  # pairs, regions per image, feature width, vocabu
 SIZES = {"vocab_size": VOCAB, "feature_dim": D, "word_dim": 8, "embed_dim": 16}
 TINY = {  # each model's own sizes, small
     "sgraf": {"n_regions": R, "sim_dim": 8},
-    "cvse": {"n_regions": R, "n_concepts": 6, "concept_dim": 8},
+    "cvse": {
+        "n_regions": R,
+        "n_concepts": 6,
+        "concept_dim": 8,
+        "rank_loss": make_loss("vsepp").from_similarity,
+    },
     "vsrn": {"caption_hidden": 8, "caption_word_dim": 8},
     "gsmn": {"num_block": 4, "hid_dim": 16},  # D - 4 region features and 4 box columns
 }

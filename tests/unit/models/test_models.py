@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from vse_ray.models import CNNImageEncoder, GRUTextEncoder, ImageProjection, VSEModel, build_cnn
+from vse_ray.features.cnn import build_cnn
+from vse_ray.models import CNNImageEncoder, GRUTextEncoder, ImageProjection, VSEModel
 
 
 def test_image_projection_unit_norm_and_vse0_switch():

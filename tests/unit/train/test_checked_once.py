@@ -11,7 +11,7 @@ from tests.support.local_reporter import LocalReporter
 from vse_ray.cli.main import app
 from vse_ray.train import preflight, trainer
 from vse_ray.train.config import CheckedConfig, TrainConfig
-from vse_ray.train.engine import run_training
+from vse_ray.train.epoch_loop import run_training
 
 
 class _Stop(Exception):

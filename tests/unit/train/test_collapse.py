@@ -8,7 +8,7 @@ import torch
 from mlflow import MlflowClient
 
 from vse_ray.losses import make_loss
-from vse_ray.train.progress import RunEpochLines
+from vse_ray.train.epoch_lines import RunEpochLines
 
 
 def test_collapse_value_is_the_loss_of_equal_similarities():
@@ -20,7 +20,7 @@ def test_collapse_value_is_the_loss_of_equal_similarities():
 
 def test_engine_flags_a_collapsed_epoch(tiny_cfg, tmp_path):
     from tests.support.local_reporter import LocalReporter
-    from vse_ray.train.engine import run_training
+    from vse_ray.train.epoch_loop import run_training
 
     reporter = LocalReporter(tmp_path / "r")
     run_training(tiny_cfg.__class__(**{**tiny_cfg.__dict__, "epochs": 1, "lr": 1e-12}), reporter)

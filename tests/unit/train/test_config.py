@@ -79,7 +79,7 @@ def test_resolved_fills_stable_names(tmp_path):
 def test_field_roles_are_declared_once_and_derive_every_list():
     from vse_ray.study.spec import EVALUATION_FIELDS, STUDY_FIELDS
     from vse_ray.train.config import ROLES, fields_where
-    from vse_ray.train.engine import WARMUP_SHARED_FIELDS
+    from vse_ray.train.epoch_loop import WARMUP_SHARED_FIELDS
     from vse_ray.tune.space_checks import tunable_fields
 
     every = [f.name for f in dataclasses.fields(TrainConfig)]

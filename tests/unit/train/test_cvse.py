@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pyarrow as pa
 import pytest
 import torch
 from typer.testing import CliRunner
 
-from tests.data.test_lemmas import write_wordnet
 from tests.support.local_reporter import LocalReporter
 from tests.support.tiny_store import tiny_config
+from tests.unit.data.test_lemmas import write_wordnet
 from vse_ray.cli.main import app
 from vse_ray.data.precompute.concepts import concepts_of_split
 from vse_ray.data.store.readers import load_captions, load_vocab
@@ -21,7 +23,8 @@ from vse_ray.losses import LOSS_NAMES, make_loss
 from vse_ray.models import build_model
 from vse_ray.models.training_output import TrainingOutput
 from vse_ray.train.batches import BatchBuilder, TableBatches
-from vse_ray.train.engine import clipped_parameters, run_training, train_step
+from vse_ray.train.epoch_loop import clipped_parameters, run_training, train_step
+from vse_ray.train.model_factory import model_data
 from vse_ray.train.recipe import load_recipe
 from vse_ray.train.train_captions import image_fraction
 from vse_ray.train.training_data import TrainingData
@@ -33,12 +36,12 @@ TINY_CVSE = {"n_regions": 5, "n_concepts": 6, "concept_dim": 8}
 def loaded(tiny_region_dir, tmp_path_factory):
     cfg = tiny_config(tiny_region_dir, tmp_path_factory.mktemp("out"), model="cvse", loss="sam")
     cfg.model_params = dict(TINY_CVSE)
-    return TrainingData.load(cfg, "cider"), load_captions(str(tiny_region_dir), "train")
+    return TrainingData.load(cfg, "cider"), load_captions(str(tiny_region_dir), "train"), cfg
 
 
 def test_caption_labels_are_the_concept_words_it_holds(loaded, tiny_region_dir):
-    data, captions = loaded
-    model = build_model("cvse", **data.model_args)
+    data, captions, _ = loaded
+    model = build_model("cvse", **data.model_args, **data.model_inputs)
     graph = concepts_of_split(str(tiny_region_dir), 6)
     vocab = load_vocab(str(tiny_region_dir))
     tokens = [np.asarray(t) for t in captions["tokens"].to_pylist()[:8]]
@@ -54,9 +57,9 @@ def test_caption_labels_are_the_concept_words_it_holds(loaded, tiny_region_dir):
 
 @pytest.mark.parametrize("loss_name", LOSS_NAMES)
 def test_every_loss_trains_cvse(loaded, loss_name):
-    data, captions = loaded
+    data, captions, _ = loaded
     torch.manual_seed(0)
-    model = build_model("cvse", **data.model_args)
+    model = build_model("cvse", **data.model_args, **data.model_inputs)
     loss = make_loss(loss_name)
     builder = BatchBuilder(data.train_images, loss.relevance_source, data.references)
     batch = builder(next(iter(TableBatches(captions, 16, 0).epoch_batches(1))))
@@ -79,12 +82,14 @@ def wordnet(tiny_region_dir, tmp_path_factory):
 
 
 def test_released_reading_fuses_clips_and_evaluates_as_released(loaded, wordnet, tiny_region_dir):
-    data, captions = loaded
+    _, captions, cfg = loaded
+    cfg = dataclasses.replace(cfg, model_params={**TINY_CVSE, "reading": "released", "wordnet": str(wordnet)})
+    data = TrainingData.load(cfg, "cider")
     torch.manual_seed(0)
-    released = {**data.model_args, "reading": "released", "wordnet": str(wordnet)}
-    model = build_model("cvse", **released)
+    model = build_model("cvse", **data.model_args, **data.model_inputs)
     assert (model.fuse_alpha, model.eval_alpha) == (0.85, 0.85)
-    assert build_model("cvse", **released, eval_dataset="coco").eval_alpha == 0.9
+    coco = build_model("cvse", **{**data.model_args, "eval_dataset": "coco"}, **data.model_inputs)
+    assert coco.eval_alpha == 0.9
     loss = make_loss("vsepp")
     builder = BatchBuilder(data.train_images, loss.relevance_source, data.references)
     batch = builder(next(iter(TableBatches(captions, 16, 0).epoch_batches(1))))
@@ -122,16 +127,28 @@ def test_train_fraction_draws_images_by_seed():
 
 
 def test_concept_vectors_load_glove(loaded, tiny_region_dir, tmp_path):
-    data, _ = loaded
+    data, _, cfg = loaded
     words = concepts_of_split(str(tiny_region_dir), 6).words
     glove = tmp_path / "glove.txt"
     glove.write_text(
         "".join(f"{w} " + " ".join(str(i + j / 10) for j in range(8)) + "\n" for i, w in enumerate(words))
     )
-    model = build_model("cvse", **{**data.model_args, "concept_vectors": str(glove)})
+    cfg = dataclasses.replace(cfg, concept_vectors=str(glove))
+    vocab, size = load_vocab(str(tiny_region_dir)), data.model_args["vocab_size"]
+    model = build_model("cvse", **data.model_args, **model_data(cfg, vocab, size))
     assert model.concept_inputs[3, 2].item() == pytest.approx(3.2)
     with pytest.raises(ValueError, match="size 8, concept_dim 4"):
-        build_model("cvse", **{**data.model_args, "concept_vectors": str(glove), "concept_dim": 4})
+        model_data(dataclasses.replace(cfg, model_params={**TINY_CVSE, "concept_dim": 4}), vocab, size)
+
+
+def test_a_rebuilt_model_reads_no_training_folder(loaded):
+    data, _, _ = loaded
+    model = build_model("cvse", **data.model_args, **data.model_inputs)
+    rebuilt = build_model("cvse", **data.model_args)  # as from a checkpoint: placeholders, then the state
+    rebuilt.load_state_dict(model.state_dict())
+    for name in ("adjacency", "concept_inputs", "token_concepts"):
+        assert torch.equal(getattr(rebuilt, name), getattr(model, name))
+    assert "data_dir" not in data.model_args and "concepts" not in data.model_args
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from vse_ray.losses import make_loss
 from vse_ray.models import build_model
 from vse_ray.train.batches import BatchBuilder
 from vse_ray.train.config import TrainConfig
-from vse_ray.train.engine import WorkerContext, train_one_epoch
+from vse_ray.train.epoch_loop import WorkerContext, train_one_epoch
 from vse_ray.train.training_data import TrainingData
 
 LOSSES = ("vsepp", "ladder", "sam", "lseh", "bcls")  # no relevance, S-BERT, CIDEr, SVD, S-BERT + Kendall
@@ -55,7 +55,7 @@ def _epoch(cfg: TrainConfig, loss: str, batches: list[dict], rank: int, world: i
     loss_fn = make_loss(loss)
     data = TrainingData.load(cfg, loss_fn.relevance_source)
     torch.manual_seed(0)
-    model = build_model(cfg.model, **data.model_args)
+    model = build_model(cfg.model, **data.model_args, **data.model_inputs)
     net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
     optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
     builder = BatchBuilder(data.train_images, loss_fn.relevance_source, data.references)

@@ -16,7 +16,7 @@ from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.losses import make_loss
 from vse_ray.models import build_model, model_class
 from vse_ray.train.batches import BatchBuilder, TableBatches
-from vse_ray.train.engine import run_training, train_step
+from vse_ray.train.epoch_loop import run_training, train_step
 from vse_ray.train.recipe import load_recipe, recipe_names
 from vse_ray.train.training_data import TrainingData
 
@@ -112,7 +112,7 @@ def test_every_recipe_builds_and_trains_one_step(
     loss = make_loss(cfg.loss, **cfg.loss_params)
     data = TrainingData.load(cfg, loss.relevance_source)
     torch.manual_seed(0)
-    model = build_model(cfg.model, **data.model_args)
+    model = build_model(cfg.model, **data.model_args, **data.model_inputs)
     builder = BatchBuilder(data.train_images, loss.relevance_source, data.references, model.caption_ids)
     rows = next(iter(TableBatches(data.train_captions, 16, 0).epoch_batches(1)))  # the recipe's images
     value = train_step(

@@ -19,7 +19,7 @@ from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.losses import LOSS_NAMES, make_loss
 from vse_ray.models import build_model
 from vse_ray.train.batches import BatchBuilder, TableBatches
-from vse_ray.train.engine import run_training, train_step
+from vse_ray.train.epoch_loop import run_training, train_step
 from vse_ray.train.model_input import check_data_for_model
 from vse_ray.train.training_data import TrainingData
 
@@ -63,7 +63,7 @@ TINY_PARAMS = {"vsrn": {"caption_hidden": 8, "caption_word_dim": 8, "max_len": 8
 def test_every_loss_trains_every_model(loaded, model_name, loss_name):
     data, captions = loaded[model_name]
     torch.manual_seed(0)
-    model = build_model(model_name, **data.model_args, **TINY_PARAMS.get(model_name, {}))
+    model = build_model(model_name, **data.model_args, **data.model_inputs, **TINY_PARAMS.get(model_name, {}))
     loss = make_loss(loss_name)
     builder = BatchBuilder(data.train_images, loss.relevance_source, data.references)
     batch = builder(next(iter(TableBatches(captions, 16, 0).epoch_batches(1))))

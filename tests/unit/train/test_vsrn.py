@@ -12,10 +12,11 @@ import torch
 from tests.parity.vsrn_names import vsrn_name
 from tests.support import tiny_store
 from vse_ray.data.precompute.official_vocab import SPECIALS
-from vse_ray.data.precompute.vocab import END, START, encode
+from vse_ray.data.precompute.vocab import encode
 from vse_ray.models import build_model
 from vse_ray.models.caption_decoder import caption_targets
 from vse_ray.models.training_output import TrainingOutput
+from vse_ray.special_tokens import END, START
 from vse_ray.train.training_data import TrainingData
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from vse_ray.data.precompute.vocab import SPECIAL_TOKENS
+from vse_ray.special_tokens import SPECIAL_TOKENS
 
 CONCEPTS_FILE = "concepts.npz"
 DEFAULT_CONCEPTS = 300

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from vse_ray.relevance.sources import RELEVANCE_SOURCES, SOURCES, default_sources
 from vse_ray.tracking.uri import redact_uri
@@ -147,12 +148,12 @@ class PrecomputeConfig:
             "keep_images": synthetic,
         }
         svd_seed = self.seed if self.svd_seed is None else self.svd_seed
-        resolved = {k: v for k, v in defaults.items() if getattr(self, k) == AUTO}
+        resolved: dict[str, Any] = {k: v for k, v in defaults.items() if getattr(self, k) == AUTO}
         return replace(self, relevance_sources=tuple(sources), svd_seed=svd_seed, **resolved)
 
     def to_dict(self) -> dict:
         """The fields as a plain dict (stored and hashed); input URIs lose their ``user:password@``."""
-        d = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+        d: dict[str, Any] = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
         if d["vocab_file"] is None:
             del d["vocab_file"]  # folders written before the option keep their hash
         if d["precomp_test"] == "test":

@@ -49,16 +49,20 @@ def run_image_stage(source: Source, config: PrecomputeConfig, options: Execution
         for s in todo
     ]
     ds = dataset_of_shards(blocks)
-    res = None if source.features is not None else plan_resources(options.cnn_actors, "cnn_actors", len(todo))
+    file_format = "arrow" if has_regions(source, config) else "parquet"
+    if source.features is not None:
+        precomp = {"features": source.features}
+        # ray's stub takes a one-argument fn; fn_kwargs gives the rest
+        ds = ds.map_batches(read_precomp_rows, fn_kwargs=precomp, batch_size=None, num_cpus=TASK_CPUS)  # type: ignore[arg-type]
+        to_table = partial(features_table, with_image=False, dtype=config.feature_dtype)
+        return write_shards(ds, ledger, todo, to_table, file_format)
+    if source.images is None:
+        raise ValueError("precompute: the source has neither images nor features")
+    res = plan_resources(options.cnn_actors, "cnn_actors", len(todo))
     with pool_placement(res) as placement:
-        if res is None:
-            precomp = {"features": source.features}
-            ds = ds.map_batches(read_precomp_rows, fn_kwargs=precomp, batch_size=None, num_cpus=TASK_CPUS)
-        else:
-            ds = _cnn_features(ds, source.images, config, options, res, placement)
-        with_image = res is not None and bool(config.keep_images)
-        to_table = partial(features_table, with_image=with_image, dtype=config.feature_dtype)
-        return write_shards(ds, ledger, todo, to_table, "arrow" if has_regions(source, config) else "parquet")
+        ds = _cnn_features(ds, source.images, config, options, res, placement)
+        to_table = partial(features_table, with_image=bool(config.keep_images), dtype=config.feature_dtype)
+        return write_shards(ds, ledger, todo, to_table, file_format)
 
 
 def has_regions(source: Source, config: PrecomputeConfig) -> bool:
@@ -77,7 +81,7 @@ def _cnn_features(
     placement: PlacementGroupSchedulingStrategy,
 ) -> ray.data.Dataset:
     ds = ds.map_batches(
-        on_node,
+        on_node,  # type: ignore[arg-type]  # ray's stub takes a one-argument fn; fn_kwargs gives the rest
         fn_kwargs={
             "fn": load_images,
             "stage": "read",

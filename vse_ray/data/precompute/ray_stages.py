@@ -66,7 +66,7 @@ def dataset_of_shards(blocks: list[pa.Table]) -> ray.data.Dataset:
 
 
 @contextmanager
-def pool_placement(res: StageResources | None) -> Iterator[PlacementGroupSchedulingStrategy | None]:
+def pool_placement(res: StageResources) -> Iterator[PlacementGroupSchedulingStrategy]:
     """Where the actors of a pool planned as ``res`` run, for as long as the stage runs: one actor per node.
 
     A placement group holds one bundle (an actor's CPUs and GPUs) per actor. When at least as many nodes can
@@ -75,11 +75,7 @@ def pool_placement(res: StageResources | None) -> Iterator[PlacementGroupSchedul
     otherwise settles for SPREAD, as it does when there are more actors than nodes. Plain ``SPREAD``
     scheduling of the actors is not enough: each actor is placed on its owner's view of the nodes, and a node
     whose previous pool has just ended can look full, so both actors of a two-node pool landed on the head.
-    ``None`` (a stage without a pool) yields None.
     """
-    if res is None:
-        yield None
-        return
     bundle = {"CPU": res.actor_cpus, **({"GPU": res.actor_gpus} if res.actor_gpus else {})}
     nodes = [n["Resources"] for n in ray.nodes() if n["Alive"]]
     strict = res.actors <= sum(all(node.get(k, 0) >= v for k, v in bundle.items()) for node in nodes)
@@ -130,7 +126,7 @@ def write_shards(
 ) -> int:
     """Stream ``ds`` through the shard writer, marking each shard once complete; returns rows processed."""
     ds = ds.map_batches(
-        write_pieces,
+        write_pieces,  # type: ignore[arg-type]  # ray's stub takes a one-argument fn; fn_kwargs gives the rest
         fn_kwargs={"table_dir": str(ledger.table_dir), "to_table": to_table, "file_format": file_format},
         batch_size=None,
         num_cpus=TASK_CPUS,

@@ -32,14 +32,24 @@ from vse_ray.ray_session import ensure_ray
 from vse_ray.relevance.sources import SOURCES
 
 
+def _given(value: str | None, name: str, dataset: str) -> str:
+    """The input `name` of a resolved config (which required it); ValueError naming it otherwise."""
+    if not value:
+        raise ValueError(f"{name}: dataset {dataset!r} needs it")
+    return value
+
+
 def load_source(config: PrecomputeConfig) -> Source:
     """Read and validate the input described by a resolved config (no Ray needed)."""
     if config.dataset == "karpathy":
-        splits = read_karpathy(config.karpathy_json, config.splits, config.captions_per_image)
-        return Source(splits=splits, images=FileImages(config.image_root))
+        karpathy_json = _given(config.karpathy_json, "karpathy_json", config.dataset)
+        splits = read_karpathy(karpathy_json, config.splits, config.captions_per_image)
+        return Source(
+            splits=splits, images=FileImages(_given(config.image_root, "image_root", config.dataset))
+        )
     if config.dataset == "precomp":
         splits, features = read_precomp(
-            config.precomp_dir,
+            _given(config.precomp_dir, "precomp_dir", config.dataset),
             config.splits,
             config.captions_per_image,
             config.feature_dtype,
@@ -209,7 +219,10 @@ def run_precompute(
     seconds["concepts"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    skipped = run_relevance_stage(folder, config.splits, config.relevance_sources, options.relevance_block)
+    sources = config.relevance_sources
+    if isinstance(sources, str):
+        raise ValueError(f"relevance_sources: {sources!r}, not resolved to the sources")
+    skipped = run_relevance_stage(folder, config.splits, sources, options.relevance_block)
     seconds["relevance"] = time.perf_counter() - start
 
     dims = {

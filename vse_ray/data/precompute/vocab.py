@@ -7,9 +7,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-SPECIAL_TOKENS = ("<pad>", "<unk>", "<start>", "<end>")
-PAD, UNK, START, END = range(len(SPECIAL_TOKENS))
-MASK = "<mask>"  # the caption augmentation's token (VSE∞); added after the words when a run needs it
+from vse_ray.special_tokens import SPECIAL_TOKENS
 
 
 def build_vocab(tokenised: Iterable[str], min_count: int = 4) -> dict[str, int]:

@@ -82,8 +82,8 @@ class FileImages:
         check_regular_file(fs, path)
         with fs.open_input_stream(path) as stream:
             data = stream.read()
-        with Image.open(io.BytesIO(data)) as image:
-            image = image.convert("RGB")
+        with Image.open(io.BytesIO(data)) as opened:
+            image = opened.convert("RGB")
             if size is not None:
                 image = image.resize((size, size), Image.Resampling.BICUBIC)
             return np.asarray(image, dtype=np.uint8)

@@ -43,6 +43,11 @@ class ImageStore:
         return self.values.ndim == 4
 
     @property
+    def pixels(self) -> np.ndarray | None:
+        """The (N, H, W, 3) images of a store of raw pixels; None for features."""
+        return self.values if isinstance(self.values, np.ndarray) and self.values.ndim == 4 else None
+
+    @property
     def layout(self) -> str:
         """The model input this store gives: "pooled", "regions" or "pixels" (see vse_ray.models.base)."""
         return {2: "pooled", 3: "regions", 4: "pixels"}[self.values.ndim]

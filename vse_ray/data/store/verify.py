@@ -236,17 +236,20 @@ def verify_data_dir(
     check_model_files(folder, manifest.get("files", {}), checksums)
     if checksums:  # the same pass over the bytes: features training would meet as NaN losses much later
         check_finite_features(folder, [name for name in sorted(listed) if name.startswith("features/")])
-    rows = {"features": manifest["rows"].get("images", {}), "captions": manifest["rows"].get("captions", {})}
+    manifest_rows = {
+        "features": manifest["rows"].get("images", {}),
+        "captions": manifest["rows"].get("captions", {}),
+    }
     for table, per_split in counted.items():
-        for split in sorted(set(per_split) | set(rows[table])):
-            if per_split.get(split, 0) != rows[table].get(split, 0):
+        for split in sorted(set(per_split) | set(manifest_rows[table])):
+            if per_split.get(split, 0) != manifest_rows[table].get(split, 0):
                 raise ValueError(
                     f"{folder / table}/split={split}: {per_split.get(split, 0)} rows on disk, {MANIFEST} "
-                    f"counts {rows[table].get(split, 0)}"
+                    f"counts {manifest_rows[table].get(split, 0)}"
                 )
     for split in splits:
-        if not rows["features"].get(split) or not rows["captions"].get(split):
-            have = sorted(s for s, n in rows["captions"].items() if n)
+        if not manifest_rows["features"].get(split) or not manifest_rows["captions"].get(split):
+            have = sorted(s for s, n in manifest_rows["captions"].items() if n)
             raise ValueError(f"{folder}: split {split!r} is empty or missing; it has {have}")
         per_image = manifest.get("config", {}).get("captions_per_image")
         check_captions_match_images(folder, split, per_image if isinstance(per_image, int) else None)
@@ -254,7 +257,9 @@ def verify_data_dir(
         {key: manifest.get(key) for key in ("config_hash", "shards", "files")}, sort_keys=True
     )
     content_sha256 = hashlib.sha256(content.encode("utf-8")).hexdigest()
-    return VerifiedData(folder, digest, dict(rows["features"]), dict(rows["captions"]), content_sha256)
+    return VerifiedData(
+        folder, digest, dict(manifest_rows["features"]), dict(manifest_rows["captions"]), content_sha256
+    )
 
 
 def _ids(folder: Path, file_format: str) -> np.ndarray:

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from vse_ray.jit import njit
+from vse_ray.compiled_kernels import njit
 
 
 @njit

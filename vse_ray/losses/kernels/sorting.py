@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from vse_ray.jit import njit
+from vse_ray.compiled_kernels import njit
 
 COLUMN_BITS = 0xFFFFFFFF  # the low half of a sort key holds the column
 

@@ -12,16 +12,16 @@ class Selection(NamedTuple):
     """Columns picked for each query row of a (..., Q, C) score matrix.
 
     Attributes:
-        index: (..., Q, K) int64 column indices (K picks per query; K = 1 for single-negative samplers).
+        columns: (..., Q, K) int64 column indices (K picks per query; K = 1 for single-negative samplers).
         valid: (..., Q, K) bool, False where the candidate set was empty (the index is then arbitrary).
     """
 
-    index: Tensor
+    columns: Tensor
     valid: Tensor
 
     def gather(self, values: Tensor) -> Tensor:
         """Entries of ``values`` (..., Q, C) at the picked columns, (..., Q, K); differentiable."""
-        return values.expand(*self.index.shape[:-1], values.shape[-1]).gather(-1, self.index)
+        return values.expand(*self.columns.shape[:-1], values.shape[-1]).gather(-1, self.columns)
 
 
 def check_scores_and_mask(scores: Tensor, mask: Tensor, mask_name: str = "candidates") -> None:
@@ -37,11 +37,13 @@ def check_scores_and_mask(scores: Tensor, mask: Tensor, mask_name: str = "candid
 
 def check_selection(selection: Selection, query_shape: torch.Size) -> Selection:
     """Raise ValueError unless ``selection`` holds (..., Q, K) int64 indices and bool flags."""
-    index, valid = selection
-    if index.dtype != torch.int64 or valid.dtype != torch.bool or index.shape != valid.shape:
-        raise ValueError("a sampler must return int64 index and bool valid tensors of the same shape")
-    if index.shape[:-1] != query_shape:
-        raise ValueError(f"a sampler must return shape {tuple(query_shape)} + (K,), got {tuple(index.shape)}")
+    columns, valid = selection
+    if columns.dtype != torch.int64 or valid.dtype != torch.bool or columns.shape != valid.shape:
+        raise ValueError("a sampler must return int64 columns and bool valid tensors of the same shape")
+    if columns.shape[:-1] != query_shape:
+        raise ValueError(
+            f"a sampler must return shape {tuple(query_shape)} + (K,), got {tuple(columns.shape)}"
+        )
     return selection
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from vse_ray.jit import njit
+from vse_ray.compiled_kernels import njit
 from vse_ray.losses.kernels.backend import use_compiled
 from vse_ray.losses.kernels.sorting import host_rows
 from vse_ray.losses.samplers.base import Selection, check_scores_and_mask, check_selection

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from vse_ray.jit import njit
+from vse_ray.compiled_kernels import njit
 from vse_ray.losses.kernels.backend import use_compiled
 from vse_ray.losses.kernels.distinct_rows import distinct_rows
 from vse_ray.losses.kernels.sorting import COLUMN_BITS, host_rows, sorted_keys, threshold_keys
@@ -81,7 +81,7 @@ class SlidingWindowSampler:
     def __call__(self, scores: Tensor, relevance: Tensor) -> tuple[Selection, Selection]:
         """(positive, negative) selections, each (..., Q, M), for scores and relevance (..., Q, C)."""
         pairs = self.pairs(scores, relevance)
-        furthest, closest = pairs.index.split(self.n_windows, -1)
+        furthest, closest = pairs.columns.split(self.n_windows, -1)
         valid = pairs.valid[..., : self.n_windows]
         return Selection(furthest, valid), Selection(closest, valid)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from vse_ray.jit import njit
+from vse_ray.compiled_kernels import njit
 from vse_ray.metrics.functional._sorting import dense_ranks, float32_keys, pack_sort
 
 Counts = tuple[np.ndarray, np.ndarray, np.ndarray]

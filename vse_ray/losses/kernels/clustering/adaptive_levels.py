@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from vse_ray.jit import njit
+from vse_ray.compiled_kernels import njit
 from vse_ray.losses.kernels.backend import use_compiled
 from vse_ray.losses.kernels.clustering.kmeans_1d import lloyd_row, row_prefix_sums
 from vse_ray.losses.kernels.clustering.kmeans_1d_exact import exact_ends, exact_tables, inverses

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vse_ray.jit import njit
+from vse_ray.compiled_kernels import njit
 
 
 @njit

@@ -7,7 +7,7 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from vse_ray.jit import njit
+from vse_ray.compiled_kernels import njit
 from vse_ray.losses.kernels.clustering.kmeans_1d import prefix_sums
 
 TINY = 5e-324  # the smallest subnormal: max(denominator, TINY) only differs where the denominator is 0

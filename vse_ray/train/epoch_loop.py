@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -18,6 +18,7 @@ from torch import nn
 
 from vse_ray.evaluation.embed import evaluate_split
 from vse_ray.losses import make_loss
+from vse_ray.losses.base import BaseVSELoss
 from vse_ray.metrics.registry import CUTOFFS
 from vse_ray.models import build_model
 from vse_ray.models.training_output import split_output
@@ -65,7 +66,7 @@ def local_context(cfg: TrainConfig) -> WorkerContext:
 
 def train_step(
     model: nn.Module,
-    loss_fn: nn.Module,
+    loss_fn: BaseVSELoss,
     optimizer: torch.optim.Optimizer,
     batch: TrainBatch,
     grad_clip: float,
@@ -120,7 +121,7 @@ def train_one_epoch(
     cfg: TrainConfig,
     epoch: int,
     model: nn.Module,
-    loss_fn: nn.Module,
+    loss_fn: BaseVSELoss,
     optimizer: torch.optim.Optimizer,
     builder: BatchBuilder,
     ctx: WorkerContext,
@@ -138,6 +139,8 @@ def train_one_epoch(
     seed_step_torch(cfg.seed, ctx.rank, epoch)
     regions = region_rng(cfg.seed, ctx.rank, epoch)
     draw = partial(augment, rng=caption_rng(cfg.seed, ctx.rank, epoch)) if augment is not None else None
+    if ctx.batches is None:
+        raise ValueError("train_one_epoch: the worker context has no batches")
     host = partial(host_batch, builder, draw=draw, regions=regions, device=ctx.device)
     everyone = (
         partial(gather_rows, columns=builder_columns, world_size=world_size) if world_size > 1 else None
@@ -181,7 +184,7 @@ def host_batch(
 
 
 def prefetched(
-    batches: Iterator[dict[str, Any]],
+    batches: Iterable[dict[str, Any]],
     build: Callable[[dict[str, Any], dict[str, Any] | None], TrainBatch],
     gather: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
 ) -> Iterator[TrainBatch]:
@@ -241,7 +244,7 @@ def run_training(
     if ctx.batches is None:
         batches = TableBatches(data.train_captions, cfg.batch_size, cfg.seed, ctx.rank, ctx.world_size)
         ctx = dataclasses.replace(ctx, batches=batches)
-    model = build_model(cfg.model, **data.model_args).to(ctx.device)
+    model = build_model(cfg.model, **data.model_args, **data.model_inputs).to(ctx.device)
     loss_fn = loss_fn.to(ctx.device)
     warmup_fn = make_loss(cfg.warmup_loss, **cfg.warmup_params).to(ctx.device)
     optimizer, scheduler = build_optimizer(cfg, model)

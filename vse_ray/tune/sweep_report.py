@@ -14,9 +14,45 @@ from vse_ray.tracking.uri import ui_command
 
 if TYPE_CHECKING:
     from vse_ray.tune.search_space import SearchSpace
-    from vse_ray.tune.sweep import SweepResult
 
 HEADLINE_METRICS = BY_DIRECTION  # as the metrics declare them: R@1/5/10, CS@100/1000, NCS@10
+
+
+@dataclasses.dataclass
+class SweepResult:
+    """Outcome of one ``run_sweep`` call.
+
+    Attributes:
+        name: the sweep name (Tune folder and MLflow parent run name).
+        path: the Tune experiment folder (pass it back through ``run_sweep`` to resume).
+        finished: every trial ended (False when the run stopped early; rerun to resume).
+        num_trials / num_ended / num_errors: trials the sweep plans, how many have ended, how many failed.
+        best_trial_id: trial with the best ``metric`` at any epoch (None if no trial reported).
+        best_config: that trial's flat TrainConfig params.
+        best_metrics: its metrics at that best epoch.
+        best_checkpoint: the checkpoint of that trial closest to the best epoch (None if none kept).
+        parent_run_id / best_run_id / experiment_id: MLflow ids.
+        tracking_uri / runs_url / charts_url: where to look (a view of the trials: table and charts).
+        report: the JSON report of all of the above, in the sweep folder (also on the parent run).
+    """
+
+    name: str
+    path: str
+    finished: bool
+    num_trials: int
+    num_ended: int
+    num_errors: int
+    best_trial_id: str | None
+    best_config: dict[str, Any]
+    best_metrics: dict[str, Any]
+    best_checkpoint: str | None
+    parent_run_id: str
+    best_run_id: str | None
+    experiment_id: str
+    tracking_uri: str
+    runs_url: str
+    charts_url: str = ""
+    report: str = ""
 
 
 def sweep_summary(result: SweepResult, space: SearchSpace) -> str:

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pytest
 
-from tests.data.conftest import write_karpathy, write_precomp
+from tests.unit.data.conftest import write_karpathy, write_precomp
 from vse_ray.data.precompute.config import ExecutionOptions, PrecomputeConfig
 from vse_ray.data.precompute.image_stage import run_image_stage
 from vse_ray.data.precompute.run import feature_dims

@@ -19,7 +19,6 @@ from vse_ray.arrow_columns import list_column
 from vse_ray.data import load_captions, load_features, load_manifest, load_relevance, load_vocab
 from vse_ray.data.precompute.config import ExecutionOptions, PrecomputeConfig
 from vse_ray.data.precompute.run import precompute
-from vse_ray.data.precompute.vocab import END, START
 from vse_ray.data.store.readers import iter_relevance
 from vse_ray.data.store.shards import sha256_file
 from vse_ray.data.store.verify import verify_data_dir
@@ -27,6 +26,7 @@ from vse_ray.data.synthetic.dataset import generate_synthetic, synthetic_image
 from vse_ray.data.synthetic.scene import scene_descriptor
 from vse_ray.features import CNNFeatureExtractor
 from vse_ray.relevance import CiderDocFreq, CiderVectors, TfidfSvd, scene_similarity, tokenize
+from vse_ray.special_tokens import END, START
 
 pytestmark = pytest.mark.ray
 CONFIG = PrecomputeConfig(

@@ -10,8 +10,9 @@ from tests.support.tiny_store import write_tiny_store
 from vse_ray.data.precompute.concepts import write_concepts
 from vse_ray.data.precompute.config import PrecomputeConfig
 from vse_ray.data.precompute.manifest import FORMAT, STATE_CONFIG, claim_output
-from vse_ray.data.precompute.vocab import END, START, UNK, build_vocab, encode
+from vse_ray.data.precompute.vocab import build_vocab, encode
 from vse_ray.data.store.verify import model_files
+from vse_ray.special_tokens import END, START, UNK
 
 
 def test_vocab_keeps_frequent_words_after_special_tokens():

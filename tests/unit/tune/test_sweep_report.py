@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from vse_ray.reporting.sweep_report import headline_table, sweep_summary
 from vse_ray.tune.search_space import parse_search_space
-from vse_ray.tune.sweep import SweepResult
+from vse_ray.tune.sweep_report import SweepResult, headline_table, sweep_summary
 
 SPACE = {
     "loss": "lseh",

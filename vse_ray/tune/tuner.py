@@ -81,7 +81,7 @@ def fit_trials(
     tracking = MLflowTrialsCallback(
         run.tracking_uri, run.experiment_id, run.parent_run_id, run.name, run.trial_params, run.run_name
     )
-    ranked = {"checkpoint_score_attribute": run.metric, "checkpoint_score_order": run.mode}
+    ranked: dict[str, Any] = {"checkpoint_score_attribute": run.metric, "checkpoint_score_order": run.mode}
     tuner = tune.Tuner(
         trainable,
         param_space=param_space,
@@ -110,7 +110,7 @@ def saved_trial_statuses(path: str | Path) -> dict[str, str]:
 
 def trial_run_id(run: TuneRun, result: tune.Result) -> str:
     """The MLflow run of a finished trial (tagged with its trial id, nested under the run's parent)."""
-    trial_id = result.metrics["trial_id"]
+    trial_id = str((result.metrics or {})["trial_id"])
     query = f"{tag_equals(TRIAL_TAG, trial_id)} and {tag_equals(PARENT_TAG, run.parent_run_id)}"
     runs = MlflowClient(run.tracking_uri).search_runs([run.experiment_id], query, max_results=1)
     if not runs:
@@ -123,6 +123,8 @@ def best_checkpoint(
 ) -> tuple[tune.Checkpoint, dict[str, Any]]:
     """The kept checkpoint with the best ``metric`` and its epoch's metrics (Tune bookkeeping removed)."""
     pick = max if mode == "max" else min
+    if not result.best_checkpoints:
+        raise RuntimeError(f"trial {result.path}: kept no checkpoint")
     checkpoint, metrics = pick(result.best_checkpoints, key=lambda item: item[1][metric])
     return checkpoint, {k: v for k, v in metrics.items() if k not in TUNE_BOOKKEEPING_KEYS and k != "config"}
 
@@ -141,6 +143,8 @@ def record_trial(
     if recorder.has_checkpoint():
         return recorder.run_id, checkpoint
     recorder.set_tags(tags or {})
+    if result.checkpoint is None:
+        raise RuntimeError(f"trial {result.path}: kept no checkpoint")
     with result.checkpoint.as_directory() as latest:  # its history holds every epoch of the trial
         last = load_checkpoint(latest)
     with checkpoint.as_directory() as folder:

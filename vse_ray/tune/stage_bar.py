@@ -30,7 +30,13 @@ class StageEpochsBar(tune.Callback):
     def __getstate__(self) -> dict[str, Any]:  # a restored run opens a new bar
         return {**self.__dict__, "_bar": None, "_done": 0}
 
-    def setup(self, **info: Any) -> None:
+    def setup(
+        self,
+        stop: Any = None,
+        num_samples: int | None = None,
+        total_num_samples: int | None = None,
+        **info: Any,
+    ) -> None:
         """Open the bar when the stage starts (its clock includes the first epoch), or choose lines: each
         run decides for its own console (a restored run unpickles the callback of the first)."""
         self._lines = not sys.stderr.isatty() if self.plain is None else self.plain

@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 import torch
 from torch import Tensor
-from torch.autograd.function import FunctionCtx, once_differentiable
+from torch.autograd.function import once_differentiable
 
-from vse_ray.jit import njit
+from vse_ray.compiled_kernels import njit
 from vse_ray.losses.kernels.sorting import host_rows
 from vse_ray.losses.samplers import SlidingWindowSampler
 from vse_ray.losses.samplers.log_sum_exp import exponent_floor
@@ -29,7 +29,7 @@ class CompiledSlidingWindowBCLS(torch.autograd.Function):
 
     @staticmethod
     def forward(
-        ctx: FunctionCtx,
+        ctx: Any,  # torch keeps what forward stores on it for backward
         sims: Tensor,
         relevance: Tensor,
         candidates: Tensor,

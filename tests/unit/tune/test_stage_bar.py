@@ -7,7 +7,7 @@ import re
 import time
 from types import SimpleNamespace
 
-from vse_ray.tune.progress import StageEpochsBar
+from vse_ray.tune.stage_bar import StageEpochsBar
 
 
 def test_first_rate_counts_from_the_stage_start():

@@ -17,7 +17,7 @@ from vse_ray.data.precompute.official_vocab import ReleasedTokenizer, read_vocab
 from vse_ray.data.precompute.run import precompute
 from vse_ray.data.precompute.vocab import encode
 
-FIXTURES = Path(__file__).parents[1] / "fixtures" / "official"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "official"
 WORDS = ["<pad>", "<start>", "<end>", "<unk>", "a", "dog", "'s", "ball", ",", "."]
 
 

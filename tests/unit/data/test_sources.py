@@ -8,7 +8,7 @@ import logging
 import numpy as np
 import pytest
 
-from tests.data.conftest import write_karpathy, write_precomp
+from tests.unit.data.conftest import write_karpathy, write_precomp
 from vse_ray.data.precompute.config import PrecomputeConfig
 from vse_ray.data.sources.karpathy import read_karpathy
 from vse_ray.data.sources.precomp import read_precomp, read_precomp_rows

@@ -11,8 +11,8 @@ import torch
 from tests.support.local_reporter import LocalReporter
 from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.metric_keys import PATIENCE_STOP
-from vse_ray.train import engine
-from vse_ray.train.engine import NonFiniteLossError, run_training
+from vse_ray.train import epoch_loop
+from vse_ray.train.epoch_loop import NonFiniteLossError, run_training
 
 
 def _run(cfg, tmp_path, name, start_state=None) -> LocalReporter:
@@ -74,8 +74,8 @@ class _NaNAtStep:
 
 
 def test_nan_loss_names_epoch_step_and_loss(tiny_cfg, tmp_path, monkeypatch):
-    real = engine.make_loss
-    monkeypatch.setattr(engine, "make_loss", lambda name, **kw: _NaNAtStep(real(name, **kw), at=30 + 2))
+    real = epoch_loop.make_loss
+    monkeypatch.setattr(epoch_loop, "make_loss", lambda name, **kw: _NaNAtStep(real(name, **kw), at=30 + 2))
     with pytest.raises(NonFiniteLossError, match=r"loss is nan at epoch 2, step 2 \(loss 'vsepp'\)"):
         _run(tiny_cfg, tmp_path, "nan")
 
@@ -99,7 +99,7 @@ def test_train_step_skips_update_on_nonfinite_loss(tiny_cfg):
         def from_similarity(self, sims, **kwargs):
             return sims.sum() * float("inf")
 
-    loss = engine.train_step(lambda images, tokens, lengths: model(images), InfLoss(), opt, Batch, 2.0)
+    loss = epoch_loop.train_step(lambda images, tokens, lengths: model(images), InfLoss(), opt, Batch, 2.0)
     assert not torch.isfinite(loss) and torch.equal(model.weight, before)
 
 
@@ -174,7 +174,7 @@ def test_step_validation_keeps_the_best_point():
 
 
 def test_patience_stops_when_val_rsum_stops_improving(tiny_cfg, tmp_path):
-    from vse_ray.train.engine import epochs_without_gain
+    from vse_ray.train.epoch_loop import epochs_without_gain
 
     assert epochs_without_gain([{"rsum": 1}, {"rsum": 3}, {"rsum": 2}, {"rsum": 3}]) == 2
     frozen = dataclasses.replace(tiny_cfg, epochs=5, patience=1, lr=1e-12)  # val rsum never improves

@@ -7,7 +7,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from tests.data.conftest import write_karpathy, write_precomp
+from tests.unit.data.conftest import write_karpathy, write_precomp
 from vse_ray.data.precompute.config import ExecutionOptions, PrecomputeConfig
 from vse_ray.data.precompute.image_stage import run_image_stage
 from vse_ray.data.precompute.manifest import table_counts
