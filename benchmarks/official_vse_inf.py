@@ -57,8 +57,9 @@ def patch_imports(official: str) -> None:
     torch.Tensor.cuda = lambda self, *a, **k: self  # type: ignore[method-assign]
 
 
-def main() -> None:
-    args = parse_args()
+def build(args: argparse.Namespace) -> types.SimpleNamespace:
+    """The checkout's modules, options, vocabulary, loaders and model, patched and seeded as the module
+    docstring says (`replay_in_official.py` uses it as well)."""
     patch_imports(args.official)
     import arguments  # the checkout's modules
     import train as official_train
@@ -103,20 +104,45 @@ def main() -> None:
     vocab.add_word("<mask>")  # as train.py does
     opt.vocab_size = len(vocab)
     train_loader, val_loader = image_caption.get_loaders(opt.data_path, opt.data_name, vocab, 128, 0, opt)
-    model = VSEModel(opt)
-    val_rsum = []
-    for epoch in range(opt.num_epochs):
-        official_train.adjust_learning_rate(opt, model.optimizer, epoch, [opt.lr_update])
-        if epoch >= opt.vse_mean_warmup_epochs:
-            opt.max_violation = True
-            model.set_max_violation(True)
-        official_train.train(opt, train_loader, model, epoch, val_loader)
-        val_rsum.append(float(official_train.validate(opt, val_loader, model)))
-    test_loader = image_caption.get_loader(
-        opt.data_path, opt.data_name, "test", vocab, opt, 128, False, 0, train=False
+    return types.SimpleNamespace(
+        opt=opt,
+        vocab=vocab,
+        train=official_train,
+        image_caption=image_caption,
+        collate=listed_ids,
+        train_loader=train_loader,
+        val_loader=val_loader,
+        model=VSEModel(opt),
     )
-    test_rsum = float(official_train.validate(opt, test_loader, model))
-    print(json.dumps({"seed": args.seed, "val_rsum": val_rsum, "test_rsum": test_rsum}), flush=True)
+
+
+def train_epoch(run: types.SimpleNamespace, epoch: int, loader: object) -> float:
+    """`train.py`'s `main` loop for one (0-based) epoch over `loader`: schedule, warm-up switch, train,
+    validate; the validation rsum."""
+    opt, model = run.opt, run.model
+    run.train.adjust_learning_rate(opt, model.optimizer, epoch, [opt.lr_update])
+    if epoch >= opt.vse_mean_warmup_epochs:
+        opt.max_violation = True
+        model.set_max_violation(True)
+    run.train.train(opt, loader, model, epoch, run.val_loader)
+    return float(run.train.validate(opt, run.val_loader, model))
+
+
+def final_test_rsum(run: types.SimpleNamespace) -> float:
+    """The released `validate` on the test split."""
+    opt = run.opt
+    test_loader = run.image_caption.get_loader(
+        opt.data_path, opt.data_name, "test", run.vocab, opt, 128, False, 0, train=False
+    )
+    return float(run.train.validate(opt, test_loader, run.model))
+
+
+def main() -> None:
+    args = parse_args()
+    run = build(args)
+    val_rsum = [train_epoch(run, epoch, run.train_loader) for epoch in range(run.opt.num_epochs)]
+    record = {"seed": args.seed, "val_rsum": val_rsum, "test_rsum": final_test_rsum(run)}
+    print(json.dumps(record), flush=True)
 
 
 if __name__ == "__main__":

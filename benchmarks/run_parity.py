@@ -42,7 +42,8 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--official", required=True, help="checkout of woodfrog/vse_infty, branch bigru")
     parser.add_argument("--out", required=True, help="working and report folder")
-    parser.add_argument("--seeds", type=int, default=8)
+    parser.add_argument("--seeds", type=int, default=8, help="seeds 0 .. N-1")
+    parser.add_argument("--seed-list", type=int, nargs="+", help="these seeds instead (run in this order)")
     parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--settings", choices=("adam", "released"), default="adam")
     parser.add_argument("--noise", type=float, default=2.5, help="region noise std of the dataset")
@@ -193,7 +194,8 @@ def main() -> None:
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     official, store = make_data(out, args.noise)
-    jobs = [(side, seed) for seed in range(args.seeds) for side in args.sides]
+    seeds = args.seed_list or range(args.seeds)
+    jobs = [(side, seed) for seed in seeds for side in args.sides]
     with ThreadPoolExecutor(args.jobs) as pool:
         done = list(pool.map(lambda job: run_one(*job, args, official, store, out), jobs))
     runs = {side: [r for (s, _), r in zip(jobs, done, strict=True) if s == side] for side in args.sides}

@@ -6,6 +6,10 @@ own data path, model, loss switch, optimiser and validation. Every epoch's mean 
 rsum must land where the official run's did, within the run's floating-point noise: the fixture also holds how
 far the official run itself moves when its initial weights are perturbed by 1e-7 relative (a copy of the run
 that differs by rounding only), and vse_ray may differ from the official run by no more than that.
+
+A second recording (`vse_inf_run_replay_aug.npz`) is the same run with the official caption augmentation on,
+replayed with the token ids it drew: there a replaced token sometimes draws id 0, and the `<pad>` embedding
+row trains in the official code (its embedding has no padding index); vse_ray's must follow it.
 """
 
 from __future__ import annotations
@@ -29,7 +33,9 @@ from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.train.epoch_loop import WorkerContext, run_training
 from vse_ray.train.training_data import TrainingData
 
-FIXTURE = Path(__file__).parent.parent / "fixtures" / "official" / "vse_inf_run_replay.npz"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "official"
+RECORDINGS = ("vse_inf_run_replay.npz", "vse_inf_run_replay_aug.npz")
+EMBED = "text_encoder.embed.weight"
 NOISE_MARGIN = 10  # vse_ray vs official may differ by up to 10x what rounding alone moves the official run
 # The bias feeding the region MLP's BatchNorm has an exact gradient of 0 (the BatchNorm subtracts it again):
 # both codes move it by rounding noise alone (see test_step_parity), and the BatchNorm's running mean averages
@@ -38,7 +44,8 @@ NOISE_FED = ("image_encoder.mlp.0.bias", "image_encoder.mlp.1.running_mean")
 
 
 def _relative_weight_diff(ours: dict[str, torch.Tensor], theirs: dict[str, np.ndarray]) -> float:
-    """max over tensors of max |ours − theirs| / max |theirs| (the `<mask>` embedding row left out)."""
+    """max over tensors of max |ours − theirs| / max |theirs| (the `<mask>` embedding row left out where
+    vse_ray has none: a run without caption augmentation)."""
     worst = 0.0
     for name, expected in theirs.items():
         key = official_names.VSE_INF_BIGRU.ours(name)
@@ -50,11 +57,12 @@ def _relative_weight_diff(ours: dict[str, torch.Tensor], theirs: dict[str, np.nd
     return worst
 
 
-@pytest.fixture(scope="module")
-def replay(tmp_path_factory) -> tuple[Recording, LocalReporter, ReplayBatches]:
-    if not FIXTURE.exists():
-        pytest.fail(f"missing fixture {FIXTURE}")
-    rec = Recording(FIXTURE)
+@pytest.fixture(scope="module", params=RECORDINGS)
+def replay(request, tmp_path_factory) -> tuple[Recording, LocalReporter, ReplayBatches]:
+    fixture = FIXTURES / request.param
+    if not fixture.exists():
+        pytest.fail(f"missing fixture {fixture}")
+    rec = Recording(fixture)
     root = tmp_path_factory.mktemp("replay")
     cfg = replay_config(rec, write_store(rec, root / "data"), root / "out")
     data = TrainingData.load(cfg, None)
@@ -69,8 +77,11 @@ def replay(tmp_path_factory) -> tuple[Recording, LocalReporter, ReplayBatches]:
 
 
 def test_replay_feeds_the_official_token_ids(replay):
-    """vse_ray's tokenizer and vocabulary reader give the ids the official loader gave, step for step."""
-    _, _, batches = replay
+    """vse_ray's tokenizer and vocabulary reader give the ids the official loader gave, step for step
+    (without caption augmentation: with it, the official ids are the augmented ones and are fed as drawn)."""
+    rec, _, batches = replay
+    if rec.meta["caption_aug"]:
+        pytest.skip("the recording's ids are augmented")
     assert batches.fed
     for step in batches.fed:
         for mine, theirs, length in zip(step["tokens"], step["official"], step["lengths"], strict=True):
@@ -95,3 +106,21 @@ def test_every_epoch_lands_where_the_official_run_did(replay):
             f"val rsum {metrics['rsum']:.1f} vs {float(rec.arrays['val_rsum'][epoch]):.1f}"
         )
         assert rsum_diff <= max(NOISE_MARGIN * control["rsum_diff"][epoch], 1.0), (epoch + 1, rsum_diff)
+
+
+def test_the_pad_row_trains_as_the_official_row(replay):
+    """Row 0 (`<pad>`) of the word embedding after each epoch: where augmentation fed id 0 it has moved in the
+    official run, and vse_ray's row lands where the official row did, within the run's rounding noise."""
+    rec, reporter, batches = replay
+    start = rec.group("init")["txt_enc.embed.weight"][0]
+    fed = [s["official"][i, :n] for s in batches.fed for i, n in enumerate(s["lengths"])]
+    fed_pad = sum(int((ids == 0).sum()) for ids in fed)
+    control = rec.group("control")["weight_diff"]
+    for epoch, checkpoint in enumerate(reporter.checkpoints):
+        theirs = rec.group(f"epoch{epoch + 1}")["txt_enc.embed.weight"]
+        ours = load_checkpoint(checkpoint)["model"][EMBED][0].numpy()
+        diff = np.abs(ours - theirs[0]).max() / np.abs(theirs).max()
+        print(f"\nepoch {epoch + 1}: <pad> row {diff:.1e} (rounding alone, any tensor {control[epoch]:.1e})")
+        assert diff <= NOISE_MARGIN * control[epoch] + 1e-6, (epoch + 1, diff)
+    if rec.meta["caption_aug"]:
+        assert fed_pad > 0 and np.abs(theirs[0] - start).max() > 1e-3  # the official row trained

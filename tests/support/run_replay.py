@@ -2,12 +2,16 @@
 
 A recording (`tests/fixtures/official/vse_inf_run_replay.npz`, see the README there) holds a precomp dataset
 as the official code reads it (`{split}_ims.npy`, `{split}_caps.txt`, its vocabulary JSON), the initial
-weights the official code drew, and every training step's draws: the caption indices of the batch and each
-image's region-drop keep mask. `write_store` turns the dataset into a vse_ray data folder with vse_ray's own
-caption tokenizer and vocabulary reader; `ReplayBatches` is a batch source that deals the recorded batches,
-with their masks as the rows' ``region_keep`` column; `official_start` is the epoch-0 state of the official
-initial weights. Everything else (batch building, model, loss, warm-up switch, optimiser, validation) is
-vse_ray's.
+weights the official code drew, and every training step's draws: the caption indices of the batch, each
+image's region-drop keep mask and the token ids fed. `write_store` turns the dataset into a vse_ray data
+folder with vse_ray's own caption tokenizer and vocabulary reader; `ReplayBatches` is a batch source that
+deals the recorded batches, with their masks as the rows' ``region_keep`` column; `official_start` is the
+epoch-0 state of the official initial weights. Everything else (batch building, model, loss, warm-up
+switch, optimiser, validation) is vse_ray's.
+
+A recording made with the official caption augmentation (`caption_aug` in its meta) is replayed with the
+augmented token ids the official run drew (vse_ray's own augmentation off), and its vocabulary gets `<mask>`
+after the words, as the official `train.py` adds it, so that the model has the official `<mask>` row.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import torch
 
 from tests.support.tiny_store import region_table
 from vse_ray.data.precompute.official_vocab import ReleasedTokenizer, read_vocab_file
-from vse_ray.data.precompute.vocab import encode
+from vse_ray.data.precompute.vocab import MASK, encode
 from vse_ray.data.store.verify import describe_folder
 from vse_ray.models import build_model, official_names
 from vse_ray.train.config import TrainConfig
@@ -59,6 +63,8 @@ def write_store(rec: Recording, root: Path) -> Path:
     root.mkdir(parents=True)
     vocab_file.write_text(str(data["vocab_json"]))
     vocab = read_vocab_file(vocab_file)
+    if rec.meta["caption_aug"]:
+        vocab[MASK] = max(vocab.values()) + 1
     tokenize = ReleasedTokenizer()
     first_image = first_caption = 0
     for prefix, split in SPLITS.items():
@@ -110,6 +116,10 @@ class ReplayBatches:
             self.fed.append(
                 {"tokens": batch["tokens"], "official": drawn["tokens"], "lengths": drawn["lengths"]}
             )
+            if self.rec.meta["caption_aug"]:  # the augmented ids the official run drew
+                batch["tokens"] = np.empty(len(rows), dtype=object)
+                for i, (ids, n) in enumerate(zip(drawn["tokens"], drawn["lengths"], strict=True)):
+                    batch["tokens"][i] = ids[:n]
             yield {**batch, "region_keep": list(drawn["keep"])}
 
 
@@ -139,8 +149,8 @@ def replay_config(rec: Recording, data_dir: Path, output_dir: Path) -> TrainConf
 
 
 def official_start(rec: Recording, cfg: TrainConfig, model_args: dict[str, Any]) -> dict[str, Any]:
-    """The epoch-0 state of a run from the official initial weights (its `<mask>` embedding row, unused
-    without caption augmentation, left out), with a fresh optimiser and schedule."""
+    """The epoch-0 state of a run from the official initial weights (its `<mask>` embedding row left out
+    where the recording has no caption augmentation), with a fresh optimiser and schedule."""
     model = build_model(cfg.model, **model_args)
     state = model.state_dict()
     for name, value in rec.group("init").items():

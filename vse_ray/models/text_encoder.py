@@ -13,7 +13,7 @@ class GRUTextEncoder(nn.Module):
     """Word embedding → GRU → last hidden state → L2 norm (the GRU hidden size is the joint dim D).
 
     Args:
-        vocab_size: Number of token ids (0 is padding).
+        vocab_size: Number of token ids (0 pads a batch).
         word_dim: Word embedding size (300 in VSE++).
         embed_dim: GRU hidden size = joint embedding size D (1024 in VSE++).
         num_layers: GRU layers.
@@ -23,7 +23,9 @@ class GRUTextEncoder(nn.Module):
         super().__init__()
         if vocab_size < 2:
             raise ValueError(f"vocab_size must be >= 2, got {vocab_size}")
-        self.embed = nn.Embedding(vocab_size, word_dim, padding_idx=0)
+        # No padding_idx, as in the reference encoders: padded positions never reach the GRU (packed), and a
+        # caption augmentation's replacement that draws id 0 trains row 0 like any other word.
+        self.embed = nn.Embedding(vocab_size, word_dim)
         self.rnn = nn.GRU(word_dim, embed_dim, num_layers, batch_first=True)
         nn.init.uniform_(self.embed.weight, -0.1, 0.1)
 

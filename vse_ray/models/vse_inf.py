@@ -80,7 +80,9 @@ class BiGRUTextEncoder(nn.Module):
         super().__init__()
         if vocab_size < 2:
             raise ValueError(f"vocab_size must be >= 2, got {vocab_size}")
-        self.embed = nn.Embedding(vocab_size, word_dim, padding_idx=0)
+        # No padding_idx, as in the reference encoders: padded positions never reach the GRU (packed), and a
+        # caption augmentation's replacement that draws id 0 trains row 0 like any other word.
+        self.embed = nn.Embedding(vocab_size, word_dim)
         nn.init.uniform_(self.embed.weight, -0.1, 0.1)
         self.rnn = nn.GRU(word_dim, embed_dim, num_layers, batch_first=True, bidirectional=True)
         self.gpo = GPO()

@@ -16,7 +16,7 @@ class WordGRUEncoder(nn.Module):
     e_j = (h→_j + h←_j) / 2. Padding positions (beyond each length) are zero vectors.
 
     Args:
-        vocab_size: Number of token ids (0 is padding).
+        vocab_size: Number of token ids (0 pads a batch).
         word_dim: Word embedding size (300 in both papers).
         embed_dim: GRU hidden size = feature size E (1024).
         bidirectional: Bi-GRU (True in both references' recipes) or a one-way GRU.
@@ -29,7 +29,9 @@ class WordGRUEncoder(nn.Module):
         super().__init__()
         if vocab_size < 2:
             raise ValueError(f"vocab_size must be >= 2, got {vocab_size}")
-        self.embed = nn.Embedding(vocab_size, word_dim, padding_idx=0)
+        # No padding_idx, as in the reference encoders: padded positions never reach the GRU (packed), and a
+        # caption augmentation's replacement that draws id 0 trains row 0 like any other word.
+        self.embed = nn.Embedding(vocab_size, word_dim)
         self.dropout = nn.Dropout(dropout)
         self.rnn = nn.GRU(word_dim, embed_dim, batch_first=True, bidirectional=bidirectional)
         nn.init.uniform_(self.embed.weight, -0.1, 0.1)
