@@ -51,7 +51,7 @@ def record_vse_ray(args: argparse.Namespace, out: Path) -> None:
     """vse_ray's run of `run_parity.py` for `args.seed`, with its draws recorded."""
     from run_parity import vse_ray_config
 
-    import vse_ray.train.engine as engine
+    import vse_ray.train.epoch_loop as engine
     from vse_ray.data.store.split_data import load_split
     from vse_ray.evaluation.embed import evaluate_split
     from vse_ray.models import rebuild_model
