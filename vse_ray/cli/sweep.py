@@ -44,7 +44,7 @@ def sweep(
     ] = None,
 ) -> None:
     """Tune over the space; print and log the best trial; `vse-ray compare` or the MLflow UI show the runs."""
-    from vse_ray.tune.sweep import run_sweep
+    from vse_ray.tune.sweep import check_sweep, run_sweep
     from vse_ray.tune.sweep_config import SweepConfig
 
     train = merge_overrides({"epochs": epochs}, set_ or [])  # a bad --set: one line (readable_errors)
@@ -71,8 +71,9 @@ def sweep(
     )
     from vse_ray.log_file import command_log, log_file_line
 
+    checked = check_sweep(cfg)  # bad input: one line, and no output folder made
     with command_log(output_dir) as log:  # Ray's, Tune's and MLflow's lines go to the log file
         # bad input, a sweep in use: one line (`readable_errors`)
-        result = run_sweep(cfg, wait=wait, claimed=log_file_line(log))
+        result = run_sweep(checked, wait=wait, claimed=log_file_line(log))
     if not result.finished:
         raise typer.Exit(code=3)

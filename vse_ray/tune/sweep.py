@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,17 +51,24 @@ def trial_params(config: dict[str, Any], *, space: SearchSpace, base: dict[str, 
     return trial_config(space, space.overrides(config), base).config.to_flat_dict()
 
 
-def run_sweep(cfg: SweepConfig, *, wait: bool = False, claimed: str = "") -> SweepResult:
-    """Check the space, claim the sweep, run (or resume) it, log the best trial on the parent run, return it.
+@dataclass(frozen=True)
+class CheckedSweep:
+    """A sweep whose config, space and data folder passed every check; nothing written yet."""
 
-    Before Ray starts, the sweep is claimed as every run is (:mod:`vse_ray.tracking.lifecycle`): the
-    tracking server answers, its folder is locked (one writer; ``wait`` queues behind the holder, until
-    this call returns), the store exists, and a rerun has the config the sweep started with. ``claimed``
-    is printed then (the command's line saying where Ray's and MLflow's logs go).
+    cfg: SweepConfig
+    space: SearchSpace
+    base: dict[str, Any]
+    path: Path
+    resolved: TrainConfig
+    data: VerifiedData
+
+
+def check_sweep(cfg: SweepConfig) -> CheckedSweep:
+    """Check the config, the space and the data folder, writing nothing (a bad input leaves no folder).
 
     Raises:
-        ValueError: for an invalid ``cfg`` or space, an existing sweep folder with ``resume=False``, a sweep
-            in use by another command, another config than the sweep's, or a server that does not answer.
+        ValueError: for an invalid ``cfg`` or space, an existing sweep folder with ``resume=False``, or a data
+            folder that is not a finished precompute or has too few val images.
     """
     cfg.validate()
     space = load_search_space(cfg.space)
@@ -85,6 +92,25 @@ def run_sweep(cfg: SweepConfig, *, wait: bool = False, claimed: str = "") -> Swe
         raise ValueError(f"name: sweep {name!r} already exists at {path}; resume it or pick another name")
     data = verify_data_dir(cfg.data_dir)  # a finished precompute that matches its manifest
     data.check_cutoffs("val", base["eval_ks"])  # each epoch of each trial ranks the val images
+    return CheckedSweep(cfg, space, base, path, resolved, data)
+
+
+def run_sweep(sweep: SweepConfig | CheckedSweep, *, wait: bool = False, claimed: str = "") -> SweepResult:
+    """Check the sweep (unless given checked), claim it, run (or resume) it, log the best trial on the parent
+    run, return it.
+
+    Before Ray starts, the sweep is claimed as every run is (:mod:`vse_ray.tracking.lifecycle`): the
+    tracking server answers, its folder is locked (one writer; ``wait`` queues behind the holder, until
+    this call returns), the store exists, and a rerun has the config the sweep started with. ``claimed``
+    is printed then (the command's line saying where Ray's and MLflow's logs go).
+
+    Raises:
+        ValueError: as `check_sweep`, and for a sweep in use by another command, another config than the
+            sweep's, or a server that does not answer.
+    """
+    checked = sweep if isinstance(sweep, CheckedSweep) else check_sweep(sweep)
+    cfg, path, resolved = checked.cfg, checked.path, checked.resolved
+    name = path.name
     uri = resolved.filled("tracking_uri")
     lock = claim_run_folder(path, f"sweep {name!r} ({path})", "choose another --name", uri, wait=wait)
     try:
@@ -96,7 +122,7 @@ def run_sweep(cfg: SweepConfig, *, wait: bool = False, claimed: str = "") -> Swe
         )
         if claimed:
             print(claimed, flush=True)
-        return _run(cfg, space, base, path, uri, resolved, data)
+        return _run(cfg, checked.space, checked.base, path, uri, resolved, checked.data)
     finally:
         lock.release()
 
