@@ -63,7 +63,7 @@ def test_every_loss_trains_cvse(loaded, loss_name):
     loss = make_loss(loss_name)
     builder = BatchBuilder(data.train_images, loss.relevance_source, data.references)
     batch = builder(next(iter(TableBatches(captions, 16, 0).epoch_batches(1))))
-    output = model(batch.images, batch.tokens, batch.lengths)
+    output = model(batch.images.float(), batch.tokens, batch.lengths)  # regions arrive as stored: float16
     assert isinstance(output, TrainingOutput) and output.sims.shape == (16, 16)
     assert set(output.extra_losses) == {"instance_rank", "consensus_rank", "concept_kl"}
     before = [p.detach().clone() for p in model.parameters()]
