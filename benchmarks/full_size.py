@@ -70,8 +70,9 @@ def parse_args() -> argparse.Namespace:
 
 def write_precomp(folder: Path, like: str, fraction: float, caption_files: list[Path]) -> None:
     """The precomp folder (see the module docstring), written block by block, never whole in memory."""
-    from vse_ray.data.precompute.vocab import SPECIAL_TOKENS, build_vocab
+    from vse_ray.data.precompute.vocab import build_vocab
     from vse_ray.relevance import tokenize
+    from vse_ray.special_tokens import SPECIAL_TOKENS
 
     lines = [tokenize(line) for f in caption_files for line in f.read_text().splitlines() if line.strip()]
     if not lines:

@@ -28,9 +28,10 @@ import torch
 
 from tests.support.tiny_store import region_table
 from vse_ray.data.precompute.official_vocab import ReleasedTokenizer, read_vocab_file
-from vse_ray.data.precompute.vocab import MASK, encode
+from vse_ray.data.precompute.vocab import encode
 from vse_ray.data.store.verify import describe_folder
 from vse_ray.models import build_model, official_names
+from vse_ray.special_tokens import MASK
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.optim import build_optimizer
 
