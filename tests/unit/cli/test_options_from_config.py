@@ -1,4 +1,4 @@
-"""`precompute` and `sweep` options default to their config fields (declared once, in the dataclass)."""
+"""Options read their configs and registries: defaults declared once, help listing every name."""
 
 from __future__ import annotations
 
@@ -8,14 +8,22 @@ import typer
 
 from vse_ray.cli.main import app
 from vse_ray.data.precompute.config import ExecutionOptions, PrecomputeConfig
+from vse_ray.losses import LOSS_NAMES
+from vse_ray.models import MODEL_NAMES
+from vse_ray.relevance.sources import SOURCES
 from vse_ray.train.config import TrainConfig
 from vse_ray.tune.sweep_config import SweepConfig
 
 
+def _options(command: str) -> dict:
+    """``{parameter name: click parameter}`` of a command's options."""
+    group = typer.main.get_command(app)
+    return {p.name: p for p in group.commands[command].params}  # type: ignore[attr-defined]
+
+
 def _option_defaults(command: str) -> dict[str, object]:
     """``{parameter name: default}`` of a command's options, as the command line sees them."""
-    group = typer.main.get_command(app)
-    return {p.name: p.default for p in group.commands[command].params}  # type: ignore[attr-defined]
+    return {name: p.default for name, p in _options(command).items()}
 
 
 def _defaults(config: type) -> dict[str, object]:
@@ -38,3 +46,10 @@ def test_sweep_options_default_to_the_config_fields():
     assert len(expected) == 16
     assert {name: options[name] for name in expected} == expected
     assert options["epochs"] == _defaults(TrainConfig)["epochs"]
+
+
+def test_help_lists_every_model_loss_and_relevance_source():
+    train, precompute = _options("train"), _options("precompute")
+    assert train["model"].help.startswith(" | ".join(MODEL_NAMES))
+    assert train["loss"].help == f"{' | '.join(LOSS_NAMES)}."
+    assert all(name in precompute["relevance"].help for name in SOURCES)
