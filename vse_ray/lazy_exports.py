@@ -20,3 +20,9 @@ def lazy_exports(package: str, exports: dict[str, str]) -> tuple[Callable[[str],
         return sorted(exports)
 
     return __getattr__, __dir__
+
+
+def import_object(path: str) -> Any:
+    """The object at ``"package.module:Name"`` (a registry entry named without importing its module)."""
+    module, name = path.split(":")
+    return getattr(importlib.import_module(module), name)

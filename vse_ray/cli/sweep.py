@@ -2,42 +2,66 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 import typer
 
-from vse_ray.folder_names import DEFAULT_OUTPUT_DIR
-from vse_ray.train.config import merge_overrides
+from vse_ray.cli.options import default_of
+from vse_ray.train.config import field_default, merge_overrides
+from vse_ray.tune.sweep_config import SweepConfig
+
+_SWEEP = partial(default_of, SweepConfig)  # each option's default is its SweepConfig field's
 
 
 def sweep(
     space: Annotated[str, typer.Option(help="Shipped space name (ladder_auto) or a search-space YAML path.")],
     data_dir: Annotated[str, typer.Option(help="Precompute output folder every trial trains on.")],
-    num_samples: Annotated[int, typer.Option(help="Trials drawn (grid leaves multiply it).")] = 8,
-    scheduler: Annotated[str, typer.Option(help="'asha' (early-stop weak trials) or 'fifo'.")] = "asha",
-    epochs: Annotated[int, typer.Option(help="Epochs per trial (ASHA's max_t).")] = 30,
-    grace_period: Annotated[int, typer.Option(help="Epochs before ASHA may stop a trial.")] = 1,
-    reduction_factor: Annotated[int, typer.Option(help="ASHA keeps the top 1/N per rung.")] = 2,
-    max_concurrent: Annotated[int, typer.Option(help="Trials running at once (0: as resources allow).")] = 0,
+    num_samples: Annotated[int, typer.Option(help="Trials drawn (grid leaves multiply it).")] = _SWEEP(
+        "num_samples"
+    ),
+    scheduler: Annotated[str, typer.Option(help="'asha' (early-stop weak trials) or 'fifo'.")] = _SWEEP(
+        "scheduler"
+    ),
+    epochs: Annotated[int, typer.Option(help="Epochs per trial (ASHA's max_t).")] = field_default("epochs"),
+    grace_period: Annotated[int, typer.Option(help="Epochs before ASHA may stop a trial.")] = _SWEEP(
+        "grace_period"
+    ),
+    reduction_factor: Annotated[int, typer.Option(help="ASHA keeps the top 1/N per rung.")] = _SWEEP(
+        "reduction_factor"
+    ),
+    max_concurrent: Annotated[
+        int, typer.Option(help="Trials running at once (0: as resources allow).")
+    ] = _SWEEP("max_concurrent"),
     trial_mode: Annotated[
         str, typer.Option(help="'process': one process per trial; 'ddp': a TorchTrainer per trial.")
-    ] = "process",
-    cpus_per_trial: Annotated[float, typer.Option(help="CPUs of a 'process' trial.")] = 1.0,
-    gpus_per_trial: Annotated[float, typer.Option(help="GPUs of a 'process' trial (0.25: 4 per GPU).")] = 0.0,
-    name: Annotated[str | None, typer.Option(help="Sweep name; reuse it to resume.")] = None,
-    resume: Annotated[bool, typer.Option(help="Resume an interrupted sweep of the same name.")] = True,
+    ] = _SWEEP("trial_mode"),
+    cpus_per_trial: Annotated[float, typer.Option(help="CPUs of a 'process' trial.")] = _SWEEP(
+        "cpus_per_trial"
+    ),
+    gpus_per_trial: Annotated[
+        float, typer.Option(help="GPUs of a 'process' trial (0.25: 4 per GPU).")
+    ] = _SWEEP("gpus_per_trial"),
+    name: Annotated[str | None, typer.Option(help="Sweep name; reuse it to resume.")] = _SWEEP("name"),
+    resume: Annotated[bool, typer.Option(help="Resume an interrupted sweep of the same name.")] = _SWEEP(
+        "resume"
+    ),
     wait: Annotated[bool, typer.Option(help="Wait for another command running this sweep.")] = False,
     stop_after_trials: Annotated[
         int, typer.Option(help="End this run after N finished trials; rerun to resume (0: no limit).")
-    ] = 0,
-    seed: Annotated[int, typer.Option(help="Random seed of the search.")] = 0,
-    output_dir: Annotated[str, typer.Option(help="Output folder.")] = DEFAULT_OUTPUT_DIR,
-    storage_path: Annotated[str | None, typer.Option(help="Shared storage for trials.")] = None,
+    ] = _SWEEP("stop_after_trials"),
+    seed: Annotated[int, typer.Option(help="Random seed of the search.")] = _SWEEP("seed"),
+    output_dir: Annotated[str, typer.Option(help="Output folder.")] = _SWEEP("output_dir"),
+    storage_path: Annotated[str | None, typer.Option(help="Shared storage for trials.")] = _SWEEP(
+        "storage_path"
+    ),
     tracking_uri: Annotated[
         str | None,
         typer.Option(envvar="MLFLOW_TRACKING_URI", help="MLflow store URI."),
-    ] = None,
-    experiment: Annotated[str | None, typer.Option(help="MLflow experiment (default: dataset).")] = None,
+    ] = _SWEEP("tracking_uri"),
+    experiment: Annotated[str | None, typer.Option(help="MLflow experiment (default: dataset).")] = _SWEEP(
+        "experiment"
+    ),
     set_: Annotated[
         list[str] | None,
         typer.Option("--set", help="Fixed TrainConfig field KEY=VALUE (YAML; dotted keys as train --set)."),
@@ -45,7 +69,6 @@ def sweep(
 ) -> None:
     """Tune over the space; print and log the best trial; `vse-ray compare` or the MLflow UI show the runs."""
     from vse_ray.tune.sweep import check_sweep, run_sweep
-    from vse_ray.tune.sweep_config import SweepConfig
 
     train = merge_overrides({"epochs": epochs}, set_ or [])  # a bad --set: one line (readable_errors)
     cfg = SweepConfig(

@@ -1,27 +1,25 @@
-"""Bidirectional image-text ranking losses with graded relevance; build them with ``make_loss``."""
+"""Bidirectional image-text ranking losses with graded relevance; build them with ``make_loss``.
 
-from vse_ray.losses.base import BaseVSELoss, negative_mask
-from vse_ray.losses.bcls import BCLSLoss
-from vse_ray.losses.factory import LOSS_NAMES, LOSSES, loss_hparams, make_loss
-from vse_ray.losses.ladder import LadderLoss
-from vse_ray.losses.ladder_auto import AdaptiveLadderLoss
-from vse_ray.losses.lseh import LSEHLoss
-from vse_ray.losses.sam import SAMLoss
-from vse_ray.losses.vse0 import VSE0Loss
-from vse_ray.losses.vsepp import VSEPPLoss
+The exports that import torch load on first use, so that the command-line help reads the loss names
+(`names`) without it.
+"""
 
-__all__ = [
-    "LOSSES",
-    "LOSS_NAMES",
-    "AdaptiveLadderLoss",
-    "BCLSLoss",
-    "BaseVSELoss",
-    "LSEHLoss",
-    "LadderLoss",
-    "SAMLoss",
-    "VSE0Loss",
-    "VSEPPLoss",
-    "loss_hparams",
-    "make_loss",
-    "negative_mask",
-]
+from vse_ray.lazy_exports import lazy_exports
+
+_LAZY = {
+    "LOSSES": "vse_ray.losses.factory",
+    "LOSS_NAMES": "vse_ray.losses.names",
+    "AdaptiveLadderLoss": "vse_ray.losses.ladder_auto",
+    "BCLSLoss": "vse_ray.losses.bcls",
+    "BaseVSELoss": "vse_ray.losses.base",
+    "LSEHLoss": "vse_ray.losses.lseh",
+    "LadderLoss": "vse_ray.losses.ladder",
+    "SAMLoss": "vse_ray.losses.sam",
+    "VSE0Loss": "vse_ray.losses.vse0",
+    "VSEPPLoss": "vse_ray.losses.vsepp",
+    "loss_hparams": "vse_ray.losses.factory",
+    "make_loss": "vse_ray.losses.factory",
+    "negative_mask": "vse_ray.losses.base",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
+__all__ = sorted(_LAZY)

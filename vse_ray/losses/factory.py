@@ -5,25 +5,11 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from vse_ray.lazy_exports import import_object
 from vse_ray.losses.base import BaseVSELoss
-from vse_ray.losses.bcls import BCLSLoss
-from vse_ray.losses.ladder import LadderLoss
-from vse_ray.losses.ladder_auto import AdaptiveLadderLoss
-from vse_ray.losses.lseh import LSEHLoss
-from vse_ray.losses.sam import SAMLoss
-from vse_ray.losses.vse0 import VSE0Loss
-from vse_ray.losses.vsepp import VSEPPLoss
+from vse_ray.losses.names import LOSS_CLASSES, LOSS_NAMES
 
-LOSSES: dict[str, type[BaseVSELoss]] = {
-    "vse0": VSE0Loss,
-    "vsepp": VSEPPLoss,
-    "ladder": LadderLoss,
-    "ladder_auto": AdaptiveLadderLoss,
-    "sam": SAMLoss,
-    "bcls": BCLSLoss,
-    "lseh": LSEHLoss,
-}
-LOSS_NAMES: tuple[str, ...] = tuple(LOSSES)
+LOSSES: dict[str, type[BaseVSELoss]] = {name: import_object(path) for name, path in LOSS_CLASSES.items()}
 
 
 def loss_hparams(name: str) -> dict[str, Any]:

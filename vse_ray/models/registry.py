@@ -5,26 +5,11 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from vse_ray.lazy_exports import import_object
 from vse_ray.models.base import RetrievalModel
-from vse_ray.models.cvse import CVSEModel
-from vse_ray.models.gsmn import GSMNModel
-from vse_ray.models.scan import SCANModel
-from vse_ray.models.sgraf import SGRAFModel
-from vse_ray.models.vse import VSEModel
-from vse_ray.models.vse_inf import VSEInfModel
-from vse_ray.models.vsrn import VSRNModel
+from vse_ray.models.names import MODEL_CLASSES
 
-MODELS: dict[str, type[RetrievalModel]] = {
-    "vsepp": VSEModel,
-    "vse_inf": VSEInfModel,
-    "scan": SCANModel,
-    "sgraf": SGRAFModel,
-    "cvse": CVSEModel,
-    "vsrn": VSRNModel,
-    "gsmn": GSMNModel,
-}
-MODEL_NAMES = tuple(MODELS)
-DEFAULT_MODEL = "vsepp"
+MODELS: dict[str, type[RetrievalModel]] = {name: import_object(path) for name, path in MODEL_CLASSES.items()}
 # Constructor arguments that training fills in for every model (with each model's `config_fields`); the
 # others are the model's own options, given as `model_params`.
 SHARED_ARGS = ("self", "vocab_size", "feature_dim", "word_dim", "embed_dim", "cnn", "cnn_weights")

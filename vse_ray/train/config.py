@@ -21,7 +21,9 @@ from typing import Any
 import yaml
 
 from vse_ray.folder_names import DEFAULT_OUTPUT_DIR
+from vse_ray.losses.names import LOSS_NAMES
 from vse_ray.metrics.registry import CUTOFFS
+from vse_ray.models.names import DEFAULT_MODEL, MODEL_NAMES
 
 _TUPLE_FIELDS = ("eval_ks", "cs_ks", "ncs_ks", "lr_milestones")
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")  # Ray's ScalingConfig
@@ -63,10 +65,12 @@ class TrainConfig:
 
     data_dir: str = _field("", "Precompute output folder.", "run", warmup=True)
     model: str = _field(
-        "vsepp", "vsepp (pooled features or finetune) | vse_inf (regions) | scan | sgraf | cvse.", warmup=True
+        DEFAULT_MODEL,
+        f"{' | '.join(MODEL_NAMES)} (vsepp: pooled features or finetune; vse_inf: regions).",
+        warmup=True,
     )
     model_params: dict[str, Any] = _field({}, "Model options (e.g. region_drop, text_encoder).", warmup=True)
-    loss: str = _field("vsepp", "vse0|vsepp|ladder|ladder_auto|sam|bcls|lseh.", "run", study=True)
+    loss: str = _field("vsepp", f"{' | '.join(LOSS_NAMES)}.", "run", study=True)
     loss_params: dict[str, Any] = _field({}, "Loss hyper-parameters (e.g. margin).", study=True)
     epochs: int = _field(30, "Epochs (the cap when patience is set).", study=True)
     patience: int = _field(0, "Stop after N epochs without a better val rsum (0: train every epoch).")
@@ -152,7 +156,7 @@ class TrainConfig:
     def validate(self) -> TrainConfig:
         """Raise ValueError naming the first invalid field; return self."""
         from vse_ray.features.cnn import CNN_NAMES
-        from vse_ray.losses import LOSS_NAMES, make_loss
+        from vse_ray.losses import make_loss
         from vse_ray.models.registry import MODELS
 
         if not self.data_dir:

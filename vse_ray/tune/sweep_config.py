@@ -9,9 +9,9 @@ from typing import Any
 
 from vse_ray.folder_names import DEFAULT_OUTPUT_DIR, check_plain_name
 from vse_ray.resources import resource_path
-from vse_ray.tune.trial import TRIAL_MODES
 
 SCHEDULERS = ("asha", "fifo")
+TRIAL_MODES = ("process", "ddp")  # a process per trial, or a TorchTrainer per trial
 
 
 @dataclass

@@ -10,7 +10,6 @@ from vse_ray.train.config import CheckedConfig, TrainConfig
 from vse_ray.tune.search_space import SearchSpace
 from vse_ray.tune.space_checks import trial_config
 
-TRIAL_MODES = ("process", "ddp")
 NAMED_TRIAL_KEY = "run"  # the one Tune key of a grid of named configs (`named_grid`)
 
 
@@ -28,7 +27,7 @@ def run_trial(
         config: the Tune sample (flat keys of ``space.param_space()``).
         space: the sweep's search space.
         base: fixed TrainConfig fields of the sweep (``data_dir``, ``epochs``, ...), already resolved.
-        mode: one of ``TRIAL_MODES``.
+        mode: one of ``sweep_config.TRIAL_MODES``.
     """
     trial_id = tune.get_context().get_trial_id()
     cfg = trial_config(space, space.overrides(config), base).renamed(f"trial-{trial_id}")

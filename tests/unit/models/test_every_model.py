@@ -13,7 +13,7 @@ from tests.support.gsmn_graphs import chain_graphs
 from tests.support.tiny_store import COLOURS, SHAPES, TEMPLATES
 from vse_ray.losses import make_loss
 from vse_ray.models import build_model
-from vse_ray.models.registry import MODEL_NAMES
+from vse_ray.models.names import MODEL_NAMES
 from vse_ray.models.training_output import split_output
 from vse_ray.train.region_drop import draw_region_keep
 
