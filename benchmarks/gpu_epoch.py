@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import torch
+from step_vs_official import DEFAULT_CAPTIONS, REPO_ROOT, caption_lengths
 
 from vse_ray.data.store.region_rows import RegionRows
 from vse_ray.data.store.schema import features_table
@@ -39,8 +40,6 @@ from vse_ray.train.config import TrainConfig
 from vse_ray.train.epoch_loop import WorkerContext, host_batch, train_one_epoch
 from vse_ray.train.streams import region_rng
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_CAPTIONS = "../shared/data/f30k_test_caps.txt"
 UTILISATION_TARGET = 90.0
 LOADER_TARGET = 3.0
 SHARD_IMAGES = 1_000
@@ -90,12 +89,7 @@ def caption_table(args: argparse.Namespace) -> pa.Table:
     """5 captions per image: random word ids, lengths as the Flickr30K captions (or 10-20)."""
     rng = np.random.default_rng(1)
     n = 5 * args.images
-    path = (REPO_ROOT / args.captions).resolve()
-    if path.is_file():
-        pool = np.array([len(line.split()) + 2 for line in path.read_text().splitlines() if line.strip()])
-        lengths = rng.choice(pool, n)
-    else:
-        lengths = rng.integers(10, 21, n)
+    lengths = caption_lengths((REPO_ROOT / args.captions).resolve(), n, rng)
     tokens = [rng.integers(4, args.vocab, k).tolist() for k in lengths]
     return pa.table(
         {

@@ -107,18 +107,16 @@ class TrainBatch:
 
     def to(self, device: torch.device, non_blocking: bool = False) -> TrainBatch:
         """The batch on `device`."""
-        move: dict[str, Any] = {
-            k: (v.to(device, non_blocking=non_blocking) if v is not None else None)
-            for k, v in vars(self).items()
-        }
-        return TrainBatch(**move)
+        return self._map(lambda t: t.to(device, non_blocking=non_blocking))
 
     def pin_memory(self) -> TrainBatch:
         """The batch in page-locked host memory, so that `to(cuda, non_blocking=True)` overlaps the copy."""
-        pinned: dict[str, Any] = {
-            k: (v.pin_memory() if v is not None else None) for k, v in vars(self).items()
-        }
-        return TrainBatch(**pinned)
+        return self._map(torch.Tensor.pin_memory)
+
+    def _map(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> TrainBatch:
+        """A batch of `fn` of each tensor (None stays None)."""
+        mapped: dict[str, Any] = {k: (fn(v) if v is not None else None) for k, v in vars(self).items()}
+        return TrainBatch(**mapped)
 
 
 def cider_references(table: pa.Table) -> CiderReferences:
