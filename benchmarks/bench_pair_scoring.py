@@ -22,6 +22,7 @@ from vse_ray.models.scan import SCANModel
 from vse_ray.models.sgraf import SGRAFModel
 
 TARGET_SPEEDUP = 20.0
+MODELS = ("scan_t2i_lse", "scan_i2t_mean", "sgraf_sgr", "sgraf_saf")
 
 
 def parse_args() -> argparse.Namespace:
@@ -37,6 +38,9 @@ def parse_args() -> argparse.Namespace:
         "--repeats", type=int, default=3, help="timed runs of the batched and per-caption forms"
     )
     parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0: torch's default)")
+    parser.add_argument(
+        "--models", nargs="+", choices=MODELS, default=list(MODELS), help="models to time (default: all)"
+    )
     parser.add_argument("--device", default="cpu", help="device of the models and inputs (cpu, cuda)")
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args()
@@ -93,12 +97,13 @@ def main() -> None:
     lengths = torch.randint(8, 17, (b,), generator=gen).to(device)
     tokens = torch.randint(1, 1000, (b, int(lengths.max())), generator=gen).to(device)
     dims = {"vocab_size": 1000, "feature_dim": args.feature_dim, "word_dim": 300, "embed_dim": args.embed_dim}
-    models = {
-        "scan t2i lse": SCANModel(**dims),
-        "scan i2t mean": SCANModel(**dims, direction="i2t", aggregation="mean", lambda_softmax=4.0),
-        "sgraf sgr": SGRAFModel(**dims, n_regions=args.regions, sim_dim=args.sim_dim, module="sgr"),
-        "sgraf saf": SGRAFModel(**dims, n_regions=args.regions, sim_dim=args.sim_dim, module="saf"),
+    build = {
+        "scan_t2i_lse": lambda: SCANModel(**dims),
+        "scan_i2t_mean": lambda: SCANModel(**dims, direction="i2t", aggregation="mean", lambda_softmax=4.0),
+        "sgraf_sgr": lambda: SGRAFModel(**dims, n_regions=args.regions, sim_dim=args.sim_dim, module="sgr"),
+        "sgraf_saf": lambda: SGRAFModel(**dims, n_regions=args.regions, sim_dim=args.sim_dim, module="saf"),
     }
+    models = {name: build[name]() for name in args.models}
     print(
         f"B = {b}, R = {args.regions}, D = {args.feature_dim}, E = {args.embed_dim}, S = {args.sim_dim}, "
         f"8-16 words, {torch.get_num_threads()} thread(s), {device}; eval mode, no grad"

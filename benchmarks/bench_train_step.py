@@ -23,13 +23,14 @@ running cluster (workers spread over its nodes, 1 CPU each), printing the cluste
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +42,8 @@ from vse_ray.losses import LOSS_NAMES, make_loss
 from vse_ray.models import build_model
 from vse_ray.relevance import CiderReferences, CiderVectors, cider_doc_freq, tokenize
 from vse_ray.train.batches import BatchBuilder
-from vse_ray.train.epoch_loop import train_step
+from vse_ray.train.config import TrainConfig
+from vse_ray.train.epoch_loop import WorkerContext, train_one_epoch, train_step
 from vse_ray.train.gather import gather_rows, relevance_columns
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -87,6 +89,14 @@ def parse_args() -> argparse.Namespace:
         default=[],
         help="also time these region models (e.g. cvse) against VSE∞",
     )
+    parser.add_argument(
+        "--epoch-loop",
+        type=int,
+        default=0,
+        metavar="STEPS",
+        help="time each loss as STEPS steps of the epoch loop (`train_one_epoch`: the next batch and its "
+        "relevance are built on its thread while a step runs), not one step with its batch built in line",
+    )
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--device", default="cpu", help="device of the model and batch (cpu, cuda)")
     parser.add_argument("--seed", type=int, default=0)
@@ -127,6 +137,16 @@ def batch_rows(groups: list[list[str]], args: argparse.Namespace, rng: np.random
     }
 
 
+class SameRows:
+    """A batch source whose every epoch is `steps` batches of the same rows."""
+
+    def __init__(self, rows: dict, steps: int):
+        self.rows, self.steps = rows, steps
+
+    def epoch_batches(self, epoch: int) -> Iterator[dict]:
+        return itertools.repeat(self.rows, self.steps)
+
+
 def make_step(
     name: str,
     rows: dict,
@@ -162,6 +182,11 @@ def make_step(
     device = torch.device(getattr(args, "device", "cpu"))
     model, loss = model.to(device), loss.to(device)
     optimizer = torch.optim.Adam(model.parameters(), lr=2e-4)
+    if getattr(args, "epoch_loop", 0):
+        cfg = TrainConfig(data_dir=".", model=model_name, loss=name, batch_size=args.batch)
+        ctx = WorkerContext(SameRows(rows, args.epoch_loop), device)
+        epoch = lambda: train_one_epoch(cfg, 1, model, loss, optimizer, builder, ctx, None)  # noqa: E731
+        return synchronised(epoch, device)
     if world_size == 1:
         step = lambda: train_step(model, loss, optimizer, builder(rows).to(device), 2.0)  # noqa: E731
         return synchronised(step, device)
@@ -272,8 +297,11 @@ def main() -> None:
         steps = {name: make_step(name, rows, groups, args, args.loss_model) for name in names}
         clock = time.process_time if args.clock == "cpu" else time.perf_counter
         medians = round_robin_median_ms(steps, args.repeats, warmup=1, clock=clock)  # 1 round warms up
+        if args.epoch_loop:
+            medians = {name: ms / args.epoch_loop for name, ms in medians.items()}
         target = TARGET if args.loss_model == "vsepp" else REGION_LOSS_TARGET
-        print(f"model {args.loss_model}")
+        how = f"epoch loop, {args.epoch_loop} steps a run" if args.epoch_loop else "batch built in line"
+        print(f"model {args.loss_model} ({how})")
         print(f"{'loss':>12}  {'ms/step':>8}  {'× vsepp':>8}  target ≤ {target}")
         for name, ms in medians.items():
             ratio = ms / medians["vsepp"]

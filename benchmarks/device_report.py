@@ -9,6 +9,8 @@ reported as such and the next one runs):
 | `vs_official` | `step_vs_official.py`: vse_ray's step against the authors' on the same card (≥ 1.0×) |
 | `train_step` | `bench_train_step.py`: each loss's step against VSE++'s (≤ 1.3×), VSE∞'s against VSE++'s |
 | `train_step_vse_inf` | every loss's step on VSE∞ against the VSE++ loss's (≤ 1.15×) |
+| `loop_step` | each loss through the epoch loop (batch, relevance built on its thread), VSE++ (≤ 1.3×) |
+| `loop_step_vse_inf` | the same on VSE∞ (≤ 1.15×) |
 | `epoch` | `gpu_epoch.py`: a store-fed Flickr30K-size VSE∞ epoch, GPU utilisation (≥ 90 %), loader (≥ 3×) |
 | `losses` | `bench_losses.py`: loss forward + backward against VSE++'s |
 | `pair_scoring` | `bench_pair_scoring.py`: SCAN and SGRAF all-pairs scoring against a per-pair loop |
@@ -88,6 +90,15 @@ def stages(args: argparse.Namespace) -> dict[str, tuple[list[str], int]]:
             ],
             240,
         ),
+        **{
+            f"loop_step{suffix}": (
+                py
+                + [str(BENCH / "bench_train_step.py"), "--device", "cuda", "--repeats", "7"]
+                + ["--epoch-loop", "20", "--no-models", "--loss-model", model, *captions],
+                240,
+            )
+            for suffix, model in (("", "vsepp"), ("_vse_inf", "vse_inf"))
+        },
         "epoch": (py + [str(BENCH / "gpu_epoch.py"), *captions, "--json", str(args.out / "epoch.json")], 360),
         "losses": (py + [str(BENCH / "bench_losses.py"), "--device", "cuda"], 240),
         "pair_scoring": (py + [str(BENCH / "bench_pair_scoring.py"), "--device", "cuda"], 300),
