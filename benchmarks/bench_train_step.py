@@ -43,7 +43,7 @@ from vse_ray.models import build_model
 from vse_ray.relevance import CiderReferences, CiderVectors, cider_doc_freq, tokenize
 from vse_ray.train.batches import BatchBuilder
 from vse_ray.train.config import TrainConfig
-from vse_ray.train.epoch_loop import WorkerContext, train_one_epoch, train_step
+from vse_ray.train.epoch_loop import WorkerContext, host_batch, train_one_epoch, train_step
 from vse_ray.train.gather import gather_rows, relevance_columns
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -188,7 +188,8 @@ def make_step(
         epoch = lambda: train_one_epoch(cfg, 1, model, loss, optimizer, builder, ctx, None)  # noqa: E731
         return synchronised(epoch, device)
     if world_size == 1:
-        step = lambda: train_step(model, loss, optimizer, builder(rows).to(device), 2.0)  # noqa: E731
+        batch = lambda: host_batch(builder, rows, None, None, None, device).to(device)  # noqa: E731
+        step = lambda: train_step(model, loss, optimizer, batch(), 2.0)  # noqa: E731
         return synchronised(step, device)
     net, columns = torch.nn.parallel.DistributedDataParallel(model), relevance_columns(loss.relevance_source)
     return lambda: train_step(

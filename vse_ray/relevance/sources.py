@@ -140,8 +140,9 @@ class RelevanceSource:
         """What :meth:`batch_matrix` reads, from a batch's caption rows and its (B,) image ids."""
         raise ValueError(f"relevance source {self.name!r} trains no loss (evaluation only)")
 
-    def batch_matrix(self, inputs: Any) -> torch.Tensor:
-        """(B, B) relevance of every batch caption (columns) to every batch image (rows)."""
+    def batch_matrix(self, inputs: Any, device: torch.device | None = None) -> torch.Tensor:
+        """(B, B) relevance of every batch caption (columns) to every batch image (rows), computed on
+        ``device`` (default: where ``inputs`` are)."""
         raise ValueError(f"relevance source {self.name!r} trains no loss (evaluation only)")
 
     def evaluation_rows(self, split: EvaluationSplit) -> Rows:
@@ -191,10 +192,10 @@ class CosineSource(VectorSource):
 
     records_width: ClassVar[bool] = True
 
-    def batch_matrix(self, inputs: Any) -> torch.Tensor:
+    def batch_matrix(self, inputs: Any, device: torch.device | None = None) -> torch.Tensor:
         from vse_ray.relevance.cosine import caption_cosine
 
-        return caption_cosine(self.name, inputs)
+        return caption_cosine(self.name, inputs if inputs is None or device is None else inputs.to(device))
 
     def evaluation_rows(self, split: EvaluationSplit) -> Rows:
         from vse_ray.relevance.evaluation_rows import mean_cosine
@@ -236,11 +237,12 @@ class SvdSource(CosineSource):
 class SceneSource(VectorSource):
     """The structural similarity of scene descriptors, stored per caption from the dataset itself."""
 
-    def batch_matrix(self, inputs: Any) -> torch.Tensor:
+    def batch_matrix(self, inputs: Any, device: torch.device | None = None) -> torch.Tensor:
         from vse_ray.relevance.scene import scene_similarity
 
         if inputs is None:
             raise ValueError(f"batch_relevance(source={self.name!r}) needs (B, D) scene descriptors")
+        inputs = inputs if device is None else inputs.to(device)
         return scene_similarity(inputs, inputs)
 
     def evaluation_rows(self, split: EvaluationSplit) -> Rows:
@@ -298,12 +300,12 @@ class CiderSource(RelevanceSource):
             raise ValueError(f"references: required for relevance_source {self.name!r}")
         return references.batch(np.asarray(rows["caption_id"]), image_ids)
 
-    def batch_matrix(self, inputs: Any) -> torch.Tensor:
+    def batch_matrix(self, inputs: Any, device: torch.device | None = None) -> torch.Tensor:
         from vse_ray.relevance.cider_batch import cider_batch_matrix
 
         if inputs is None:
             raise ValueError(f"batch_relevance(source={self.name!r}) needs a CiderBatch")
-        return cider_batch_matrix(inputs)
+        return cider_batch_matrix(inputs, device)
 
     def evaluation_rows(self, split: EvaluationSplit) -> Rows:
         from vse_ray.relevance.cider import cider_matrix

@@ -178,8 +178,8 @@ def host_batch(
     regions: np.random.Generator | None,
     device: torch.device,
 ) -> TrainBatch:
-    """A batch built on the host, pinned when it goes to a GPU."""
-    batch = builder(rows, everyone, draw, regions)
+    """A batch built on the host, pinned when it goes to a GPU, where its relevance is then built."""
+    batch = builder(rows, everyone, draw, regions, relevance_on_device=device.type == "cuda")
     return batch.pin_memory() if device.type == "cuda" else batch
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pyarrow as pa
@@ -109,6 +110,20 @@ def test_cider_relevance_uses_each_image_reference_set(tiny_data_dir, train_rows
     expected = cider_matrix([tokenize(t) for t in rows["text"]], ref_sets, doc_freq).T
     np.testing.assert_allclose(batch.relevance.numpy(), expected, rtol=1e-6, atol=1e-6)
     assert batch.relevance.shape == (len(rows["image_id"]),) * 2 and batch.relevance.dtype == torch.float32
+
+
+@pytest.mark.parametrize("source", ["sbert", "cider"])
+def test_relevance_left_to_the_device_equals_the_host_matrix(train_rows, source):
+    """A GPU step builds the batch relevance where `to` moves the batch (`VSE_RAY_TEST_DEVICE=cuda` runs
+    this on a GPU): the same (B, B) values as the host's, and nothing left pending."""
+    table, images, rows = train_rows
+    builder = BatchBuilder(images, source, cider_references(table))
+    device = torch.device(os.environ.get("VSE_RAY_TEST_DEVICE", "cpu"))
+    deferred = builder(rows, relevance_on_device=True)
+    assert deferred.relevance is None and deferred.pending is not None
+    moved = deferred.to(device)
+    assert moved.pending is None and moved.relevance.device.type == device.type
+    torch.testing.assert_close(moved.relevance.cpu(), builder(rows).relevance, rtol=1e-6, atol=1e-6)
 
 
 def test_vsepp_batches_carry_no_relevance(train_rows):
