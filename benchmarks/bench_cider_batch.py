@@ -13,8 +13,12 @@ two ways:
 It also times, on the same batch, the vector path of a training step (look-up + tensor kernel) against
 building the matrix from the caption texts with the all-pairs text kernel (the step's former path).
 
+`--device cuda` instead compares the matrix a GPU step builds (the same kernel on the device) with the host's,
+batch for batch, and times both; it needs no pycocoevalcap.
+
     python benchmarks/bench_cider_batch.py
     python benchmarks/bench_cider_batch.py --batches 4 --captions /data/f30k_dev_caps.txt
+    python benchmarks/bench_cider_batch.py --device cuda
 """
 
 from __future__ import annotations
@@ -33,7 +37,6 @@ from vse_ray.relevance.cider_batch import cider_batch_matrix
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # the pycocoevalcap reference the unit tests use
-from tests.unit.relevance._pycoco import reference_all_pairs  # noqa: E402
 
 DEFAULT_CAPTIONS = ("../shared/data/f30k_dev_caps.txt", "../shared/data/f30k_test_caps.txt")
 TOLERANCE = 1e-6
@@ -51,19 +54,43 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--clock", choices=("wall", "cpu"), default="wall", help="time wall or this process's CPU time"
     )
+    parser.add_argument("--device", help="compare a device's matrix (e.g. cuda) with the host's instead")
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args()
 
 
-def check_file(path: Path, args: argparse.Namespace, rng: np.random.Generator) -> float:
-    """Max |diff| against pycocoevalcap over the file's batches (both document-frequency scopes)."""
+def file_store(path: Path) -> tuple[list[list[str]], list[list[str]], CiderReferences]:
+    """The file's tokenised captions, their groups of 5 (one image each) and their stored vectors."""
     lines = [tokenize(line) for line in path.read_text().splitlines()]
     groups = [lines[i : i + 5] for i in range(0, len(lines) - 4, 5)]
     caption_ids, image_ids = np.arange(5 * len(groups)), np.arange(5 * len(groups)) // 5
+    vectors = CiderVectors.from_texts(lines[: 5 * len(groups)], cider_doc_freq(groups))
+    return lines, groups, CiderReferences(vectors, caption_ids, image_ids)
+
+
+def check_device(path: Path, args: argparse.Namespace, rng: np.random.Generator) -> float:
+    """Max |device - host| over the file's batches, and each path's median time per batch."""
+    _, groups, store = file_store(path)
+    device = torch.device(args.device)
+    worst = 0.0
+    for _ in range(args.batches):
+        images = rng.choice(len(groups), args.batch, replace=False)
+        batch = store.batch(5 * images + rng.integers(0, 5, args.batch), images)
+        host = cider_batch_matrix(batch)
+        worst = max(worst, float((cider_batch_matrix(batch, device).cpu() - host).abs().max()))
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    host_ms = median_ms(lambda: cider_batch_matrix(batch), args.repeats, 1)
+    device_ms = median_ms(lambda: (cider_batch_matrix(batch, device), sync()), args.repeats, 1)
+    print(f"{path}: max |{device} - host| {worst:.2e}; host {host_ms:.1f} ms, {device} {device_ms:.1f} ms")
+    return worst
+
+
+def check_file(path: Path, args: argparse.Namespace, rng: np.random.Generator) -> float:
+    """Max |diff| against pycocoevalcap over the file's batches (both document-frequency scopes)."""
+    from tests.unit.relevance._pycoco import reference_all_pairs
+
+    lines, groups, store = file_store(path)
     file_df = cider_doc_freq(groups)
-    store = CiderReferences(
-        CiderVectors.from_texts(lines[: 5 * len(groups)], file_df), caption_ids, image_ids
-    )
     worst = 0.0
     print(f"\n{path}: {len(groups):,} images, B = {args.batch}")
     for b in range(args.batches):
@@ -108,6 +135,10 @@ def main() -> None:
     for missing in sorted(set(paths) - set(present)):
         print(f"skipped {missing}: not found")
     if not present:
+        return
+    if args.device:
+        worst = max(check_device(path, args, rng) for path in present)
+        print(f"max |{args.device} - host|: {worst:.2e} (target <= {TOLERANCE})")
         return
     worst = max(check_file(path, args, rng) for path in present)
     verdict = "met" if worst <= TOLERANCE else "NOT met"

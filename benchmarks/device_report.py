@@ -9,7 +9,8 @@ reported as such and the next one runs):
 | `vs_official` | `step_vs_official.py`: vse_ray's step against the authors' on the same card (≥ 1.0×) |
 | `train_step` | `bench_train_step.py`: each loss's step against VSE++'s (≤ 1.3×), VSE∞'s against VSE++'s |
 | `train_step_vse_inf` | every loss's step on VSE∞ against the VSE++ loss's (≤ 1.15×) |
-| `loop_step` | each loss through the epoch loop (batch, relevance built on its thread), VSE++ (≤ 1.3×) |
+| `cider_device` | `bench_cider_batch.py --device cuda`: SAM's CIDEr-D batch matrix on the GPU vs the host |
+| `loop_step` | each loss through the epoch loop (batch built on its thread), VSE++ (≤ 1.3×) |
 | `loop_step_vse_inf` | the same on VSE∞ (≤ 1.15×) |
 | `epoch` | `gpu_epoch.py`: a store-fed Flickr30K-size VSE∞ epoch, GPU utilisation (≥ 90 %), loader (≥ 3×) |
 | `losses` | `bench_losses.py`: loss forward + backward against VSE++'s |
@@ -89,6 +90,10 @@ def stages(args: argparse.Namespace) -> dict[str, tuple[list[str], int]]:
                 *captions,
             ],
             240,
+        ),
+        "cider_device": (
+            py + [str(BENCH / "bench_cider_batch.py"), "--device", "cuda", "--captions", str(args.captions)],
+            120,
         ),
         **{
             f"loop_step{suffix}": (
