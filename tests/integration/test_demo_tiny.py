@@ -8,7 +8,7 @@ from mlflow import MlflowClient
 
 from tests.conftest import stray_files
 from vse_ray.demo import DemoSettings, run_demo
-from vse_ray.demo.table import EVIDENCE_LINE
+from vse_ray.demo.evidence import EVIDENCE_LINE
 from vse_ray.tune.mlflow_trials import PARENT_TAG
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]

@@ -7,8 +7,9 @@ plus the shuffled-relevance control of a graded loss, each selected on validatio
 
 from __future__ import annotations
 
+from vse_ray.demo.evidence import EVIDENCE_LINE
 from vse_ray.demo.settings import DemoSettings
-from vse_ray.demo.table import EVIDENCE_LINE, chance_levels
+from vse_ray.metrics.chance import chance_levels
 from vse_ray.study.context import StudyResult
 from vse_ray.study.run import run_study
 

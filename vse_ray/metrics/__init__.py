@@ -13,7 +13,7 @@ _LAZY = {
     "coco_1k_folds": _FUNCTIONAL,
     "coherent_score": _FUNCTIONAL,
     "coherent_scores": _FUNCTIONAL,
-    "evaluate_all": "vse_ray.metrics.evaluate",
+    "evaluate_all": "vse_ray.metrics.collection",
     "ground_truth_mask": _FUNCTIONAL,
     "kendall_tau_b": _FUNCTIONAL,
     "map_at_r": _FUNCTIONAL,

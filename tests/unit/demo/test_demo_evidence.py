@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vse_ray.demo.table import EVIDENCE_LINE, EVIDENCE_STUDY
+from vse_ray.demo.evidence import EVIDENCE_LINE, EVIDENCE_STUDY
 from vse_ray.study.context import StudyResult
 from vse_ray.study.run import print_result
 from vse_ray.study.spec import load_study

@@ -1,11 +1,11 @@
-"""Demo chance levels against a combinatorial reference."""
+"""Chance levels of recall against a combinatorial reference."""
 
 from __future__ import annotations
 
 import pytest
 from scipy.special import comb
 
-from vse_ray.demo.table import chance_levels
+from vse_ray.metrics.chance import chance_levels
 
 
 @pytest.mark.parametrize(

@@ -1,16 +1,9 @@
-"""What the demo's table is read against: the chance levels of its recall metrics (the floor) and the study
-that holds the evidence at full size (the demo is too small to settle which loss is better)."""
+"""Recall of a random ranking: the floor a retrieval table is read against."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-
-EVIDENCE_STUDY = "ladder_bcls_cs"  # a shipped study (vse_ray/resources/studies), results in docs/studies.md
-EVIDENCE_LINE = (  # one console line (<= 120 columns), as the table
-    f"Too small to settle which loss is better; the evidence: `vse-ray study {EVIDENCE_STUDY}`, "
-    "results in docs/studies.md"
-)
 
 
 def chance_levels(n_images: int, n_captions: int, ks: Sequence[int] = (1, 5, 10)) -> dict[str, float]:
