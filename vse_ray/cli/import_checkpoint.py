@@ -17,7 +17,8 @@ FORMAT_HELP = (
     "sgraf: SGRAF (github.com/Paranioar/SGRAF), SGR or SAF; "
     "gsmn: GSMN (github.com/CrossmodalGroup/GSMN), dense or sparse (needs --graph-path); "
     "vsrn: VSRN (github.com/KunpengLi1994/VSRN), f30k or coco image head (the caption decoder is not saved); "
-    "cvse: CVSE (github.com/BruceW91/CVSE), released reading (needs --data, --concepts, --concept-vectors)."
+    "cvse: CVSE (github.com/BruceW91/CVSE), released reading (needs --data, --concepts, --concept-vectors); "
+    "ladder: the ladder loss code (github.com/cdluminate/ladderloss, thCapRank.py), precomputed features."
 )
 
 

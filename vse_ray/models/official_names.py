@@ -154,3 +154,13 @@ CVSE = OfficialNames(
         "C_GCN.adj_",
     ),
 )
+# The ladder loss code (github.com/cdluminate/ladderloss, `Code/thCapRank.py`): `JointEmbNet` saves one state
+# dict, read here as the part ``model``: the word embedding ``encoder``, the GRU ``rnn``, the image projection
+# ``cnnaffine``.
+LADDER = OfficialNames(
+    (
+        ("model.encoder.", "text_encoder.embed."),
+        ("model.rnn.", "text_encoder.rnn."),
+        ("model.cnnaffine.", "image_encoder.fc."),
+    )
+)

@@ -5,6 +5,7 @@ normalised embeddings, one GRU layer); another value is refused in one line nami
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
@@ -227,6 +228,35 @@ def _cvse_buffers(
     }
 
 
+LADDER_FILE = "a ladder-code snapshot [state_dict, score, recalls, recalls] (thCapRank.py evaluation())"
+
+
+def _ladder_layout(path: Path, raw: Any) -> tuple[dict[str, dict], argparse.Namespace]:
+    """The ladder code's `evaluation()` saves ``[model.state_dict(), rsum, recalls x→v, recalls v→x]`` and no
+    options: its one state dict is the part ``model``, and the options are empty."""
+    if isinstance(raw, list | tuple) and raw and isinstance(raw[0], dict):
+        return {"model": raw[0]}, argparse.Namespace()
+    found = f"a dict with keys {sorted(raw)}" if isinstance(raw, dict) else f"a {type(raw).__name__}"
+    raise ValueError(f"checkpoint {path}: expected {LADDER_FILE}, found {found}")
+
+
+def _ladder(opt: Options, parts: dict[str, dict]) -> dict[str, Any]:
+    """The ladder code's `JointEmbNet` (VSE++ on precomputed features): the sizes come from the tensors. Its
+    image branch applies a ReLU to the input features, the identity on the non-negative CNN features its
+    `visual.py` computes, which vse_ray's projection reads as they are."""
+    sizes = {}
+    for name, rows, cols in (
+        ("encoder.weight", "vocab_size", "word_dim"),
+        ("cnnaffine.weight", "embed_dim", "feature_dim"),
+    ):
+        tensor = parts["model"].get(name)
+        if not isinstance(tensor, torch.Tensor) or tensor.dim() != 2:
+            found = tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
+            raise opt.error(f"expected model {name!r} ({rows}, {cols}), found {found}")
+        sizes[rows], sizes[cols] = int(tensor.shape[0]), int(tensor.shape[1])
+    return {**sizes, "normalize_image": True}
+
+
 FORMATS = {
     f.name: f
     for f in (
@@ -309,6 +339,15 @@ FORMATS = {
             official_names.CVSE,
             _cvse,
             derived=_cvse_buffers,
+        ),
+        ReleasedFormat(
+            "ladder",
+            LADDER_FILE,
+            "vsepp",
+            ("model",),
+            official_names.LADDER,
+            _ladder,
+            layout=_ladder_layout,
         ),
     )
 }

@@ -100,6 +100,8 @@ class ReleasedFormat:
         derived: ``(opt, parts, model args, data folder)`` → vse_ray tensors the released file holds under
             no name of its own, computed from it, the flags and the data folder (CVSE's normalised concept
             graph, its concepts' input vectors and the token → concept index).
+        layout: ``(path, loaded object)`` → parts and options, for a file that is not the common
+            ``{'model': [...], 'opt': Namespace}`` (the ladder code saves a list: one state dict, no options).
     """
 
     name: str
@@ -113,6 +115,7 @@ class ReleasedFormat:
     not_saved: tuple[str, ...] = ()
     conv1x1: bool = False
     derived: Callable[[Options, dict[str, dict], dict[str, Any], str], dict[str, torch.Tensor]] | None = None
+    layout: Callable[[Path, Any], tuple[dict[str, dict], argparse.Namespace]] | None = None
 
 
 @dataclass(frozen=True)
@@ -142,7 +145,7 @@ def read_released(fmt: ReleasedFormat, path: str | Path, data_dir: str = "", **f
     """
     path = Path(path)
     raw = load_torch_file(path)
-    parts, opt = _parts(fmt, path, raw)
+    parts, opt = fmt.layout(path, raw) if fmt.layout else _parts(fmt, path, raw)
     options = Options(path, opt, fmt.name, flags)
     args = fmt.model_args(options, parts)
     problem = data_dir and fmt.reads_vocab and vocab_mismatch(args["vocab_size"], data_dir, fmt.mask_row)
@@ -153,7 +156,8 @@ def read_released(fmt: ReleasedFormat, path: str | Path, data_dir: str = "", **f
     model.load_state_dict(_renamed(fmt, path, parts, model.state_dict(), args, derived))
     training = {ours: getattr(opt, theirs) for theirs, ours in TRAINING_OPTIONS if hasattr(opt, theirs)}
     source = {"format": fmt.name, "file": path.name, "sha256": sha256_file(path)}
-    return ReleasedModel(model, args, training, int(raw.get("epoch", 0)), source)
+    epoch = int(raw.get("epoch", 0)) if isinstance(raw, dict) else 0
+    return ReleasedModel(model, args, training, epoch, source)
 
 
 def _parts(fmt: ReleasedFormat, path: Path, raw: Any) -> tuple[dict[str, dict], argparse.Namespace]:

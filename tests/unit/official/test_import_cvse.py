@@ -12,10 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from typer.testing import CliRunner
 
 from tests.parity.test_cvse_released import fixture_split, write_wordnet
-from vse_ray.cli.main import app
+from tests.unit.official.test_import_official import _import, _one_error_line
 from vse_ray.evaluation.embed import split_similarities
 from vse_ray.models import rebuild_model
 from vse_ray.official import FORMATS
@@ -53,18 +52,10 @@ def released_files(tmp_path: Path, split_arrays: dict[str, np.ndarray]) -> dict[
     return {"concepts": concepts, "concept-vectors": vectors, "data": data, "wordnet": wordnet}
 
 
-def _import(checkpoint: Path, output: Path, files: dict[str, Path], *leave_out: str):
+def _import_cvse(checkpoint: Path, output: Path, files: dict[str, Path], *leave_out: str):
     given = {name: path for name, path in files.items() if name not in leave_out}
     flags = [part for name, path in given.items() for part in (f"--{name}", str(path))]
-    args = ["import", "--checkpoint", str(checkpoint), "--output", str(output), "--format", "cvse", *flags]
-    return CliRunner().invoke(app, args)
-
-
-def _one_error_line(result, *fragments: str) -> None:
-    assert result.exit_code == 2, result.output
-    lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 2 and lines[0].startswith("error: ") and "--debug" in lines[1], result.output
-    assert all(f in lines[0] for f in fragments), lines[0]
+    return _import(checkpoint, output, "--format", "cvse", *flags)
 
 
 def _resaved(tmp_path: Path, **opt: object) -> Path:
@@ -81,7 +72,7 @@ def test_imported_checkpoint_gives_the_released_evaluation(tmp_path, split_array
     """Evaluated as `evaluation.evalrank` does for the checkpoint's data_name (f30k: α 0.85; coco: α 0.9 and
     its completion rule): the imported model's split similarities equal the released scores."""
     checkpoint = CHECKPOINT if dataset == "f30k" else _resaved(tmp_path, data_name="coco_precomp")
-    result = _import(checkpoint, tmp_path / "imported", released_files)
+    result = _import_cvse(checkpoint, tmp_path / "imported", released_files)
     assert result.exit_code == 0, result.output
     state = load_checkpoint(tmp_path / "imported")
     assert state["imported_from"]["format"] == "cvse"
@@ -113,19 +104,19 @@ def test_official_names_round_trip():
     ],
 )
 def test_a_file_the_checkpoint_lacks_is_asked_for_in_one_line(tmp_path, released_files, leave_out, fragments):
-    result = _import(CHECKPOINT, tmp_path / "out", released_files, leave_out)
+    result = _import_cvse(CHECKPOINT, tmp_path / "out", released_files, leave_out)
     _one_error_line(result, CHECKPOINT.name, *fragments)
     assert not (tmp_path / "out").exists()
 
 
 def test_concepts_of_another_count_are_one_line(tmp_path, released_files):
-    result = _import(_resaved(tmp_path, num_attribute=9), tmp_path / "out", released_files)
+    result = _import_cvse(_resaved(tmp_path, num_attribute=9), tmp_path / "out", released_files)
     _one_error_line(result, "changed.pth.tar", "C_GCN 'adj_all' of shape (9, 9)", "found (8, 8)")
     folder = released_files["concepts"]
     words = json.loads((folder / "category_concepts.json").read_text())
     (folder / "category_concepts.json").write_text(json.dumps({**words, "hat": 8}))
     (folder / "f30k_adj_concepts.pkl").write_bytes(pickle.dumps({"nums": np.ones(9), "adj_all": np.eye(9)}))
-    result = _import(CHECKPOINT, tmp_path / "out", released_files)
+    result = _import_cvse(CHECKPOINT, tmp_path / "out", released_files)
     _one_error_line(result, "opt.num_attribute is 8", "holds 9 concepts")
 
 
@@ -137,9 +128,9 @@ def test_concepts_of_another_count_are_one_line(tmp_path, released_files):
     ],
 )
 def test_options_without_counterpart_are_one_line(tmp_path, released_files, opt, fragments):
-    _one_error_line(_import(_resaved(tmp_path, **opt), tmp_path / "out", released_files), *fragments)
+    _one_error_line(_import_cvse(_resaved(tmp_path, **opt), tmp_path / "out", released_files), *fragments)
 
 
 def test_a_checkpoint_of_another_model_is_one_line(tmp_path, released_files):
-    result = _import(FIXTURES / "vsepp_checkpoint.pth.tar", tmp_path / "out", released_files)
+    result = _import_cvse(FIXTURES / "vsepp_checkpoint.pth.tar", tmp_path / "out", released_files)
     _one_error_line(result, "expected a CVSE checkpoint", "(VSE++, VSE∞ or SCAN?)")
