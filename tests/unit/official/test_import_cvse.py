@@ -12,9 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from typer.testing import CliRunner
 
 from tests.parity.test_cvse_released import fixture_split, write_wordnet
+from tests.support import tiny_store
 from tests.unit.official.test_import_official import _import, _one_error_line
+from vse_ray.cli.main import app
 from vse_ray.evaluation.embed import split_similarities
 from vse_ray.models import rebuild_model
 from vse_ray.official import FORMATS
@@ -134,3 +137,18 @@ def test_options_without_counterpart_are_one_line(tmp_path, released_files, opt,
 def test_a_checkpoint_of_another_model_is_one_line(tmp_path, released_files):
     result = _import_cvse(FIXTURES / "vsepp_checkpoint.pth.tar", tmp_path / "out", released_files)
     _one_error_line(result, "expected a CVSE checkpoint", "(VSE++, VSE∞ or SCAN?)")
+
+
+def test_imported_checkpoint_evaluates_end_to_end(tmp_path, monkeypatch, released_files):
+    """`vse-ray evaluate --run` of the import on a precompute folder of 36 regions and 31 token ids."""
+    words = tiny_store._vocab()
+    words.update({f"filler{i}": i for i in range(max(words.values()) + 1, 31)})
+    monkeypatch.setattr(tiny_store, "FEATURE_DIM", 12)
+    monkeypatch.setattr(tiny_store, "_vocab", lambda: words)
+    data = tiny_store.write_tiny_store(tmp_path / "regions", regions=36)
+    files = {**released_files, "data": data}
+    assert _import_cvse(CHECKPOINT, tmp_path / "imported", files).exit_code == 0
+    args = ["evaluate", "--run", str(tmp_path / "imported"), "--data", str(data), "--split", "test"]
+    result = CliRunner().invoke(app, [*args, "--output-dir", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "out" / "reports" / "imported_test_full.json").is_file()
