@@ -17,6 +17,7 @@ import pytest
 import torch
 
 from tests.parity.test_step_parity import FIXTURES, cvse_name
+from vse_ray.data.precompute.concepts import token_concept_index
 from vse_ray.data.precompute.lemmas import load_noun_lemmatizer
 from vse_ray.data.store.split_data import ImageStore, SplitData, pad_tokens
 from vse_ray.evaluation.embed import split_similarities
@@ -25,7 +26,6 @@ from vse_ray.models import build_model
 from vse_ray.models.cvse import CVSEModel
 from vse_ray.models.cvse_completion import complete_labels, completion_neighbours
 from vse_ray.models.training_output import TrainingOutput
-from vse_ray.train.model_factory import token_concept_index
 
 TOLERANCE = 1e-5  # float32
 PER_IMAGE = 5
@@ -37,14 +37,31 @@ def fixture() -> dict[str, np.ndarray]:
         return {k: data[k] for k in data.files}
 
 
+def write_wordnet(arrays: dict[str, np.ndarray], folder: Path) -> Path:
+    """`folder`, holding the fixture's WordNet noun entries in WordNet's file formats."""
+    folder.mkdir(parents=True, exist_ok=True)
+    nouns = arrays["wordnet/nouns"].tolist()
+    (folder / "index.noun").write_text("".join(f"{noun} n 1 0 1 0 00000000  \n" for noun in nouns))
+    (folder / "noun.exc").write_text("".join(f"{line}\n" for line in arrays["wordnet/exceptions"] if line))
+    return folder
+
+
+def fixture_split(arrays: dict[str, np.ndarray]) -> SplitData:
+    """The fixture's split: its images, each with 5 captions, in order."""
+    n_cap = len(arrays["tokens"])
+    return SplitData(
+        images=ImageStore(np.arange(n_cap // PER_IMAGE), arrays["images"]),
+        tokens=[t[:n] for t, n in zip(arrays["tokens"], arrays["lengths"], strict=True)],
+        caption_ids=np.arange(n_cap),
+        caption_image_ids=np.arange(n_cap) // PER_IMAGE,
+        texts=arrays["texts"].tolist(),
+    )
+
+
 @pytest.fixture(scope="module")
 def wordnet(fixture: dict[str, np.ndarray], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A WordNet folder holding the fixture's noun entries, in WordNet's file formats."""
-    folder = tmp_path_factory.mktemp("wordnet")
-    nouns = fixture["wordnet/nouns"].tolist()
-    (folder / "index.noun").write_text("".join(f"{noun} n 1 0 1 0 00000000  \n" for noun in nouns))
-    (folder / "noun.exc").write_text("".join(f"{line}\n" for line in fixture["wordnet/exceptions"] if line))
-    return folder
+    """A WordNet folder holding the fixture's noun entries."""
+    return write_wordnet(fixture, tmp_path_factory.mktemp("wordnet"))
 
 
 def _model(arrays: dict[str, np.ndarray], wordnet: Path, eval_dataset: str = "f30k") -> CVSEModel:
@@ -61,7 +78,7 @@ def _model(arrays: dict[str, np.ndarray], wordnet: Path, eval_dataset: str = "f3
     vocab = {word: token for token, word in enumerate(arrays["vocab"].tolist())}
     lemmatizer = load_noun_lemmatizer(wordnet)
     words = arrays["concepts"].tolist()
-    state["token_concepts"] = token_concept_index(vocab, words, len(vocab), lemmatizer)
+    state["token_concepts"] = torch.from_numpy(token_concept_index(vocab, words, len(vocab), lemmatizer))
     model.load_state_dict(state)
     return model.eval()
 
@@ -113,18 +130,10 @@ def test_training_forward_matches_the_released_code(fixture, wordnet) -> None:
 @pytest.mark.parametrize("dataset", ["f30k", "coco"])
 def test_evaluation_score_matches_the_released_code(fixture, wordnet, dataset) -> None:
     model = _model(fixture, wordnet, dataset)
-    n_cap = len(fixture["tokens"])
-    tokens = [t[:n] for t, n in zip(fixture["tokens"], fixture["lengths"], strict=True)]
-    split = SplitData(
-        images=ImageStore(np.arange(n_cap // PER_IMAGE), fixture["images"]),
-        tokens=tokens,
-        caption_ids=np.arange(n_cap),
-        caption_image_ids=np.arange(n_cap) // PER_IMAGE,
-        texts=fixture["texts"].tolist(),
-    )
+    split = fixture_split(fixture)
     with torch.no_grad():
         sims = split_similarities(model, split, 16, torch.device("cpu"))
-        padded, lengths = pad_tokens(tokens)
+        padded, lengths = pad_tokens(split.tokens)
         first = model.encode_captions(padded, lengths)
         images = model.encode_images(torch.from_numpy(fixture["images"]))
         e = first.shape[1] // 2

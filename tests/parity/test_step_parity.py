@@ -76,33 +76,6 @@ _SGRAF_NOISY_MEANS = (
 )
 
 
-_CVSE_MODULES = {
-    "img_enc.": "image_encoder.",
-    "txt_enc.": "text_encoder.",
-    "C_GCN.gc1.weight": "gcn.weight1",
-    "C_GCN.gc2.weight": "gcn.weight2",
-}
-_CVSE_ATTENTION = {
-    "fc1.": "local.0.",
-    "embedding_1.1.": "local.1.",
-    "fc2.": "glob.0.",
-    "embedding_2.1.": "glob.1.",
-}
-_CVSE_CONSENSUS = {
-    "fc1.": "concept.0.",
-    "embedding_1.1.": "concept.1.",
-    "fc2.": "instance.0.",
-    "embedding_2.1.": "instance.1.",
-    "fc3.": "score.",
-}
-_CVSE_PARTS = {
-    "V_self_atten_enhance.": ("image_attention.", {**_CVSE_ATTENTION, "fc3.": "common."}),
-    "T_self_atten_enhance.": ("text_attention.", {**_CVSE_ATTENTION, "fc3.": "common."}),
-    "V_consensus_level_embedding.": ("image_consensus.", _CVSE_CONSENSUS),
-    "T_consensus_level_embedding.": ("text_consensus.", _CVSE_CONSENSUS),
-}
-
-
 _CVSE_NOISY_MEANS = (
     "V_self_atten_enhance.embedding_2.1.running_mean",
     *(f"{side}_consensus_level_embedding.embedding_{k}.1.running_mean" for side in "VT" for k in (1, 2)),
@@ -110,19 +83,12 @@ _CVSE_NOISY_MEANS = (
 
 
 def cvse_name(name: str) -> str | None:
-    """vse_ray's key of an official CVSE parameter; None for the parts its forward never calls (the visual
-    attention's fc2_2 and fc4, the GCN's joint_att_emb) and the GCN's adjacency (a constant here)."""
+    """vse_ray's key of an official CVSE parameter (`official_names.CVSE`; None for the parts its forward
+    never calls and the GCN's graphs, constants here); the concept inputs, graph and token index are stored
+    under vse_ray's names by the fixture script."""
     if name in ("token_concepts", "concept_inputs", "adjacency"):
-        return name  # stored under vse_ray's names by the fixture script
-    for official, ours in _CVSE_MODULES.items():
-        if name.startswith(official):
-            return ours + name.removeprefix(official)
-    for official, (ours, parts) in _CVSE_PARTS.items():
-        rest = name.removeprefix(official)
-        if name.startswith(official):
-            part = next((p for p in parts if rest.startswith(p)), None)
-            return None if part is None else ours + parts[part] + rest.removeprefix(part)
-    return None
+        return name
+    return official_names.CVSE.ours(name)
 
 
 CASES = {

@@ -16,7 +16,9 @@ FORMAT_HELP = (
     "scan: SCAN (github.com/kuanghuei/SCAN), t2i/i2t, LogSumExp/Mean; "
     "sgraf: SGRAF (github.com/Paranioar/SGRAF), SGR or SAF; "
     "gsmn: GSMN (github.com/CrossmodalGroup/GSMN), dense or sparse (needs --graph-path); "
-    "vsrn: VSRN (github.com/KunpengLi1994/VSRN), f30k or coco image head (the caption decoder is not saved)."
+    "vsrn: VSRN (github.com/KunpengLi1994/VSRN), f30k or coco image head (the caption decoder is not saved); "
+    "cvse: CVSE (github.com/BruceW91/CVSE), released reading (needs --data, --concepts, --concept-vectors); "
+    "ladder: the ladder loss code (github.com/cdluminate/ladderloss, thCapRank.py), precomputed features."
 )
 
 
@@ -45,6 +47,26 @@ def import_checkpoint(
             "...]}, `vse-ray gsmn-data` writes it)."
         ),
     ] = "",
+    concepts: Annotated[
+        str,
+        typer.Option(
+            help="cvse: the released concept folder the model trained with (category_concepts.json, "
+            "*_adj_concepts.pkl; opt.concept_name's folder)."
+        ),
+    ] = "",
+    concept_vectors: Annotated[
+        str,
+        typer.Option(
+            help="cvse: the concepts' input vectors (the released *_concepts_glove_word2vec.pkl of "
+            "opt.inp_name, or a GloVe text file)."
+        ),
+    ] = "",
+    wordnet: Annotated[
+        str,
+        typer.Option(
+            help="cvse: WordNet folder (index.noun, noun.exc) that lemmatises the tokens; '' = nltk's data."
+        ),
+    ] = "",
 ) -> None:
     """Convert a released checkpoint (loaded without arbitrary unpickling) into a vse_ray checkpoint that
     `vse-ray evaluate --run FOLDER` reads."""
@@ -57,6 +79,13 @@ def import_checkpoint(
     target = Path(output) / CHECKPOINT_FILE
     if target.exists():
         raise ValueError(f"output: {target} exists; choose another folder or remove it")
-    flags = {k: v for k, v in {"bert_path": bert_path, "graph_path": graph_path}.items() if v}
+    given = {
+        "bert_path": bert_path,
+        "graph_path": graph_path,
+        "concepts": concepts,
+        "concept_vectors": concept_vectors,
+        "wordnet": wordnet,
+    }
+    flags = {k: v for k, v in given.items() if v}
     path = import_released(FORMATS[fmt], checkpoint, output, data, **flags)
     typer.echo(f"imported {checkpoint} ({fmt}) -> {path}")

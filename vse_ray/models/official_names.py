@@ -99,3 +99,68 @@ _VSRN_GCN = tuple(
     for theirs, ours in (("g", "g"), ("theta", "theta"), ("phi", "phi"), ("W.0", "out"), ("W.1", "bn"))
 )
 VSRN = OfficialNames((*_SIDES, ("image_encoder.img_rnn.", "image_encoder.rnn."), *_VSRN_GCN))
+# CVSE (github.com/BruceW91/CVSE): eight parts. The self-attention and consensus modules register each
+# linear layer twice, as ``fc<k>`` and as the first entry of ``embedding_<k>`` (the same tensor), so only
+# ``fc<k>`` and the BatchNorms ``embedding_<k>.1`` are read. Never read by the released forward: the visual
+# attention's ``fc2_2`` / ``fc4``, the GCN's ``joint_att_emb`` and its graphs ``adj_O_P`` / ``adj_O_M``. Its
+# ``adj_all`` is read apart (vse_ray stores it normalised); ``Multi_feature_fusing`` holds nothing with
+# weighted-sum fusion.
+_CVSE_LAYERS = {  # released module: (vse_ray module, its (released layer, vse_ray layer) pairs)
+    "self_atten_enhance": (
+        "attention",
+        {
+            "fc1.": "local.0.",
+            "embedding_1.1.": "local.1.",
+            "fc2.": "glob.0.",
+            "embedding_2.1.": "glob.1.",
+            "fc3.": "common.",
+        },
+    ),
+    "consensus_level_embedding": (
+        "consensus",
+        {
+            "fc1.": "concept.0.",
+            "embedding_1.1.": "concept.1.",
+            "fc2.": "instance.0.",
+            "embedding_2.1.": "instance.1.",
+            "fc3.": "score.",
+        },
+    ),
+}
+_CVSE_SIDES = {"V": "image", "T": "text"}
+CVSE = OfficialNames(
+    (
+        *_SIDES,
+        *(
+            (f"{side}_{module}.{theirs}", f"{_CVSE_SIDES[side]}_{ours_module}.{ours}")
+            for side in _CVSE_SIDES
+            for module, (ours_module, layers) in _CVSE_LAYERS.items()
+            for theirs, ours in layers.items()
+        ),
+        ("C_GCN.gc1.weight", "gcn.weight1"),
+        ("C_GCN.gc2.weight", "gcn.weight2"),
+    ),
+    unused=(
+        *(
+            f"{side}_{module}.embedding_{k}.0."
+            for side in _CVSE_SIDES
+            for module in _CVSE_LAYERS
+            for k in "123"
+        ),
+        "V_self_atten_enhance.fc2_2.",
+        "V_self_atten_enhance.fc4.",
+        "V_self_atten_enhance.embedding_2_2.",
+        "C_GCN.joint_att_emb.",
+        "C_GCN.adj_",
+    ),
+)
+# The ladder loss code (github.com/cdluminate/ladderloss, `Code/thCapRank.py`): `JointEmbNet` saves one state
+# dict, read here as the part ``model``: the word embedding ``encoder``, the GRU ``rnn``, the image projection
+# ``cnnaffine``.
+LADDER = OfficialNames(
+    (
+        ("model.encoder.", "text_encoder.embed."),
+        ("model.rnn.", "text_encoder.rnn."),
+        ("model.cnnaffine.", "image_encoder.fc."),
+    )
+)

@@ -5,9 +5,18 @@ normalised embeddings, one GRU layer); another value is refused in one line nami
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path
 from typing import Any
 
+import torch
+
+from vse_ray.data.precompute.concepts import token_concept_index
+from vse_ray.data.precompute.lemmas import load_noun_lemmatizer
+from vse_ray.data.store.readers import load_vocab
 from vse_ray.models import official_names
+from vse_ray.models.cvse_modules import normalized_adjacency
+from vse_ray.official.cvse_concepts import read_concept_vectors, read_official_concepts
 from vse_ray.official.released import Options, ReleasedFormat
 
 TWO_PARTS = "{'model': [img_enc state dict, txt_enc state dict], 'opt': Namespace}"
@@ -151,6 +160,103 @@ def _vsrn(opt: Options, parts: dict[str, dict]) -> dict[str, Any]:
     }
 
 
+_CVSE_DATASETS = {"f30k_precomp": "f30k", "coco_precomp": "coco"}
+# What a CVSE checkpoint does not hold: (flag, the released option naming the file it trained with).
+_CVSE_FILES = (("concepts", "concept_name"), ("concept_vectors", "inp_name"))
+
+
+def _cvse(opt: Options, parts: dict[str, dict]) -> dict[str, Any]:
+    """CVSE as BruceW91/CVSE releases it (the ``released`` reading): weighted-sum fusion, evaluated with
+    the fuse weight and label completion of the data set it trained on (``data_name``)."""
+    opt.one_of("precomp_enc_type", ("basic",), "basic")
+    opt.normalised("no_imgnorm", "no_txtnorm")
+    opt.one_of("use_abs", (False,), False)
+    opt.one_of("measure", ("cosine",), "cosine")
+    opt.one_of("num_layers", (1,), 1)
+    opt.one_of("bi_gru", (True,), True)
+    opt.one_of("use_BatchNorm", (True,), True)
+    opt.one_of("activation_type", ("tanh",), "tanh")
+    opt.one_of("feature_fuse_type", ("weight_sum",), "weight_sum")
+    for flag, option in _CVSE_FILES:
+        if not opt.flags.get(flag):
+            released = f"opt.{option} {opt.get(option, '')!r}"
+            raise opt.error(
+                f"a CVSE checkpoint does not hold the file of {released}: give --{flag.replace('_', '-')}"
+            )
+    return {
+        **_sizes(opt, parts),
+        "n_concepts": int(opt.get("num_attribute")),
+        "concept_dim": int(opt.get("input_channel")),
+        "label_ratio": float(opt.get("Concept_label_ratio", 0.35)),
+        "dropout": float(opt.get("dropout_rate", 0.4)),
+        "reading": "released",
+        "eval_dataset": _CVSE_DATASETS[opt.one_of("data_name", tuple(_CVSE_DATASETS))],
+    }
+
+
+def _cvse_buffers(
+    opt: Options, parts: dict[str, dict], args: dict[str, Any], data_dir: str
+) -> dict[str, torch.Tensor]:
+    """CVSE's concept graph (the file's ``C_GCN.adj_all``, normalised as the released forward does), the
+    concepts' input vectors (``--concept-vectors``) and each token's concept: the concept words of
+    ``--concepts`` matched by WordNet lemma (``--wordnet``) against the vocabulary of the data folder."""
+    if not data_dir:
+        raise opt.error("CVSE labels captions by the concept words of their tokens: give --data")
+    k = args["n_concepts"]
+    graph = parts["C_GCN"].get("adj_all")
+    if not isinstance(graph, torch.Tensor) or graph.shape != (k, k):
+        found = tuple(graph.shape) if isinstance(graph, torch.Tensor) else type(graph).__name__
+        raise opt.error(f"expected C_GCN 'adj_all' of shape {(k, k)} (opt.num_attribute), found {found}")
+    concepts = Path(opt.flags["concepts"])
+    if not concepts.is_dir():
+        raise opt.error(f"--concepts {concepts}: not a folder (the released concept files)")
+    words = read_official_concepts(concepts).words
+    if len(words) != k:
+        raise opt.error(f"opt.num_attribute is {k}, but --concepts {concepts} holds {len(words)} concepts")
+    vectors = read_concept_vectors(opt.flags["concept_vectors"], words)
+    if vectors.shape[1] != args["concept_dim"]:
+        raise opt.error(
+            f"--concept-vectors {opt.flags['concept_vectors']}: vectors of size {vectors.shape[1]}, "
+            f"opt.input_channel {args['concept_dim']}"
+        )
+    lemmatizer = load_noun_lemmatizer(opt.flags.get("wordnet", ""))
+    index = token_concept_index(load_vocab(data_dir), words, args["vocab_size"], lemmatizer)
+    return {
+        "adjacency": normalized_adjacency(graph),
+        "concept_inputs": torch.from_numpy(vectors),
+        "token_concepts": torch.from_numpy(index),
+    }
+
+
+LADDER_FILE = "a ladder-code snapshot [state_dict, score, recalls, recalls] (thCapRank.py evaluation())"
+
+
+def _ladder_layout(path: Path, raw: Any) -> tuple[dict[str, dict], argparse.Namespace]:
+    """The ladder code's `evaluation()` saves ``[model.state_dict(), rsum, recalls x→v, recalls v→x]`` and no
+    options: its one state dict is the part ``model``, and the options are empty."""
+    if isinstance(raw, list | tuple) and raw and isinstance(raw[0], dict):
+        return {"model": raw[0]}, argparse.Namespace()
+    found = f"a dict with keys {sorted(raw)}" if isinstance(raw, dict) else f"a {type(raw).__name__}"
+    raise ValueError(f"checkpoint {path}: expected {LADDER_FILE}, found {found}")
+
+
+def _ladder(opt: Options, parts: dict[str, dict]) -> dict[str, Any]:
+    """The ladder code's `JointEmbNet` (VSE++ on precomputed features): the sizes come from the tensors. Its
+    image branch applies a ReLU to the input features, the identity on the non-negative CNN features its
+    `visual.py` computes, which vse_ray's projection reads as they are."""
+    sizes = {}
+    for name, rows, cols in (
+        ("encoder.weight", "vocab_size", "word_dim"),
+        ("cnnaffine.weight", "embed_dim", "feature_dim"),
+    ):
+        tensor = parts["model"].get(name)
+        if not isinstance(tensor, torch.Tensor) or tensor.dim() != 2:
+            found = tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else type(tensor).__name__
+            raise opt.error(f"expected model {name!r} ({rows}, {cols}), found {found}")
+        sizes[rows], sizes[cols] = int(tensor.shape[0]), int(tensor.shape[1])
+    return {**sizes, "normalize_image": True}
+
+
 FORMATS = {
     f.name: f
     for f in (
@@ -213,6 +319,35 @@ FORMATS = {
             _vsrn,
             not_saved=("captioner.",),
             conv1x1=True,
+        ),
+        ReleasedFormat(
+            "cvse",
+            "a CVSE checkpoint {'model': [img_enc, txt_enc, V_self_atten_enhance, T_self_atten_enhance, "
+            "V_consensus_level_embedding, T_consensus_level_embedding, C_GCN, Multi_feature_fusing], "
+            "'opt': Namespace}",
+            "cvse",
+            (
+                "img_enc",
+                "txt_enc",
+                "V_self_atten_enhance",
+                "T_self_atten_enhance",
+                "V_consensus_level_embedding",
+                "T_consensus_level_embedding",
+                "C_GCN",
+                "Multi_feature_fusing",
+            ),
+            official_names.CVSE,
+            _cvse,
+            derived=_cvse_buffers,
+        ),
+        ReleasedFormat(
+            "ladder",
+            LADDER_FILE,
+            "vsepp",
+            ("model",),
+            official_names.LADDER,
+            _ladder,
+            layout=_ladder_layout,
         ),
     )
 }

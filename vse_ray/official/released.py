@@ -97,6 +97,11 @@ class ReleasedFormat:
             only trains): they keep the built model's initial values.
         conv1x1: The released model holds kernel-1 ``Conv1d`` weights (out, in, 1) where vse_ray has
             ``Linear`` ones (out, in) (VSRN's reasoning layers).
+        derived: ``(opt, parts, model args, data folder)`` → vse_ray tensors the released file holds under
+            no name of its own, computed from it, the flags and the data folder (CVSE's normalised concept
+            graph, its concepts' input vectors and the token → concept index).
+        layout: ``(path, loaded object)`` → parts and options, for a file that is not the common
+            ``{'model': [...], 'opt': Namespace}`` (the ladder code saves a list: one state dict, no options).
     """
 
     name: str
@@ -109,6 +114,8 @@ class ReleasedFormat:
     reads_vocab: bool = True
     not_saved: tuple[str, ...] = ()
     conv1x1: bool = False
+    derived: Callable[[Options, dict[str, dict], dict[str, Any], str], dict[str, torch.Tensor]] | None = None
+    layout: Callable[[Path, Any], tuple[dict[str, dict], argparse.Namespace]] | None = None
 
 
 @dataclass(frozen=True)
@@ -130,24 +137,27 @@ def read_released(fmt: ReleasedFormat, path: str | Path, data_dir: str = "", **f
         path: The released checkpoint (``model_best.pth.tar``, ``checkpoint.pth`` ...).
         data_dir: Precompute folder the model will read; its vocabulary must have as many words as the
             checkpoint's word embedding has rows ("": not checked).
-        flags: Settings the released file does not hold (``bert_path``).
+        flags: Settings the released file does not hold (``bert_path``, ``graph_path``; CVSE's
+            ``concepts``, ``concept_vectors``, ``wordnet``).
 
     Raises:
         ValueError: one line naming the file and what was expected and found.
     """
     path = Path(path)
     raw = load_torch_file(path)
-    parts, opt = _parts(fmt, path, raw)
+    parts, opt = fmt.layout(path, raw) if fmt.layout else _parts(fmt, path, raw)
     options = Options(path, opt, fmt.name, flags)
     args = fmt.model_args(options, parts)
     problem = data_dir and fmt.reads_vocab and vocab_mismatch(args["vocab_size"], data_dir, fmt.mask_row)
     if problem:
         raise options.error(problem)
+    derived = fmt.derived(options, parts, args, data_dir) if fmt.derived else {}
     model = build_model(fmt.model, **args)
-    model.load_state_dict(_renamed(fmt, path, parts, model.state_dict(), args))
+    model.load_state_dict(_renamed(fmt, path, parts, model.state_dict(), args, derived))
     training = {ours: getattr(opt, theirs) for theirs, ours in TRAINING_OPTIONS if hasattr(opt, theirs)}
     source = {"format": fmt.name, "file": path.name, "sha256": sha256_file(path)}
-    return ReleasedModel(model, args, training, int(raw.get("epoch", 0)), source)
+    epoch = int(raw.get("epoch", 0)) if isinstance(raw, dict) else 0
+    return ReleasedModel(model, args, training, epoch, source)
 
 
 def _parts(fmt: ReleasedFormat, path: Path, raw: Any) -> tuple[dict[str, dict], argparse.Namespace]:
@@ -163,7 +173,9 @@ def _parts(fmt: ReleasedFormat, path: Path, raw: Any) -> tuple[dict[str, dict], 
         raise ValueError(f"checkpoint {path}: {expected}, found keys {found}")
     if len(model) != len(fmt.parts) or not all(isinstance(s, dict) for s in model):
         kinds = [type(s).__name__ for s in model]
-        hint = {2: " (VSE++, VSE∞ or SCAN?)", 3: " (SGRAF?)", 4: " (GSMN?)"}.get(len(model), "")
+        hint = {2: " (VSE++, VSE∞ or SCAN?)", 3: " (SGRAF?)", 4: " (GSMN?)", 8: " (CVSE?)"}.get(
+            len(model), ""
+        )
         raise ValueError(f"checkpoint {path}: {expected}, found 'model' = {kinds}{hint}")
     return {part: without_data_parallel(state) for part, state in zip(fmt.parts, model, strict=True)}, opt
 
@@ -182,10 +194,11 @@ def _renamed(
     parts: dict[str, dict],
     expected: dict[str, torch.Tensor],
     args: dict[str, Any],
+    derived: dict[str, torch.Tensor],
 ) -> dict[str, torch.Tensor]:
-    """The released tensors under vse_ray names; ValueError naming the first that is missing, unexpected
-    or of another shape than the options give."""
-    state: dict[str, torch.Tensor] = {}
+    """The released tensors under vse_ray names, with the `derived` ones; ValueError naming the first that
+    is missing, unexpected or of another shape than the options give."""
+    state = dict(derived)
     for part, tensors in parts.items():
         for name, value in tensors.items():
             key = fmt.names.ours(f"{part}.{name}")

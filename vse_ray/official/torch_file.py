@@ -1,7 +1,8 @@
 """Reading a ``torch.save`` file of released code without arbitrary unpickling.
 
 ``torch.load(weights_only=True)`` rebuilds tensors and plain Python values only; the released training
-scripts also store their ``argparse.Namespace`` of options, the one further type allowed here.
+scripts also store their ``argparse.Namespace`` of options, and the ladder code its validation score, a NumPy
+float: those are the further types allowed here (NumPy scalars under NumPy 1's module name too).
 """
 
 from __future__ import annotations
@@ -10,9 +11,18 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+from numpy._core.multiarray import scalar  # how NumPy pickles a scalar
+
 from vse_ray.tracking.checkpoint import load_torch_file as load_safely
 
-ALLOWED_TYPES = (argparse.Namespace,)
+ALLOWED_TYPES = (
+    argparse.Namespace,
+    np.dtype,
+    np.dtypes.Float64DType,  # the dtype of a NumPy float
+    scalar,
+    (scalar, "numpy.core.multiarray.scalar"),
+)
 
 
 def load_torch_file(path: str | Path) -> Any:

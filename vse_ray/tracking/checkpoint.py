@@ -32,7 +32,7 @@ def save_checkpoint(directory: str | Path, state: dict[str, Any]) -> Path:
 
 def load_torch_file(
     path: str | Path,
-    allowed_types: Sequence[type] = (),
+    allowed_types: Sequence[Any] = (),
     holder: str = "a vse_ray checkpoint",
     map_location: str | torch.device = "cpu",
     name: str | None = None,
@@ -42,7 +42,8 @@ def load_torch_file(
 
     Args:
         path: The file.
-        allowed_types: Further types the file may hold (released code stores an ``argparse.Namespace``).
+        allowed_types: Further types the file may hold (released code stores an ``argparse.Namespace``), or
+            ``(type, "module.name")`` for a type pickled under another name.
         holder: What the file is, for the refusal message ("a checkpoint of released code").
         map_location: Where tensors go.
         name: How messages name the file (default ``checkpoint <path>``), e.g. a run's artifact when
@@ -66,7 +67,10 @@ def load_torch_file(
     except Exception as err:
         found = re.search(r"GLOBAL ([\w.]+)", str(err))
         if isinstance(err, pickle.UnpicklingError) and found:  # torch's advice to drop weights_only stays out
-            allowed = "".join(f", {t.__module__}.{t.__qualname__}" for t in allowed_types)
+            named = (
+                t[1] if isinstance(t, tuple) else f"{t.__module__}.{t.__qualname__}" for t in allowed_types
+            )
+            allowed = "".join(f", {n}" for n in dict.fromkeys(named))
             raise ValueError(
                 f"{name}: holds the type {found.group(1)}, outside what {holder} may hold (tensors, plain "
                 f"values{allowed}); not loaded"

@@ -24,7 +24,8 @@ def import_released(
         output_dir: Folder of the vse_ray checkpoint.
         data_dir: Precompute folder recorded as the checkpoint's data (``evaluate --data`` overrides it);
             its vocabulary must have as many words as the checkpoint's word embedding has rows.
-        flags: Settings the released file does not hold (``bert_path``).
+        flags: Settings the released file does not hold (``bert_path``, ``graph_path``; CVSE's
+            ``concepts``, ``concept_vectors``, ``wordnet``).
 
     Raises:
         ValueError: one line naming the file and what was expected and found.

@@ -9,16 +9,20 @@ sees, so a checkpoint rebuilds the model from its buffers without reading the tr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor
 
-from vse_ray.data.precompute.concepts import ConceptGraph, concept_adjacency, concepts_of_split
-from vse_ray.data.precompute.lemmas import NounLemmatizer, load_noun_lemmatizer
+from vse_ray.data.precompute.concepts import (
+    ConceptGraph,
+    concept_adjacency,
+    concepts_of_split,
+    token_concept_index,
+)
+from vse_ray.data.precompute.lemmas import load_noun_lemmatizer
 from vse_ray.losses import make_loss
 from vse_ray.models import model_options
 from vse_ray.official.cvse_concepts import read_concept_vectors, read_official_concepts
@@ -32,26 +36,6 @@ class ModelData:
     options: dict[str, Any]  # the model_params it takes (not the model's), with their defaults
     load: Callable[[TrainConfig, dict[str, Any], Mapping[str, int], int], dict[str, Any]]
     check: Callable[[TrainConfig, dict[str, Any]], None]  # before training starts: ValueError naming a file
-
-
-def token_concept_index(
-    vocab: Mapping[str, int],
-    words: Sequence[str],
-    vocab_size: int,
-    lemmatizer: NounLemmatizer | None = None,
-) -> Tensor:
-    """(vocab_size,) the concept index of each token id, -1: none. Without `lemmatizer` a token is the
-    concept word itself; with it, as the released loader labels test captions, a token whose lemma is a
-    concept word's lemma is the first concept with that lemma."""
-    lemma = lemmatizer.lemma if lemmatizer is not None else str
-    first: dict[str, int] = {}
-    for index, word in enumerate(words):
-        first.setdefault(lemma(word), index)
-    result = torch.full((vocab_size,), -1, dtype=torch.int64)
-    for word, token in vocab.items():
-        if token < vocab_size and (concept := first.get(lemma(word))) is not None:
-            result[token] = concept
-    return result
 
 
 def _concept_graph(data_dir: str, concepts: str, k: int) -> ConceptGraph | None:
@@ -85,7 +69,8 @@ def _cvse_inputs(
     if graph is not None:
         inputs["adjacency"] = torch.from_numpy(concept_adjacency(graph.counts, graph.cooccurrence))
         if cfg.data_dir:
-            inputs["token_concepts"] = token_concept_index(vocab, graph.words, vocab_size, lemmatizer)
+            index = token_concept_index(vocab, graph.words, vocab_size, lemmatizer)
+            inputs["token_concepts"] = torch.from_numpy(index)
     if cfg.concept_vectors:
         if graph is None:
             raise ValueError("concept_vectors: needs the concept words (data_dir or concepts)")

@@ -13,13 +13,14 @@ vse_ray does not ship.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
+from vse_ray.data.precompute.lemmas import NounLemmatizer
 from vse_ray.special_tokens import SPECIAL_TOKENS
 
 CONCEPTS_FILE = "concepts.npz"
@@ -135,6 +136,26 @@ def concept_adjacency(counts: np.ndarray, cooccurrence: np.ndarray) -> np.ndarra
     edges = (rescaled >= EDGE_THRESHOLD).astype(np.float64)
     edges = edges * NEIGHBOUR_WEIGHT / (edges.sum(0, keepdims=True) + 1e-6)
     return edges + np.identity(len(counts))
+
+
+def token_concept_index(
+    vocab: Mapping[str, int],
+    words: Sequence[str],
+    vocab_size: int,
+    lemmatizer: NounLemmatizer | None = None,
+) -> np.ndarray:
+    """(vocab_size,) int64: the concept index of each token id, -1: none. Without `lemmatizer` a token is
+    the concept word itself; with it, as the released loader labels test captions, a token whose lemma is
+    a concept word's lemma is the first concept with that lemma."""
+    lemma = lemmatizer.lemma if lemmatizer is not None else str
+    first: dict[str, int] = {}
+    for index, word in enumerate(words):
+        first.setdefault(lemma(word), index)
+    result = np.full(vocab_size, -1, dtype=np.int64)
+    for word, token in vocab.items():
+        if token < vocab_size and (concept := first.get(lemma(word))) is not None:
+            result[token] = concept
+    return result
 
 
 def concepts_of_split(data_dir: str, k: int = DEFAULT_CONCEPTS, at_most: bool = False) -> ConceptGraph:
