@@ -89,6 +89,19 @@ class StudyContext:
         return tune.TuneConfig(max_concurrent_trials=concurrent or None, reuse_actors=True)
 
 
+@dataclass(frozen=True)
+class TrainedRun:
+    """One trained run of the study's training stage: where it sits in the table, its MLflow run, its best
+    checkpoint and every epoch's validation metrics (the shared warm-up's epochs first)."""
+
+    row: str
+    seed: int
+    train_images: int
+    run_id: str
+    checkpoint: Any  # a ray.tune.Checkpoint
+    history: list[dict[str, Any]]
+
+
 @dataclass
 class StudyResult:
     """The summary cells, the MLflow ids and view links, where the tables went and the seconds per stage."""
