@@ -3,11 +3,12 @@
 Each command runs as its own driver process on the shared Ray instance. After each stop the run's folder is
 free again (the next command is not refused as "in use"), the rerun resumes, and at the end nothing is lost
 or mixed: one MLflow parent run, every epoch of every trial logged once, no run left RUNNING. The consoles
-carry vse_ray's lines only.
+carry vse_ray's lines only. An epoch the console showed before Ctrl-C is not trained again.
 """
 
 from __future__ import annotations
 
+import csv
 import signal
 from pathlib import Path
 
@@ -38,6 +39,12 @@ def _epochs_logged_once(client: MlflowClient, runs: list, epochs: list[int]) -> 
         assert steps == epochs, (run.info.run_name, steps)
 
 
+def _epochs_trained(trial_folder: Path) -> list[int]:
+    """The epochs a trial reported to Tune, in order, over every run of the command (its ``progress.csv``)."""
+    with (trial_folder / "progress.csv").open(newline="") as rows:
+        return [int(row["epoch"]) for row in csv.DictReader(rows)]
+
+
 def test_a_sweep_stopped_by_ctrl_c_then_killed_resumes_to_the_end(ray_session, tiny_data_dir, tmp_path):
     out = tmp_path / "out"
     args = sweep_args(tiny_data_dir, tmp_path, "--num-samples", "2", "--epochs", "3", "--max-concurrent", "1")
@@ -66,7 +73,10 @@ def test_a_sweep_stopped_by_ctrl_c_then_killed_resumes_to_the_end(ray_session, t
     assert len(runs) == 3 and len(trials) == 2
     assert {run.info.status for run in runs} == {"FINISHED"}
     _epochs_logged_once(client, trials, [1, 2, 3])
-    assert len(list(folder.glob("run_trial_*"))) == 2  # each trial resumed in its own folder
+    trial_folders = list(folder.glob("run_trial_*"))
+    assert len(trial_folders) == 2  # each trial resumed in its own folder
+    for trial_folder in trial_folders:  # the first epoch (shown before Ctrl-C) was kept, not trained again
+        assert _epochs_trained(trial_folder).count(1) == 1, trial_folder
 
 
 def test_a_study_stopped_by_ctrl_c_then_killed_resumes_to_the_end(ray_session, tiny_data_dir, tmp_path):
@@ -95,3 +105,7 @@ def test_a_study_stopped_by_ctrl_c_then_killed_resumes_to_the_end(ray_session, t
         client, [run for run in children if ROW_TAG in run.data.tags], [2, 3]
     )  # after the warm-up's
     assert all("test/rsum" in run.data.metrics for run in children if ROW_TAG in run.data.tags)
+    trial_folders = list((out / "ray_results" / "tiny-train").glob("run_named_trial_*"))
+    assert len(trial_folders) == 2
+    for trial_folder in trial_folders:  # vsepp's epoch 2, shown before Ctrl-C, was kept, not trained again
+        assert _epochs_trained(trial_folder).count(2) == 1, trial_folder

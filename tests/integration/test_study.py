@@ -4,6 +4,7 @@ test scores, summary in MLflow, and `--summary` reading it back."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from urllib.parse import parse_qs
 
 import pytest
@@ -13,7 +14,7 @@ from tests.conftest import stray_files
 from tests.support.tiny_store import write_tiny_store
 from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.study import parse_study, run_study, study_summary
-from vse_ray.study.summary import ROW_TAG
+from vse_ray.study.summary import ROW_TAG, collect_runs, summarize, summary_csv
 from vse_ray.tracking.views import RUN_COLOR_TAG, SHARE_TAG_PREFIX, SHARE_URL_PARAM
 from vse_ray.tune.mlflow_trials import PARENT_TAG
 
@@ -76,6 +77,11 @@ def test_tiny_study_end_to_end(ray_session, tmp_path, capsys, empty_cwd):
 
     again = study_summary(spec, tmp_path / "out")
     assert again == result.table and again in printed
+    # the table came from the stages' own numbers; read back from MLflow they are the same
+    read_back = collect_runs(result.tracking_uri, result.experiment_id, result.parent_run_id)
+    rows = [v.name for v in spec.variants()]
+    written = Path(result.files["csv"]).read_text().splitlines()
+    assert summary_csv(summarize(read_back, spec.baseline, rows)).splitlines() == written
 
     snapshots = (tmp_path / "out").glob("mlartifacts/*/artifacts/checkpoint/*")
     uploaded = {p: p.stat().st_mtime_ns for p in snapshots}

@@ -18,7 +18,7 @@ from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.train.config import TrainConfig
 from vse_ray.tune.stage_bar import StageEpochsBar
 from vse_ray.tune.trial import NAMED_TRIAL_KEY, named_grid, run_named_trial
-from vse_ray.tune.tuner import TuneRun, fit_trials
+from vse_ray.tune.tuner import TuneRun, fit_trials, saved_trial_statuses
 
 
 @dataclass
@@ -58,7 +58,7 @@ class StudyContext:
         run = self._tune_run(stage, dicts, epochs, cpus)
         trainable = tune.with_parameters(run_named_trial, configs=dicts)
         results = fit_trials(run, trainable, named_grid(configs), tune_config=self._tune_config())
-        check_stage(results, label)
+        check_stage(results, label, saved_trial_statuses(run.path), len(configs))
         return run, results
 
     def _tune_run(
@@ -87,6 +87,19 @@ class StudyContext:
 
         concurrent = int(self.spec.resources.get("concurrent", 0))
         return tune.TuneConfig(max_concurrent_trials=concurrent or None, reuse_actors=True)
+
+
+@dataclass(frozen=True)
+class TrainedRun:
+    """One trained run of the study's training stage: where it sits in the table, its MLflow run, its best
+    checkpoint and every epoch's validation metrics (the shared warm-up's epochs first)."""
+
+    row: str
+    seed: int
+    train_images: int
+    run_id: str
+    checkpoint: Any  # a ray.tune.Checkpoint
+    history: list[dict[str, Any]]
 
 
 @dataclass
@@ -159,13 +172,19 @@ def open_study(
     return StudyContext(spec, out, data_dir, uri, experiment_id, parent.run_id, seconds)
 
 
-def check_stage(results: Any, stage: str) -> None:
-    """Raise for a stage whose trials failed, or that Tune ended early (Ctrl-C: it stops the trials and
-    returns; their results have no checkpoint) as KeyboardInterrupt, which the CLI reports with its
-    resume hint."""
+def check_stage(results: Any, stage: str, statuses: dict[str, str], planned: int) -> None:
+    """Raise for a stage whose trials failed, or that Tune ended early, as KeyboardInterrupt (which the CLI
+    reports with its resume hint).
+
+    On Ctrl-C Tune stops the trials, saves its state and returns: the stage ended early when that state
+    (``statuses``: :func:`~vse_ray.tune.tuner.saved_trial_statuses`) holds fewer than ``planned`` ended
+    trials. ``results`` cannot tell: an interrupted fit marks its stopped trials ended, keeps the
+    checkpoints they had, and leaves out the trials not yet started.
+    """
     errors = [r for r in results if r.error is not None]
     if errors:
         names = ", ".join(str(r.config.get(NAMED_TRIAL_KEY)) for r in errors)
         raise RuntimeError(f"{stage}: trial(s) {names} failed: {errors[0].error}") from errors[0].error
-    if any(r.checkpoint is None for r in results):
-        raise KeyboardInterrupt(f"{stage}: stopped before every trial had a checkpoint")
+    ended = sum(status == "TERMINATED" for status in statuses.values())
+    if ended < planned or any(r.checkpoint is None for r in results):
+        raise KeyboardInterrupt(f"{stage}: stopped after {ended} of {planned} trials")

@@ -105,12 +105,12 @@ def _run_claimed(
         with clock.stage("train"):
             trained = train_variants(ctx, warmups)
         with clock.stage("test"):
-            score_on_test(ctx, trained)
+            tested = score_on_test(ctx, trained)
     except KeyboardInterrupt:
         RunRecorder(ctx.parent_run_id, ctx.tracking_uri).finish("KILLED")
         raise
     clock.stop()
-    return write_summary(ctx)
+    return write_summary(ctx, trained, tested)
 
 
 def print_result(result: StudyResult, table_end: str = "") -> None:

@@ -1,8 +1,9 @@
 """The study summary: per row (loss or control) and metric, mean ± std and a 95 % t-interval over seeds,
 and the paired difference from the baseline (same seed, same warm-up) with its interval.
 
-Everything is read back from MLflow (the child runs' `test/...` metrics and tags), so
-`vse-ray study --summary` prints the same table without retraining.
+A study tables the test metrics its stages pass on (`vse_ray.study.summary_stage.write_summary`);
+`vse-ray study --summary` reads the same numbers back from MLflow (the child runs' `test/...` metrics and
+tags: :func:`collect_runs`) and prints the same table without retraining.
 """
 
 from __future__ import annotations

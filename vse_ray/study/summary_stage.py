@@ -1,20 +1,23 @@
-"""The study's summary stage: tables, trade-off plot and MLflow view on the parent run; reading it back."""
+"""The study's summary stage: tables, trade-off plot and MLflow view on the parent run, from the numbers the
+stages before it pass on; and reading a finished study back from MLflow (`vse-ray study --summary`)."""
 
 from __future__ import annotations
 
 import json
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from mlflow import MlflowClient
 
-from vse_ray.study.context import StudyContext, StudyResult, experiment_name
+from vse_ray.study.context import StudyContext, StudyResult, TrainedRun, experiment_name
 from vse_ray.study.plots import tradeoff_figure
 from vse_ray.study.spec import StudySpec
 from vse_ray.study.summary import (
     ROW_TAG,
     SIZE_TAG,
     STRENGTH_TAG,
+    RunRecord,
     collect_runs,
     rising_runs,
     strength_note,
@@ -53,14 +56,21 @@ def run_histories(
     return out
 
 
+def trained_histories(trained: dict[str, TrainedRun]) -> dict[tuple[int, str], list[list[dict[str, Any]]]]:
+    """(train_images, row) -> per run (seed order) -> every epoch's validation metrics, the shared warm-up's
+    epochs included: :func:`run_histories` of the runs this command trained."""
+    out: dict[tuple[int, str], list[list[dict[str, Any]]]] = {}
+    for item in sorted(trained.values(), key=lambda item: item.seed):
+        out.setdefault((item.train_images, item.row), []).append(item.history)
+    return out
+
+
 def epoch_histories(
-    ctx: StudyContext, histories: dict[tuple[int, str], list[list[dict[str, float]]]] | None = None
-) -> dict[str, list[list[dict[str, float]]]]:
+    ctx: StudyContext, histories: dict[tuple[int, str], list[list[dict[str, Any]]]]
+) -> dict[str, list[list[dict[str, Any]]]]:
     """row (`row@size` with several sizes) -> per run (seed) -> per epoch validation metrics (every metric),
-    the epochs after the shared warm-up; from `histories` (:func:`run_histories`) when given."""
-    if histories is None:
-        histories = run_histories(ctx.tracking_uri, ctx.experiment_id, ctx.parent_run_id)
-    out: dict[str, list[list[dict[str, float]]]] = {}
+    the epochs after the shared warm-up, from ``histories`` (:func:`trained_histories`)."""
+    out: dict[str, list[list[dict[str, Any]]]] = {}
     for (size, row), runs in histories.items():
         warmup = ctx.warmup_epochs[size]  # per size: with `warmup_steps` smaller sets warm up for more epochs
         label = row if not size else f"{row}@{size}"
@@ -82,14 +92,22 @@ def save_study_view(ctx: StudyContext) -> str:
     return save_view(ctx.tracking_uri, ctx.experiment_id, state)
 
 
-def write_summary(ctx: StudyContext) -> StudyResult:
-    """Summary table (CSV + Markdown), trade-off plot and per-row metrics on the parent run; returns it."""
+def write_summary(
+    ctx: StudyContext, trained: dict[str, TrainedRun], tested: dict[str, dict[str, float]]
+) -> StudyResult:
+    """Summary table (CSV + Markdown), trade-off plot and per-row metrics on the parent run; returns it.
+
+    Its numbers are those of the stages before it: each run's test metrics (``tested``, from
+    :func:`~vse_ray.study.scoring.score_on_test`) and validation history (``trained``, from the checkpoints
+    Tune returned); nothing is read back from MLflow (``vse-ray study --summary`` reads the same numbers
+    there: :func:`study_summary`)."""
     spec = ctx.spec
-    cells = summarize(
-        collect_runs(ctx.tracking_uri, ctx.experiment_id, ctx.parent_run_id),
-        spec.baseline,
-        [v.name for v in spec.variants()],
-    )
+    records = [
+        RunRecord(item.row, item.seed, item.train_images, tested[name], item.run_id)
+        for name, item in trained.items()
+    ]
+    records.sort(key=lambda r: (r.train_images, r.row, r.seed))
+    cells = summarize(records, spec.baseline, [v.name for v in spec.variants()])
     folder = ctx.out / SUMMARY_DIR / spec.name
     folder.mkdir(parents=True, exist_ok=True)
     files = {"csv": folder / "summary.csv", "markdown": folder / "summary.md"}
@@ -104,7 +122,7 @@ def write_summary(ctx: StudyContext) -> StudyResult:
     client.set_tag(ctx.parent_run_id, STRENGTH_TAG, "weak" if weak else "ok")
     for path in files.values():
         client.log_artifact(ctx.parent_run_id, str(path), "summary")
-    histories = run_histories(ctx.tracking_uri, ctx.experiment_id, ctx.parent_run_id)
+    histories = trained_histories(trained)
     figure = tradeoff_figure(epoch_histories(ctx, histories))
     log_figures(client, ctx.parent_run_id, {"tradeoff": figure}, "plots")
     client.log_dict(ctx.parent_run_id, ctx.seconds, "seconds.json")

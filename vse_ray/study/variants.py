@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
-from vse_ray.study.context import StudyContext, run_name
+from vse_ray.study.context import StudyContext, TrainedRun, run_name
 from vse_ray.study.summary import ROW_TAG, SEED_TAG, SIZE_TAG
 from vse_ray.tracking.views import RUN_COLOR_TAG, run_color
 from vse_ray.tune.trial import NAMED_TRIAL_KEY
 from vse_ray.tune.tuner import record_trial
 
 
-def train_variants(ctx: StudyContext, warmups: dict[tuple[int, int], str]) -> dict[str, dict[str, Any]]:
-    """Every (train_images, variant, seed) from its seed's warm-up; name -> run id and best snapshot."""
+def train_variants(ctx: StudyContext, warmups: dict[tuple[int, int], str]) -> dict[str, TrainedRun]:
+    """Every (train_images, variant, seed) from its seed's warm-up; run name -> what the run left."""
     spec = ctx.spec
     configs, rows = {}, {}
     colors = {variant.name: run_color(i) for i, variant in enumerate(spec.variants())}
@@ -34,6 +33,6 @@ def train_variants(ctx: StudyContext, warmups: dict[tuple[int, int], str]) -> di
         cfg = configs[name]
         tags = {ROW_TAG: rows[name], SEED_TAG: str(cfg.seed), SIZE_TAG: str(cfg.train_images)}
         tags[RUN_COLOR_TAG] = colors[rows[name]]
-        run_id, checkpoint = record_trial(run, result, tags)
-        trained[name] = {"run_id": run_id, "checkpoint": checkpoint}
+        recorded = record_trial(run, result, tags)
+        trained[name] = TrainedRun(rows[name], cfg.seed, cfg.train_images, *recorded)
     return trained

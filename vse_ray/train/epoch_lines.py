@@ -1,15 +1,19 @@
-"""One line per finished epoch on the driver's console while a Ray Train run works (workers stay quiet)."""
+"""One line per finished epoch on the driver's console while a Ray Train run works, from Ray Train's reports.
+
+Ray Train hands each report to callbacks in its controller actor, not to the driver: `ReportedEpochs` runs
+there and sends rank 0's metrics to a Ray queue that `RunEpochLines` reads on the driver. Nothing is read
+back from MLflow (rank 0 alone writes the epochs there); workers stay quiet.
+"""
 
 from __future__ import annotations
 
 import sys
 import threading
 import time
-from typing import TextIO
+from typing import Any, TextIO
 
-from mlflow import MlflowClient
-
-from vse_ray.tracking.metric_keys import EPOCH_KEYS, VAL_RSUM
+from ray.train import Checkpoint, UserCallback
+from ray.util.queue import Queue
 
 COLLAPSE_WARNING = (
     "warning: epoch {epoch}: the loss sits at its collapse value (2·B·margin: the hardest negative scores as "
@@ -17,27 +21,49 @@ COLLAPSE_WARNING = (
 )
 
 
-class RunEpochLines:
-    """Context manager that prints `epoch e/E: val rsum …, train loss …, … s` for each epoch the run logs.
+def epoch_lines(metrics: dict[str, Any], epochs: int, seconds: float) -> list[str]:
+    """The console lines of one reported epoch: ``epoch e/E: val rsum …, train loss …, … s``, then the
+    collapse warning when the epoch's loss sat at its collapse value."""
+    epoch = int(metrics["epoch"])
+    rsum = f"val rsum {metrics['rsum']:.1f}" if "rsum" in metrics else "no validation"
+    loss = f", train loss {metrics['train_loss']:.4f}" if "train_loss" in metrics else ""
+    lines = [f"epoch {epoch}/{epochs}: {rsum}{loss}, {seconds:.1f} s"]
+    if metrics.get("collapsed"):
+        lines.append(COLLAPSE_WARNING.format(epoch=epoch))
+    return lines
 
-    Rank 0 logs every epoch to the MLflow run as it finishes; this polls that run from the driver (Ray's
-    own worker output is kept off the console). Seconds are wall time since the previous line (the first
-    line includes the workers' start-up). Epochs logged before it starts (a resumed run) are not repeated.
+
+class ReportedEpochs(UserCallback):  # pragma: no cover, runs in Ray Train's controller (integration tests)
+    """Ray Train callback: after each report, its checkpoint recorded, rank 0's metrics go to ``queue``."""
+
+    def __init__(self, queue: Queue):
+        self.queue = queue
+
+    def after_report(
+        self, run_context: Any, metrics: list[dict[str, Any]], checkpoint: Checkpoint | None
+    ) -> None:
+        self.queue.put(metrics[0])  # rank 0's report holds every metric; the other ranks' the training keys
+
+
+class RunEpochLines:
+    """Context manager that prints `epoch e/E: val rsum …, train loss …, … s` for each epoch the run reports.
+
+    Put :attr:`callback` on the run's ``RunConfig``; a thread prints what it sends. Seconds are wall time
+    since the previous line (the first line includes the workers' start-up). A resumed run's earlier epochs
+    are not reported again, so they are not repeated. On exit the epochs still queued are printed and the
+    queue's actor ends.
     """
 
-    def __init__(
-        self, run_id: str, tracking_uri: str, epochs: int, interval: float = 2.0, stream: TextIO | None = None
-    ):
-        self.client, self.run_id = MlflowClient(tracking_uri), run_id
+    def __init__(self, epochs: int, interval: float = 1.0, stream: TextIO | None = None):
         self.epochs, self.interval = epochs, interval
         self.stream = stream or sys.stdout
+        self.queue = Queue(actor_options={"num_cpus": 0})  # takes no CPU from the workers
+        self.callback = ReportedEpochs(self.queue)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="vse_ray-epoch-progress", daemon=True)
-        self._seen: set[int] = set()
         self._last = time.time()
 
     def __enter__(self) -> RunEpochLines:
-        self._seen = {m.step for m in self.client.get_metric_history(self.run_id, VAL_RSUM)}
         self._last = time.time()
         self._thread.start()
         return self
@@ -46,29 +72,20 @@ class RunEpochLines:
         self._stop.set()
         self._thread.join()
         self.poll()
+        self.queue.shutdown(force=True)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval):
             self.poll()
 
     def poll(self) -> None:
-        """Print the epochs logged since the last call."""
-        rsum = {m.step: m for m in self.client.get_metric_history(self.run_id, VAL_RSUM)}
-        new = sorted(set(rsum) - self._seen)
-        if not new:
-            return
-        history = self.client.get_metric_history
-        losses = {m.step: m.value for m in history(self.run_id, EPOCH_KEYS["train_loss"])}
-        collapsed = {m.step for m in history(self.run_id, EPOCH_KEYS["collapsed"]) if m.value}
-        for epoch in new:
-            logged = rsum[epoch].timestamp / 1000
-            seconds, self._last = max(logged - self._last, 0.0), max(logged, self._last)
-            loss = f", train loss {losses[epoch]:.4f}" if epoch in losses else ""
-            print(
-                f"epoch {epoch}/{self.epochs}: val rsum {rsum[epoch].value:.1f}{loss}, {seconds:.1f} s",
-                file=self.stream,
-                flush=True,
-            )
-            if epoch in collapsed:
-                print(COLLAPSE_WARNING.format(epoch=epoch), file=self.stream, flush=True)
-            self._seen.add(epoch)
+        """Print the epochs reported since the last call."""
+        for metrics in self.queue.get_nowait_batch(self.queue.qsize()):
+            self.show(metrics)
+
+    def show(self, metrics: dict[str, Any]) -> None:
+        """Print one reported epoch."""
+        now = time.time()
+        seconds, self._last = now - self._last, now
+        for line in epoch_lines(metrics, self.epochs, seconds):
+            print(line, file=self.stream, flush=True)

@@ -72,6 +72,8 @@ def build_trainer(
 def fit(training: TrainConfig | CheckedTraining) -> TrainResult:
     """Train on Ray Train; log params, per-epoch metrics (each epoch once) and artifacts to MLflow.
 
+    The driver opens and closes the MLflow run and records the selected checkpoint; rank 0 alone logs each
+    epoch (as it finishes); the console's epoch lines come from Ray Train's reports (`RunEpochLines`).
     A TrainConfig is checked here (`check_training`); a CheckedTraining is trusted.
     """
     checked = training if isinstance(training, CheckedTraining) else check_training(training)
@@ -82,8 +84,9 @@ def fit(training: TrainConfig | CheckedTraining) -> TrainResult:
     recorder = RunRecorder.open(experiment_id, run_name, tracking_uri, params)
     run_id = recorder.run_id
     try:
-        trainer = build_trainer(checked.checked, mlflow_run_id=run_id)
-        with RunEpochLines(run_id, tracking_uri, cfg.epochs):
+        lines = RunEpochLines(cfg.epochs)
+        trainer = build_trainer(checked.checked, callbacks=[lines.callback], mlflow_run_id=run_id)
+        with lines:
             result = trainer.fit()
     except (KeyboardInterrupt, SystemExit) as stop:  # Ray Train's SIGINT handler ends in sys.exit
         recorder.finish("KILLED")
@@ -96,7 +99,6 @@ def fit(training: TrainConfig | CheckedTraining) -> TrainResult:
         raise RuntimeError(f"run {run_name}: Ray Train returned no checkpoint")
     with result.checkpoint.as_directory() as latest_dir:
         latest = load_checkpoint(latest_dir)
-    recorder.log_epochs(latest["history"])
     best_checkpoint, best_metrics = max(result.best_checkpoints, key=lambda item: item[1]["rsum"])
     best_dir = _local_dir(best_checkpoint)
     recorder.record_checkpoint(best_dir, best_metrics, latest["history"], cfg.to_dict())

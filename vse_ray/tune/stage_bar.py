@@ -6,10 +6,42 @@ import sys
 from typing import Any
 
 from ray import tune
+from ray.tune.result import SHOULD_CHECKPOINT
 from tqdm import tqdm
 
 
-class StageEpochsBar(tune.Callback):
+class SavedResults(tune.Callback):
+    """Hands each trial result to :meth:`on_saved_result` once Tune has recorded its checkpoint, so that an
+    epoch shown on the console is one a resumed run continues after.
+
+    Tune calls ``on_trial_result`` first, then asks the trial for the checkpoint in a second round trip and
+    records it (``on_checkpoint``). A Ctrl-C between the two saves the experiment state without that
+    checkpoint, and the rerun trains that epoch again. A result without a checkpoint is handed on at once.
+    """
+
+    def __init__(self) -> None:
+        self._pending: dict[str, dict] = {}  # trial id -> its result waiting for its checkpoint
+
+    def __getstate__(self) -> dict[str, Any]:  # a restored run waits for nothing of the first
+        return {**self.__dict__, "_pending": {}}
+
+    def on_saved_result(self, trial: Any, result: dict) -> None:
+        """One result of ``trial``, its checkpoint (if it has one) recorded by Tune."""
+        raise NotImplementedError
+
+    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
+        if result.get(SHOULD_CHECKPOINT):
+            self._pending[trial.trial_id] = result
+        else:
+            self.on_saved_result(trial, result)
+
+    def on_checkpoint(self, iteration: int, trials: list, trial: Any, checkpoint: Any, **info: Any) -> None:
+        result = self._pending.pop(trial.trial_id, None)
+        if result is not None:
+            self.on_saved_result(trial, result)
+
+
+class StageEpochsBar(SavedResults):
     """Counts the epochs every trial reports; the bar's text names the last trial and its validation rsum.
 
     On a console that is not a terminal (a pipe, a file) a redrawn bar would arrive as a stream of frames:
@@ -22,13 +54,14 @@ class StageEpochsBar(tune.Callback):
     """
 
     def __init__(self, label: str, total: int, plain: bool | None = None):
+        super().__init__()
         self.label, self.total, self.plain = label, total, plain
         self._lines = bool(plain)
         self._bar: tqdm | None = None
         self._done = 0
 
     def __getstate__(self) -> dict[str, Any]:  # a restored run opens a new bar
-        return {**self.__dict__, "_bar": None, "_done": 0}
+        return {**super().__getstate__(), "_bar": None, "_done": 0}
 
     def setup(
         self,
@@ -52,7 +85,7 @@ class StageEpochsBar(tune.Callback):
             )
         return self._bar
 
-    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
+    def on_saved_result(self, trial: Any, result: dict) -> None:
         name = trial.config.get("run", trial.trial_id)
         rsum = f"{name} rsum {result['rsum']:.1f}" if "rsum" in result else name
         if self._lines:
@@ -69,10 +102,11 @@ class StageEpochsBar(tune.Callback):
             self._bar = None
 
 
-class TrialEpochLines(tune.Callback):
-    """One console line per epoch a trial reports, taken from Tune's result stream as it arrives (nothing is
-    read back from MLflow): ``[sweep] trial 9fbc6_00000 epoch 2/3: val rsum 419.0, train loss 6.7158``; and
-    one line per failed trial naming its error file.
+class TrialEpochLines(SavedResults):
+    """One console line per epoch a trial reports, taken from Tune's result stream once its checkpoint is
+    recorded (nothing is read back from MLflow):
+    ``[sweep] trial 9fbc6_00000 epoch 2/3: val rsum 419.0, train loss 6.7158``; and one line per failed trial
+    naming its error file.
 
     Args:
         label: Shown in brackets at the start of each line (the sweep's name).
@@ -80,9 +114,10 @@ class TrialEpochLines(tune.Callback):
     """
 
     def __init__(self, label: str, epochs: int):
+        super().__init__()
         self.label, self.epochs = label, epochs
 
-    def on_trial_result(self, iteration: int, trials: list, trial: Any, result: dict, **info: Any) -> None:
+    def on_saved_result(self, trial: Any, result: dict) -> None:
         if "epoch" not in result:
             return
         rsum = f"val rsum {result['rsum']:.1f}" if "rsum" in result else "no validation"

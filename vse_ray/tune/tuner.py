@@ -4,7 +4,7 @@ A `TuneRun` says where a Tune run lives (its folder, resumed when it exists), ho
 nested MLflow run under a parent) and what a trial may use (resources, checkpoint ranking). `fit_trials`
 builds or restores the `Tuner` and fits it; `saved_trial_statuses` tells which trials a restore would resume;
 `trial_run_id` and `best_checkpoint` read a finished trial back; `record_trial` keeps its checkpoint
-on its MLflow run.
+on its MLflow run and returns its history.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from mlflow import MlflowClient
 from ray import tune
@@ -129,24 +129,30 @@ def best_checkpoint(
     return checkpoint, {k: v for k, v in metrics.items() if k not in TUNE_BOOKKEEPING_KEYS and k != "config"}
 
 
-def record_trial(
-    run: TuneRun, result: tune.Result, tags: dict[str, str] | None = None
-) -> tuple[str, tune.Checkpoint]:
-    """The MLflow run of an ended trial and its best checkpoint, recorded on that run once.
+class RecordedTrial(NamedTuple):
+    """An ended trial as :func:`record_trial` leaves it."""
+
+    run_id: str  # its MLflow run
+    checkpoint: tune.Checkpoint  # its best kept checkpoint
+    history: list[dict[str, Any]]  # every epoch's reported metrics, from its latest checkpoint
+
+
+def record_trial(run: TuneRun, result: tune.Result, tags: dict[str, str] | None = None) -> RecordedTrial:
+    """The MLflow run of an ended trial, its best checkpoint (recorded on that run once) and its history.
 
     The first call sets ``tags`` and records the checkpoint as a ``train`` run's
     (:meth:`~vse_ray.tracking.recorder.RunRecorder.record_checkpoint`: what ``vse-ray evaluate --run``
-    loads); a run that has it already (a resumed driver) is left as it is.
+    loads); a run that has it already (a resumed driver) is left as it is. The history is read from the
+    trial's latest checkpoint, which Tune returned (nothing is read back from MLflow).
     """
     recorder = RunRecorder(trial_run_id(run, result), run.tracking_uri)
     checkpoint, best = best_checkpoint(result, run.metric or "rsum", run.mode)
-    if recorder.has_checkpoint():
-        return recorder.run_id, checkpoint
-    recorder.set_tags(tags or {})
     if result.checkpoint is None:
         raise RuntimeError(f"trial {result.path}: kept no checkpoint")
     with result.checkpoint.as_directory() as latest:  # its history holds every epoch of the trial
         last = load_checkpoint(latest)
-    with checkpoint.as_directory() as folder:
-        recorder.record_checkpoint(folder, best, last["history"], last["config"])
-    return recorder.run_id, checkpoint
+    if not recorder.has_checkpoint():
+        recorder.set_tags(tags or {})
+        with checkpoint.as_directory() as folder:
+            recorder.record_checkpoint(folder, best, last["history"], last["config"])
+    return RecordedTrial(recorder.run_id, checkpoint, last["history"])

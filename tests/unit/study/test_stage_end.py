@@ -15,8 +15,12 @@ def _result(name, checkpoint="ckpt", error=None):
 
 
 def test_a_stage_stopped_by_ctrl_c_is_an_interruption():
-    check_stage([_result("a"), _result("b")], "warm-up")
-    with pytest.raises(KeyboardInterrupt, match="warm-up: stopped before every trial had a checkpoint"):
-        check_stage([_result("a"), _result("b", checkpoint=None)], "warm-up")
+    ended = {"t0": "TERMINATED", "t1": "TERMINATED"}
+    check_stage([_result("a"), _result("b")], "warm-up", ended, planned=2)
+    with pytest.raises(KeyboardInterrupt, match="warm-up: stopped after 1 of 2 trials"):
+        check_stage([_result("a"), _result("b", checkpoint=None)], "warm-up", {**ended, "t1": "RUNNING"}, 2)
+    # stopped while its one trial had a checkpoint, before the second trial was created
+    with pytest.raises(KeyboardInterrupt, match="warm-up: stopped after 0 of 2 trials"):
+        check_stage([_result("a")], "warm-up", {"t0": "RUNNING"}, planned=2)
     with pytest.raises(RuntimeError, match="training: trial"):
-        check_stage([_result("a", error=ValueError("x"))], "training")
+        check_stage([_result("a", error=ValueError("x"))], "training", ended, planned=2)

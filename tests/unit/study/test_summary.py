@@ -114,7 +114,7 @@ def test_trade_off_epochs_start_after_each_sizes_own_warm_up(mlflow_uri, tmp_pat
 
     from vse_ray.study.context import StudyContext
     from vse_ray.study.spec import StudySpec
-    from vse_ray.study.summary_stage import epoch_histories
+    from vse_ray.study.summary_stage import epoch_histories, run_histories
     from vse_ray.tracking.recorder import METRICS_ARTIFACT
     from vse_ray.tracking.runs import get_or_create_experiment
     from vse_ray.tune.mlflow_trials import PARENT_TAG
@@ -129,7 +129,7 @@ def test_trade_off_epochs_start_after_each_sizes_own_warm_up(mlflow_uri, tmp_pat
         client.log_dict(run, {"best": history[-1], "history": history}, METRICS_ARTIFACT)
     spec = StudySpec(name="s", baseline="vsepp", losses={"vsepp": {}}, warmup_epochs=3)
     ctx = StudyContext(spec, tmp_path, "", mlflow_uri, experiment, parent, warmup_epochs={400: 10, 4000: 1})
-    histories = epoch_histories(ctx)
+    histories = epoch_histories(ctx, run_histories(mlflow_uri, experiment, parent))
     assert [e["epoch"] for e in histories["sam@400"][0]] == [11, 12]
     assert [e["epoch"] for e in histories["sam@4000"][0]] == list(range(2, 13))
 
@@ -232,3 +232,20 @@ def test_run_histories_include_the_warm_up_and_leave_out_runs_without_metrics(ml
     histories = run_histories(mlflow_uri, experiment, parent)
     assert sorted(len(h) for h in histories[(0, "bcls")]) == [3, 3]
     assert rising_runs(histories) == {(0, "bcls"): (1, 2)}
+
+
+def test_trained_histories_group_the_runs_a_study_trained_by_size_and_row():
+    """The live summary's histories: what `run_histories` reads back, taken from the training stage."""
+    from vse_ray.study.context import TrainedRun
+    from vse_ray.study.summary import rising_runs
+    from vse_ray.study.summary_stage import trained_histories
+
+    def run(row, seed, last):
+        history = [{"epoch": 1, "rsum": 20.0}, {"epoch": 2, "rsum": last}]
+        return TrainedRun(row, seed, 0, f"{row}-{seed}", None, history)
+
+    trained = {"bcls-s1": run("bcls", 1, 10.0), "bcls-s0": run("bcls", 0, 30.0)}
+    trained["vsepp-s0"] = run("vsepp", 0, 5.0)
+    histories = trained_histories(trained)
+    assert [h[-1]["rsum"] for h in histories[(0, "bcls")]] == [30.0, 10.0]  # seed order
+    assert rising_runs(histories) == {(0, "bcls"): (1, 2), (0, "vsepp"): (0, 1)}

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import io
-
 import torch
-from mlflow import MlflowClient
 
 from vse_ray.losses import make_loss
-from vse_ray.train.epoch_lines import RunEpochLines
+from vse_ray.train.epoch_lines import epoch_lines
 
 
 def test_collapse_value_is_the_loss_of_equal_similarities():
@@ -27,15 +24,9 @@ def test_engine_flags_a_collapsed_epoch(tiny_cfg, tmp_path):
     assert reporter.history[0]["collapsed"] == 1.0  # no step moves the weights: it sits at the start
 
 
-def test_progress_prints_one_warning_line(tmp_path):
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
-    client = MlflowClient(uri)
-    run_id = client.create_run(client.create_experiment("e")).info.run_id
-    for name, value in (("val/rsum", 10.0), ("train/loss", 51.2), ("train/collapsed", 1.0)):
-        client.log_metric(run_id, name, value, step=1)
-    out = io.StringIO()
-    progress = RunEpochLines(run_id, uri, 3, stream=out)
-    progress.poll()
-    lines = out.getvalue().splitlines()
-    assert lines[0].startswith("epoch 1/3: val rsum 10.0") and len(lines) == 2
+def test_progress_prints_one_warning_line():
+    reported = {"epoch": 1, "rsum": 10.0, "train_loss": 51.2, "collapsed": 1.0, "lr": 2e-4}
+    lines = epoch_lines(reported, 3, seconds=4.25)
+    assert lines[0] == "epoch 1/3: val rsum 10.0, train loss 51.2000, 4.2 s" and len(lines) == 2
     assert "collapse value" in lines[1] and "--warmup-epochs" in lines[1]
+    assert len(epoch_lines({**reported, "collapsed": 0.0}, 3, seconds=1.0)) == 1

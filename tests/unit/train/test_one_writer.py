@@ -15,6 +15,7 @@ import pytest
 from mlflow import MlflowClient
 
 from tests.support.cli import one_error_line, run_cli
+from tests.support.no_epoch_lines import NoEpochLines
 from tests.support.tiny_store import write_tiny_store
 from vse_ray.data.store.verify import verify_data_dir
 from vse_ray.tracking.lock import LOCK_NAME, FolderLock, release_all
@@ -165,6 +166,7 @@ def test_ctrl_c_on_train_is_one_line_and_marks_the_run_killed(store, tmp_path, m
 
     monkeypatch.setattr("vse_ray.ray_session.ensure_ray", lambda address=None: None)
     monkeypatch.setattr("vse_ray.train.trainer.build_trainer", lambda *args, **kwargs: Interrupted())
+    monkeypatch.setattr("vse_ray.train.trainer.RunEpochLines", NoEpochLines)
     out = tmp_path / "out"
     result = run_cli(["train", "--data", str(store), "--output-dir", str(out), "--epochs", "1"])
     assert result.exit_code == 130, result.output
@@ -223,6 +225,7 @@ def test_a_full_disk_during_training_is_one_line_naming_the_file(store, tmp_path
 
     monkeypatch.setattr("vse_ray.ray_session.ensure_ray", lambda address=None: None)
     monkeypatch.setattr("vse_ray.train.trainer.build_trainer", lambda *args, **kwargs: Full())
+    monkeypatch.setattr("vse_ray.train.trainer.RunEpochLines", NoEpochLines)
     result = run_cli(["train", "--data", str(store), "--output-dir", str(tmp_path / "out"), "--epochs", "1"])
     assert result.exit_code == 2, result.output
     assert (

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import io
+import pickle
 import re
 import time
 from types import SimpleNamespace
 
-from vse_ray.tune.stage_bar import StageEpochsBar
+from ray.tune.result import SHOULD_CHECKPOINT
+
+from vse_ray.tune.stage_bar import StageEpochsBar, TrialEpochLines
 
 
 def test_first_rate_counts_from_the_stage_start():
@@ -36,3 +39,17 @@ def test_off_a_terminal_each_epoch_is_a_line(capsys):
         "[demo] train: 1/4 epochs, bcls-s0 rsum 12.5",
         "[demo] train: 2/4 epochs, bcls-s0",
     ]
+
+
+def test_an_epoch_with_a_checkpoint_shows_once_tune_has_recorded_it(capsys):
+    """A Ctrl-C between Tune's result and its recorded checkpoint retrains that epoch: it is not shown."""
+    lines = TrialEpochLines("tiny", epochs=3)
+    trial = SimpleNamespace(config={}, trial_id="t0")
+    lines.on_trial_result(0, [], trial, {"epoch": 1, "rsum": 12.5, SHOULD_CHECKPOINT: True})
+    assert capsys.readouterr().out == ""
+    restored = pickle.loads(pickle.dumps(lines))  # what a resumed run starts from: nothing pending
+    restored.on_checkpoint(0, [], trial, checkpoint=None)
+    assert capsys.readouterr().out == ""
+    lines.on_checkpoint(0, [], trial, checkpoint=None)
+    lines.on_checkpoint(0, [], trial, checkpoint=None)  # once
+    assert capsys.readouterr().out.splitlines() == ["[tiny] trial t0 epoch 1/3: val rsum 12.5"]
