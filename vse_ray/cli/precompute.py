@@ -8,7 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from vse_ray.cli.options import default_of, given_options
+from vse_ray.cli.options import given_options
+from vse_ray.config_fields import default_of
 from vse_ray.data.precompute.config import AUTO, ExecutionOptions, PrecomputeConfig
 from vse_ray.relevance.sources import SOURCES
 

@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from vse_ray.cli.options import default_of
-from vse_ray.train.config import field_default, merge_overrides
+from vse_ray.config_fields import default_of
+from vse_ray.train.config import TrainConfig, merge_overrides
 from vse_ray.tune.sweep_config import SweepConfig
 
 _SWEEP = partial(default_of, SweepConfig)  # each option's default is its SweepConfig field's
@@ -23,7 +23,9 @@ def sweep(
     scheduler: Annotated[str, typer.Option(help="'asha' (early-stop weak trials) or 'fifo'.")] = _SWEEP(
         "scheduler"
     ),
-    epochs: Annotated[int, typer.Option(help="Epochs per trial (ASHA's max_t).")] = field_default("epochs"),
+    epochs: Annotated[int, typer.Option(help="Epochs per trial (ASHA's max_t).")] = default_of(
+        TrainConfig, "epochs"
+    ),
     grace_period: Annotated[int, typer.Option(help="Epochs before ASHA may stop a trial.")] = _SWEEP(
         "grace_period"
     ),

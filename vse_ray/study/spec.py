@@ -35,11 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vse_ray.config_fields import default_of
 from vse_ray.folder_names import check_plain_name
 from vse_ray.losses import LOSS_NAMES, make_loss
 from vse_ray.relevance.sources import ORACLE_SOURCES, SHUFFLED_SOURCES
 from vse_ray.resources import load_yaml, parse_yaml
-from vse_ray.train.config import TrainConfig, field_default, fields_where
+from vse_ray.train.config import TrainConfig, fields_where
 from vse_ray.tune.space_checks import tunable_fields
 
 # Each family's ablation: (variant name, hyper-parameters that switch the paper's extra term off).
@@ -120,7 +121,8 @@ class StudySpec:
         as many epochs as that many steps need (the same number of updates at every train size)."""
         if not self.warmup_steps:
             return self.warmup_epochs
-        steps_per_epoch = train_captions // int(self.train.get("batch_size", field_default("batch_size")))
+        batch_size = self.train.get("batch_size", default_of(TrainConfig, "batch_size"))
+        steps_per_epoch = train_captions // int(batch_size)
         if steps_per_epoch < 1:
             raise ValueError(f"{self.source}: train.batch_size: exceeds the {train_captions} train captions")
         return math.ceil(self.warmup_steps / steps_per_epoch)
@@ -131,7 +133,7 @@ class StudySpec:
         total = warmup_epochs + self.epochs
         if "lr_milestones" in self.train:
             return tuple(warmup_epochs + int(m) for m in self.train["lr_milestones"])
-        every = int(self.train.get("lr_update", field_default("lr_update")))
+        every = int(self.train.get("lr_update", default_of(TrainConfig, "lr_update")))
         return tuple(range(warmup_epochs + every, total + 1, every)) or (total,)
 
     def run_config(
