@@ -9,7 +9,8 @@ from typing import Any
 
 
 def described(default: Any, help: str, **metadata: Any) -> Any:
-    """A dataclass field with its ``help`` and other metadata (dict and list defaults become factories)."""
+    """A dataclass field with its ``help`` and other metadata; ``dataclasses.MISSING``: no default (dict and
+    list defaults become factories)."""
     meta = {"help": help, **metadata}
     if isinstance(default, dict | list):
         return dataclasses.field(default_factory=partial(type(default), default), metadata=meta)

@@ -35,7 +35,7 @@ def cli_overrides(ctx: typer.Context) -> list[str]:
     return items
 
 
-@options_from(TrainConfig, OPTION_FIELDS, after="set_")
+@options_from(TrainConfig, OPTION_FIELDS, before="param")
 def train(
     ctx: typer.Context,
     *,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+import pytest
 import typer
 from typer.testing import CliRunner
 
@@ -101,3 +102,23 @@ def test_train_overrides_are_the_options_given_on_the_command_line():
         "finetune=true",
     ]  # options left at their default (and --data, --set) are not overrides
     assert cli_overrides(command.make_context("train", ["--data", "d"])) == []
+
+
+@pytest.mark.parametrize(
+    ("command", "configs", "others"),
+    [
+        ("precompute", (PrecomputeConfig, ExecutionOptions), {"out", "recipe", "ray_address", "debug"}),
+        ("sweep", (SweepConfig,), {"epochs", "set_", "wait", "debug"}),
+    ],
+)
+def test_precompute_and_sweep_help_is_their_config_fields(command, configs, others):
+    renamed = {"vocab_file": "vocab", "relevance_sources": "relevance"}
+    options = _options(command)
+    helps = {
+        renamed.get(f.name, f.name): help_of(config, f.name)
+        for config in configs
+        for f in dataclasses.fields(config)
+        if renamed.get(f.name, f.name) in options
+    }
+    assert set(options) - set(helps) == others  # every other option is a config field's
+    assert {name: options[name].help for name in helps} == helps
