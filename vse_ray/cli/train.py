@@ -12,7 +12,6 @@ from vse_ray.config_fields import help_of
 from vse_ray.tracking import runs_table_url, ui_command
 from vse_ray.train.config import (
     NESTED,
-    CheckedConfig,
     TrainConfig,
     fields_where,
     merge_overrides,
@@ -75,13 +74,13 @@ def train(
 
     # a bad override, recipe or recipe/data mismatch: a ValueError, printed as one line (readable_errors)
     items = [*(set_ or []), *cli_overrides(ctx)]
-    if recipe:
+    if recipe:  # the recipe checks the fields, naming its file
         loaded = load_recipe(recipe, data, items)
         check_recipe_data(loaded, data)
-        cfg: TrainConfig | CheckedConfig = loaded.checked
+        valid = loaded.checked
     else:
-        cfg = TrainConfig.from_dict(merge_overrides({"data_dir": data}, items))
-    checked = check_training(cfg)  # fields, loss, data folder, model input: before Ray and MLflow start
+        valid = TrainConfig.from_dict(merge_overrides({"data_dir": data}, items)).checked()
+    checked = check_training(valid)  # data folder, model input, weights: before Ray and MLflow start
     deviations = checked.config.deviations
     if deviations:
         typer.echo(f"Deviations from the official code ({len(deviations)}):")
