@@ -292,7 +292,10 @@ def study_from_yaml(raw: Any, source: str) -> StudySpec:
     return StudySpec(**raw, source=source).validate()
 
 
-def load_study(path: str | Path) -> StudySpec:
-    """Read, parse and validate a study file, by path or shipped name (`studies/<name>.yaml`)."""
+def load_study(path: str | Path, seeds: int | None = None) -> StudySpec:
+    """Read, parse and validate a study file, by path or shipped name (`studies/<name>.yaml`); ``seeds``
+    replaces the file's number of seeds before the one validation."""
     found, raw = load_yaml("study", path)
+    if seeds is not None and isinstance(raw, dict):
+        raw = {**raw, "seeds": seeds}
     return study_from_yaml(raw, str(found))
