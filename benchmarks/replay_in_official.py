@@ -60,7 +60,8 @@ def record_vse_ray(args: argparse.Namespace, out: Path) -> None:
     from vse_ray.train.config import TrainConfig
 
     settings = argparse.Namespace(settings=args.settings, epochs=args.epochs)
-    cfg = TrainConfig(**vse_ray_config(Path(args.data_dir), out, args.seed, settings)).validate()
+    checked = TrainConfig(**vse_ray_config(Path(args.data_dir), out, args.seed, settings)).checked()
+    cfg = checked.config
     arrays: dict[str, np.ndarray] = {}
     steps: list[dict[str, np.ndarray]] = []
     losses: list[float] = []
@@ -100,7 +101,7 @@ def record_vse_ray(args: argparse.Namespace, out: Path) -> None:
             print(f"epoch {metrics['epoch']}: val rsum {metrics['rsum']:.1f}", flush=True)
 
     torch.set_num_threads(1)
-    engine.run_training(cfg, Keep())
+    engine.run_training(checked, Keep())
     model = rebuild_model(states[-1])
     test = evaluate_split(model, load_split(cfg.data_dir, "test", raw=False), 512, torch.device("cpu"), {})
     for k, drawn in enumerate(steps):

@@ -88,7 +88,8 @@ from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.epoch_loop import run_training
 
-cfg = TrainConfig(**json.loads(sys.argv[1])).validate()
+checked = TrainConfig(**json.loads(sys.argv[1])).checked()
+cfg = checked.config
 checkpoints = []
 
 class Keep:
@@ -96,7 +97,7 @@ class Keep:
         checkpoints.append((metrics, load_checkpoint(checkpoint_dir)))
 
 torch.set_num_threads(1)
-run_training(cfg, Keep())
+run_training(checked, Keep())
 model = rebuild_model(checkpoints[-1][1])  # val_every 0: the last epoch's own weights
 test = evaluate_split(model, load_split(cfg.data_dir, "test", raw=False), 512, torch.device("cpu"), {})
 val = [m["rsum"] for m, _ in checkpoints]

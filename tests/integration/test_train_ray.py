@@ -14,6 +14,7 @@ from tests.support.worker_faults import request_kill
 from vse_ray.cli.main import app
 from vse_ray.data.store.verify import verify_data_dir
 from vse_ray.train.config import TrainConfig
+from vse_ray.train.preflight import check_training
 from vse_ray.train.trainer import fit
 
 pytestmark = pytest.mark.ray
@@ -37,7 +38,7 @@ def test_ddp_fit_logs_mlflow_and_evaluate_cli(ray_session, tiny_dir, tmp_path, m
     cfg = _cfg(
         tiny_dir, tmp_path, mlflow_uri, loss="ladder", num_workers=2, epochs=2, placement_strategy="SPREAD"
     )
-    result = fit(cfg)
+    result = fit(check_training(cfg.checked()))
     assert [m["epoch"] for m in result.history] == [1, 2]
     assert _epochs_in_mlflow(mlflow_uri, result.run_id) == [1, 2]
     printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("epoch ")]
@@ -87,7 +88,7 @@ def test_killed_worker_resumes_and_matches_a_clean_run(
     faulty = _cfg(tiny_dir, tmp_path, mlflow_uri, max_failures=1)
     request = request_kill(worker_faults, epoch=2, marker=marker)
     try:
-        faulty_result = fit(faulty)
+        faulty_result = fit(check_training(faulty.checked()))
     finally:
         request.unlink()
     assert marker.exists()  # the worker really died in epoch 2, and the run went on from epoch 1's checkpoint
@@ -96,6 +97,6 @@ def test_killed_worker_resumes_and_matches_a_clean_run(
     printed = [line.split(":")[0] for line in console if line.startswith("epoch ")]
     assert printed == ["epoch 1/3", "epoch 2/3", "epoch 3/3"]  # Ray Train's reports: the retry repeats none
     clean = _cfg(tiny_dir, tmp_path, mlflow_uri, run_name="clean", storage_path=str(tmp_path / "clean"))
-    clean_result = fit(clean)
+    clean_result = fit(check_training(clean.checked()))
     assert clean_result.run_id != faulty_result.run_id
     assert clean_result.history == faulty_result.history  # same seed, 1 worker: identical metrics

@@ -59,7 +59,9 @@ def _ddp_loop(config: dict[str, Any]) -> None:  # pragma: no cover, runs inside 
     source = make_loss(cfg.loss, **cfg.loss_params).relevance_source
     captions = load_captions(cfg.data_dir, "train").select(train_columns(source))
     batches = TableBatches(captions, cfg.batch_size, cfg.seed, rank, world)
-    run_training(cfg, RayTrainReporter(), None, WorkerContext(batches, torch.device("cpu"), rank, world))
+    run_training(
+        cfg.checked(), RayTrainReporter(), None, WorkerContext(batches, torch.device("cpu"), rank, world)
+    )
 
 
 def ddp_fit(cfg: dict[str, Any], out: str) -> dict[str, Any]:
@@ -112,9 +114,10 @@ def fit_run(cfg: dict[str, Any], hold: dict[str, Any] | None = None) -> dict[str
     by `main` when it connects); its run id, epochs and the node id of every Ray Train worker it started (a
     dead node has lost its name here: `TwoNodeCluster.node_names` remembers it)."""
     from vse_ray.train.config import TrainConfig
+    from vse_ray.train.preflight import check_training
     from vse_ray.train.trainer import fit
 
-    result = fit(TrainConfig.from_dict(cfg))
+    result = fit(check_training(TrainConfig.from_dict(cfg).checked()))
     job_id = ray.get_runtime_context().get_job_id()
     epochs = [m["epoch"] for m in result.history]
     return {"run_id": result.run_id, "epochs": epochs, "workers": train_worker_nodes(job_id)}

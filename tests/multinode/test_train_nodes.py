@@ -46,7 +46,7 @@ def test_ddp_on_two_nodes_equals_one_worker_over_the_global_batches(cluster, tin
     shards = [TableBatches(captions, cfg.batch_size, cfg.seed, rank, 2) for rank in range(2)]
     one = dataclasses.replace(cfg, batch_size=2 * cfg.batch_size)
     reporter = LocalReporter(tmp_path / "one")
-    run_training(one, reporter, None, WorkerContext(_GlobalBatches(shards), torch.device("cpu")))
+    run_training(one.checked(), reporter, None, WorkerContext(_GlobalBatches(shards), torch.device("cpu")))
     reference = load_checkpoint(reporter.checkpoints[-1])
 
     assert distributed["history"][0]["train_loss"] == pytest.approx(

@@ -71,7 +71,10 @@ def replay(request, tmp_path_factory) -> tuple[Recording, LocalReporter, ReplayB
     reporter = LocalReporter(root / "checkpoints")
     torch.set_num_threads(1)
     run_training(
-        cfg, reporter, official_start(rec, cfg, data.model_args), WorkerContext(batches, torch.device("cpu"))
+        cfg.checked(),
+        reporter,
+        official_start(rec, cfg, data.model_args),
+        WorkerContext(batches, torch.device("cpu")),
     )
     return rec, reporter, batches
 

@@ -77,9 +77,9 @@ def demo(
         num_cpus=num_cpus,
         seed=seed,
     )
-    settings.validate().study()  # bad input: one line (the `readable_errors` wrapper), before Ray starts
+    spec = settings.validate().study()  # bad input: one line (`readable_errors`), before Ray starts
     from vse_ray.demo.run import run_demo
     from vse_ray.log_file import native_stderr_to_log
 
     with native_stderr_to_log(settings.output_dir):
-        run_demo(settings, wait=wait)
+        run_demo(settings, spec=spec, wait=wait)

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 
 import typer
 
+from vse_ray.cli.options import with_parameters
 from vse_ray.disk_full import disk_full_value_error
 from vse_ray.tracking.lock import release_all
 
@@ -95,15 +96,10 @@ def readable_errors(command: Callable[..., Any]) -> Callable[..., Any]:
         finally:
             release_all()  # the output folders this command locked
 
-    signature = inspect.signature(command, eval_str=True)
     debug = inspect.Parameter(
         "debug",
         inspect.Parameter.KEYWORD_ONLY,
         default=False,
         annotation=Annotated[bool, typer.Option("--debug", help="Show the full traceback of an error.")],
     )
-    # typeshed's functools._Wrapped lacks __signature__, which inspect (and so typer) reads
-    parameters = [*signature.parameters.values(), debug]
-    wrapper.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
-    wrapper.__annotations__ = {**command.__annotations__, "debug": debug.annotation}
-    return wrapper
+    return with_parameters(wrapper, command, [debug])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Annotated
 
 import typer
@@ -36,9 +35,7 @@ def study(
     """
     from vse_ray.study.spec import load_study
 
-    spec = load_study(study_file)  # bad input: one line (the `readable_errors` wrapper), before Ray starts
-    if seeds is not None:
-        spec = dataclasses.replace(spec, seeds=seeds).validate()
+    spec = load_study(study_file, seeds)  # bad input: one line (the `readable_errors` wrapper), before Ray
     if summary:
         from vse_ray.study.summary_stage import study_summary
 

@@ -2,27 +2,22 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Annotated, Any
 
 import typer
 
-from vse_ray.cli.options import given_options
+from vse_ray.cli.options import given_options, options_from
+from vse_ray.config_fields import help_of
 from vse_ray.tracking import runs_table_url, ui_command
 from vse_ray.train.config import (
     NESTED,
-    CheckedConfig,
     TrainConfig,
-    field_default,
-    field_help,
+    fields_where,
     merge_overrides,
 )
 
-
-def _opt(name: str, **kwargs: Any) -> Any:
-    """A typer option whose help is the TrainConfig field's (declared once, in `train.config`)."""
-    return typer.Option(help=field_help(name), **kwargs)
+OPTION_FIELDS = fields_where(cli=True)  # the TrainConfig fields offered as options, each under its own name
 
 
 def cli_overrides(ctx: typer.Context) -> list[str]:
@@ -35,14 +30,15 @@ def cli_overrides(ctx: typer.Context) -> list[str]:
     items = [f"loss_params.{item}" for item in given.pop("param", [])]
     if given.pop("no_imgnorm", False):
         items.append("normalize_image=false")
-    fields = {f.name for f in dataclasses.fields(TrainConfig)} - {"data_dir"}
-    items += [f"{name}={json.dumps(value)}" for name, value in given.items() if name in fields]
+    items += [f"{name}={json.dumps(value)}" for name, value in given.items() if name in OPTION_FIELDS]
     return items
 
 
+@options_from(TrainConfig, OPTION_FIELDS, before="param")
 def train(
     ctx: typer.Context,
-    data: Annotated[str, typer.Option(help=field_help("data_dir"))],
+    *,
+    data: Annotated[str, typer.Option(help=help_of(TrainConfig, "data_dir"))],
     recipe: Annotated[
         str | None, typer.Option(help="A paper's settings by name (`vse-ray recipes`) or a recipe file.")
     ] = None,
@@ -54,48 +50,22 @@ def train(
             f"{', '.join(NESTED)}, e.g. loss_params.margin=0.1; repeatable.",
         ),
     ] = None,
-    model: Annotated[str, _opt("model")] = field_default("model"),
-    loss: Annotated[str, _opt("loss")] = field_default("loss"),
     param: Annotated[
         list[str], typer.Option(help="Loss hyper-parameter NAME=VALUE (= --set loss_params.NAME=VALUE).")
     ] = [],  # noqa: B006
-    epochs: Annotated[int, _opt("epochs")] = field_default("epochs"),
-    batch_size: Annotated[int, _opt("batch_size")] = field_default("batch_size"),
-    optimizer: Annotated[str, _opt("optimizer")] = field_default("optimizer"),
-    lr: Annotated[float, _opt("lr")] = field_default("lr"),
-    weight_decay: Annotated[float, _opt("weight_decay")] = field_default("weight_decay"),
-    lr_update: Annotated[int, _opt("lr_update")] = field_default("lr_update"),
-    grad_clip: Annotated[float, _opt("grad_clip")] = field_default("grad_clip"),
-    warmup_epochs: Annotated[int, _opt("warmup_epochs")] = field_default("warmup_epochs"),
-    negatives: Annotated[str, _opt("negatives")] = field_default("negatives"),
-    word_dim: Annotated[int, _opt("word_dim")] = field_default("word_dim"),
-    embed_dim: Annotated[int, _opt("embed_dim")] = field_default("embed_dim"),
     no_imgnorm: Annotated[bool, typer.Option(help="Do not L2-normalise image embeddings (VSE0).")] = False,
-    train_fraction: Annotated[float, _opt("train_fraction")] = field_default("train_fraction"),
-    concept_vectors: Annotated[str, _opt("concept_vectors")] = field_default("concept_vectors"),
-    finetune: Annotated[bool, _opt("finetune")] = field_default("finetune"),
-    cnn: Annotated[str, _opt("cnn")] = field_default("cnn"),
-    cnn_weights: Annotated[str, _opt("cnn_weights")] = field_default("cnn_weights"),
-    num_workers: Annotated[int, _opt("num_workers")] = field_default("num_workers"),
-    cpus_per_worker: Annotated[float, _opt("cpus_per_worker")] = field_default("cpus_per_worker"),
-    placement_strategy: Annotated[str, _opt("placement_strategy")] = field_default("placement_strategy"),
-    use_gpu: Annotated[bool, _opt("use_gpu")] = field_default("use_gpu"),
-    seed: Annotated[int, _opt("seed")] = field_default("seed"),
-    output_dir: Annotated[str, _opt("output_dir")] = field_default("output_dir"),
-    run_name: Annotated[str | None, _opt("run_name")] = field_default("run_name"),
-    tracking_uri: Annotated[str | None, _opt("tracking_uri")] = field_default("tracking_uri"),
-    experiment: Annotated[str | None, _opt("experiment")] = field_default("experiment"),
-    max_failures: Annotated[int, _opt("max_failures")] = field_default("max_failures"),
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (default: local).")] = None,
     resume: Annotated[bool, typer.Option(help="Continue the run when safe keys (epochs) changed.")] = False,
     new_run: Annotated[bool, typer.Option(help="Start a fresh run beside one with another config.")] = False,
     wait: Annotated[bool, typer.Option(help="Wait for another command training this run.")] = False,
+    **fields: Any,
 ) -> None:
     """Train one loss family; re-running the same command resumes from its last checkpoint.
 
     Every TrainConfig field can be set with --set KEY=VALUE. With --recipe, the recipe sets the fields;
     --set overrides it, and options given on the command line override both.
     """
+    # `fields`: the options of OPTION_FIELDS; `cli_overrides` takes those given on the command line from ctx
     from vse_ray.data.store.verify import data_folder
 
     data_folder(data)  # a missing folder fails before torch is imported; the whole check is below
@@ -104,13 +74,13 @@ def train(
 
     # a bad override, recipe or recipe/data mismatch: a ValueError, printed as one line (readable_errors)
     items = [*(set_ or []), *cli_overrides(ctx)]
-    if recipe:
+    if recipe:  # the recipe checks the fields, naming its file
         loaded = load_recipe(recipe, data, items)
         check_recipe_data(loaded, data)
-        cfg: TrainConfig | CheckedConfig = loaded.checked
+        valid = loaded.checked
     else:
-        cfg = TrainConfig.from_dict(merge_overrides({"data_dir": data}, items))
-    checked = check_training(cfg)  # fields, loss, data folder, model input: before Ray and MLflow start
+        valid = TrainConfig.from_dict(merge_overrides({"data_dir": data}, items)).checked()
+    checked = check_training(valid)  # data folder, model input, weights: before Ray and MLflow start
     deviations = checked.config.deviations
     if deviations:
         typer.echo(f"Deviations from the official code ({len(deviations)}):")

@@ -44,12 +44,11 @@ def run_study(
     config the study started with (:func:`study_record`; another is refused naming the keys that differ).
 
     Args:
-        spec: A study (validated again here, before Ray or MLflow start).
+        spec: A validated study (`load_study`, `parse_study`, `StudySpec.validate`), not validated again.
         output_dir: Data, Tune trials, MLflow store, summary files and the log file go here.
         ray_options: `ray.init` keywords when a local Ray instance is started (e.g. `num_cpus`).
         table_end: A line printed under the summary table (the demo's pointer to the evidence).
     """
-    spec.validate()
     out = Path(output_dir).expanduser().resolve()
     log_path = route_library_logs(out)  # MLflow's store-creation lines too
     folder = out / SUMMARY_DIR / spec.name

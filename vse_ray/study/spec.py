@@ -35,11 +35,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from vse_ray.config_fields import default_of
 from vse_ray.folder_names import check_plain_name
 from vse_ray.losses import LOSS_NAMES, make_loss
 from vse_ray.relevance.sources import ORACLE_SOURCES, SHUFFLED_SOURCES
 from vse_ray.resources import load_yaml, parse_yaml
-from vse_ray.train.config import TrainConfig, field_default, fields_where
+from vse_ray.train.config import TrainConfig, fields_where
 from vse_ray.tune.space_checks import tunable_fields
 
 # Each family's ablation: (variant name, hyper-parameters that switch the paper's extra term off).
@@ -120,7 +121,8 @@ class StudySpec:
         as many epochs as that many steps need (the same number of updates at every train size)."""
         if not self.warmup_steps:
             return self.warmup_epochs
-        steps_per_epoch = train_captions // int(self.train.get("batch_size", field_default("batch_size")))
+        batch_size = self.train.get("batch_size", default_of(TrainConfig, "batch_size"))
+        steps_per_epoch = train_captions // int(batch_size)
         if steps_per_epoch < 1:
             raise ValueError(f"{self.source}: train.batch_size: exceeds the {train_captions} train captions")
         return math.ceil(self.warmup_steps / steps_per_epoch)
@@ -131,7 +133,7 @@ class StudySpec:
         total = warmup_epochs + self.epochs
         if "lr_milestones" in self.train:
             return tuple(warmup_epochs + int(m) for m in self.train["lr_milestones"])
-        every = int(self.train.get("lr_update", field_default("lr_update")))
+        every = int(self.train.get("lr_update", default_of(TrainConfig, "lr_update")))
         return tuple(range(warmup_epochs + every, total + 1, every)) or (total,)
 
     def run_config(
@@ -290,7 +292,10 @@ def study_from_yaml(raw: Any, source: str) -> StudySpec:
     return StudySpec(**raw, source=source).validate()
 
 
-def load_study(path: str | Path) -> StudySpec:
-    """Read, parse and validate a study file, by path or shipped name (`studies/<name>.yaml`)."""
+def load_study(path: str | Path, seeds: int | None = None) -> StudySpec:
+    """Read, parse and validate a study file, by path or shipped name (`studies/<name>.yaml`); ``seeds``
+    replaces the file's number of seeds before the one validation."""
     found, raw = load_yaml("study", path)
+    if seeds is not None and isinstance(raw, dict):
+        raw = {**raw, "seeds": seeds}
     return study_from_yaml(raw, str(found))

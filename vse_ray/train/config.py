@@ -1,8 +1,9 @@
 """TrainConfig: every knob of one training run, each field declared once with its role and help.
 
 A field's metadata says what it is (`role`): a training setting ("hyper": tunable, recipes and sweeps set it),
-run plumbing ("run": where and how a run executes) or an evaluation setting ("evaluation"). Two flags say
-which fields a study sets per run (`study`) and which a shared warm-up checkpoint must agree on (`warmup`).
+run plumbing ("run": where and how a run executes) or an evaluation setting ("evaluation"). Three flags say
+which fields a study sets per run (`study`), which a shared warm-up checkpoint must agree on (`warmup`) and
+which `vse-ray train` offers as options (`cli`).
 Every list of fields elsewhere (tunable fields, the study's, the warm-up's, the CLI's help and defaults) is
 derived from this metadata, so a new field is one declaration here plus the code that reads it.
 """
@@ -12,14 +13,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from functools import partial
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from vse_ray.config_fields import described
 from vse_ray.folder_names import DEFAULT_OUTPUT_DIR
 from vse_ray.losses.names import LOSS_NAMES
 from vse_ray.metrics.registry import CUTOFFS
@@ -40,12 +40,10 @@ def _field(
     *,
     study: bool = False,
     warmup: bool = False,
+    cli: bool = False,
 ) -> Any:
-    """A dataclass field with its role metadata (dict and list defaults become factories)."""
-    meta = {"role": role, "help": help, "study": study, "warmup": warmup}
-    if isinstance(default, dict | list):
-        return field(default_factory=partial(type(default), default), metadata=meta)
-    return field(default=default, metadata=meta)
+    """A dataclass field with its help and role metadata; ``cli``: an option of `vse-ray train`."""
+    return described(default, help, role=role, study=study, warmup=warmup, cli=cli)
 
 
 @dataclass
@@ -60,7 +58,7 @@ class TrainConfig:
 
     `storage_path`, `run_name`, `tracking_uri` and `experiment` left empty are derived by `resolved()`:
     `<output_dir>/ray_results`, `<dataset>-<loss>-s<seed>`, `sqlite:///<output_dir>/mlflow.db`, the dataset
-    name. The help of every field is in its metadata (`field_help`).
+    name. The help of every field is in its metadata (`help_of`); `cli` marks the options of `vse-ray train`.
     """
 
     data_dir: str = _field("", "Precompute output folder.", "run", warmup=True)
@@ -68,17 +66,18 @@ class TrainConfig:
         DEFAULT_MODEL,
         f"{' | '.join(MODEL_NAMES)} (vsepp: pooled features or finetune; vse_inf: regions).",
         warmup=True,
+        cli=True,
     )
     model_params: dict[str, Any] = _field({}, "Model options (e.g. region_drop, text_encoder).", warmup=True)
-    loss: str = _field("vsepp", f"{' | '.join(LOSS_NAMES)}.", "run", study=True)
+    loss: str = _field("vsepp", f"{' | '.join(LOSS_NAMES)}.", "run", study=True, cli=True)
     loss_params: dict[str, Any] = _field({}, "Loss hyper-parameters (e.g. margin).", study=True)
-    epochs: int = _field(30, "Epochs (the cap when patience is set).", study=True)
+    epochs: int = _field(30, "Epochs (the cap when patience is set).", study=True, cli=True)
     patience: int = _field(0, "Stop after N epochs without a better val rsum (0: train every epoch).")
-    batch_size: int = _field(128, "Pairs per batch per worker.", warmup=True)
-    optimizer: str = _field("adam", "adam | adamw (decoupled weight decay).", warmup=True)
-    lr: float = _field(2e-4, "Learning rate.", warmup=True)
+    batch_size: int = _field(128, "Pairs per batch per worker.", warmup=True, cli=True)
+    optimizer: str = _field("adam", "adam | adamw (decoupled weight decay).", warmup=True, cli=True)
+    lr: float = _field(2e-4, "Learning rate.", warmup=True, cli=True)
     weight_decay: float = _field(
-        0.0, "Weight decay (Adam: L2 in the gradient; AdamW: decoupled).", warmup=True
+        0.0, "Weight decay (Adam: L2 in the gradient; AdamW: decoupled).", warmup=True, cli=True
     )
     lr_groups: dict[str, float] = _field(
         {},
@@ -86,18 +85,21 @@ class TrainConfig:
         warmup=True,
     )
     lr_update: int = _field(
-        15, "Epochs between learning-rate decays (when lr_milestones is empty).", warmup=True
+        15, "Epochs between learning-rate decays (when lr_milestones is empty).", warmup=True, cli=True
     )
     lr_milestones: tuple[int, ...] = _field((), "Epochs after which the learning rate decays.", warmup=True)
     lr_factor: float = _field(0.1, "Learning-rate decay factor.", warmup=True)
-    grad_clip: float = _field(2.0, "Gradient norm clip.", warmup=True)
-    warmup_epochs: int = _field(0, "First epochs trained with warmup_loss.", study=True, warmup=True)
+    grad_clip: float = _field(2.0, "Gradient norm clip.", warmup=True, cli=True)
+    warmup_epochs: int = _field(
+        0, "First epochs trained with warmup_loss.", study=True, warmup=True, cli=True
+    )
     warmup_loss: str = _field("vse0", "Loss of the warm-up epochs (vse0: sum of hinges).", warmup=True)
     warmup_params: dict[str, Any] = _field({}, "Hyper-parameters of warmup_loss (e.g. margin).", warmup=True)
     negatives: str = _field(
         "image",
         "image: captions of the same image are not negatives | diagonal: only the pair itself is excluded.",
         warmup=True,
+        cli=True,
     )
     caption_mask: float = _field(
         0.0, "Per-token probability of replacing a training token by <mask>.", warmup=True
@@ -113,32 +115,41 @@ class TrainConfig:
         "Train on this fraction of the train images, drawn at random with the run's seed (1: all).",
         study=True,
         warmup=True,
+        cli=True,
     )
     shuffle_relevance: bool = _field(False, "Permute the loss's relevance vectors (a control).", study=True)
-    word_dim: int = _field(300, "Word embedding size.", warmup=True)
-    embed_dim: int = _field(1024, "Joint embedding size.", warmup=True)
+    word_dim: int = _field(300, "Word embedding size.", warmup=True, cli=True)
+    embed_dim: int = _field(1024, "Joint embedding size.", warmup=True, cli=True)
     normalize_image: bool = _field(True, "L2-normalise image embeddings (False: VSE0).", warmup=True)
     concept_vectors: str = _field(
         "",
         "CVSE: GloVe text file or released *_glove_word2vec.pkl of the concepts ('': random).",
         warmup=True,
+        cli=True,
     )
-    finetune: bool = _field(False, "Fine-tune a CNN on the stored raw images.", warmup=True)
-    cnn: str = _field("resnet152", "CNN to fine-tune: small|resnet18|...|vgg19.", warmup=True)
-    cnn_weights: str | None = _field("IMAGENET1K_V1", "torchvision weights, or none.", warmup=True)
-    num_workers: int = _field(1, "Ray Train workers (DDP).", "run", warmup=True)
-    cpus_per_worker: float = _field(1.0, "CPUs reserved per worker.", "run")
+    finetune: bool = _field(False, "Fine-tune a CNN on the stored raw images.", warmup=True, cli=True)
+    cnn: str = _field("resnet152", "CNN to fine-tune: small|resnet18|...|vgg19.", warmup=True, cli=True)
+    cnn_weights: str | None = _field("IMAGENET1K_V1", "torchvision weights, or none.", warmup=True, cli=True)
+    num_workers: int = _field(1, "Ray Train workers (DDP).", "run", warmup=True, cli=True)
+    cpus_per_worker: float = _field(1.0, "CPUs reserved per worker.", "run", cli=True)
     placement_strategy: str = _field(
-        "PACK", "Where workers go: PACK (fill a node) | SPREAD | STRICT_PACK | STRICT_SPREAD.", "run"
+        "PACK",
+        "Where workers go: PACK (fill a node) | SPREAD | STRICT_PACK | STRICT_SPREAD.",
+        "run",
+        cli=True,
     )
-    use_gpu: bool = _field(False, "One GPU per worker (NCCL).", "run")
-    seed: int = _field(0, "Seed.", study=True, warmup=True)
-    output_dir: str = _field(DEFAULT_OUTPUT_DIR, "Folder of checkpoints and the default MLflow store.", "run")
+    use_gpu: bool = _field(False, "One GPU per worker (NCCL).", "run", cli=True)
+    seed: int = _field(0, "Seed.", study=True, warmup=True, cli=True)
+    output_dir: str = _field(
+        DEFAULT_OUTPUT_DIR, "Folder of checkpoints and the default MLflow store.", "run", cli=True
+    )
     storage_path: str | None = _field(None, "Ray Train storage (default: <output_dir>/ray_results).", "run")
-    run_name: str | None = _field(None, "Stable run name (default: dataset-loss-seed).", "run")
-    tracking_uri: str | None = _field(None, "MLflow URI (default: sqlite in the output folder).", "run")
-    experiment: str | None = _field(None, "MLflow experiment (default: dataset name).", "run")
-    max_failures: int = _field(1, "Worker failures tolerated before giving up.", "run")
+    run_name: str | None = _field(None, "Stable run name (default: dataset-loss-seed).", "run", cli=True)
+    tracking_uri: str | None = _field(
+        None, "MLflow URI (default: sqlite in the output folder).", "run", cli=True
+    )
+    experiment: str | None = _field(None, "MLflow experiment (default: dataset name).", "run", cli=True)
+    max_failures: int = _field(1, "Worker failures tolerated before giving up.", "run", cli=True)
     deviations: list[str] = _field(
         [], "Where this run differs from the official code (set by a recipe).", "run"
     )
@@ -344,12 +355,12 @@ _FLAT_PREFIX = {
 }
 
 
-def _field_meta(name: str) -> Mapping[str, Any]:
-    return {f.name: f.metadata for f in dataclasses.fields(TrainConfig)}[name]
-
-
 def fields_where(
-    role: str | None = None, *, study: bool | None = None, warmup: bool | None = None
+    role: str | None = None,
+    *,
+    study: bool | None = None,
+    warmup: bool | None = None,
+    cli: bool | None = None,
 ) -> tuple[str, ...]:
     """Names of the TrainConfig fields whose metadata matches every given criterion, in declaration order."""
     return tuple(
@@ -358,22 +369,8 @@ def fields_where(
         if (role is None or f.metadata["role"] == role)
         and (study is None or f.metadata["study"] == study)
         and (warmup is None or f.metadata["warmup"] == warmup)
+        and (cli is None or f.metadata["cli"] == cli)
     )
-
-
-def field_help(name: str) -> str:
-    """The help text of TrainConfig field ``name`` (the CLI's option help)."""
-    return _field_meta(name)["help"]
-
-
-def field_default(name: str) -> Any:
-    """The default of TrainConfig field ``name`` (the CLI's option default)."""
-    f = {f.name: f for f in dataclasses.fields(TrainConfig)}[name]
-    if f.default is not dataclasses.MISSING:
-        return f.default
-    if f.default_factory is not dataclasses.MISSING:
-        return f.default_factory()
-    raise ValueError(f"{name}: has no default")
 
 
 def parse_overrides(items: list[str], option: str = "--set") -> dict[str, Any]:

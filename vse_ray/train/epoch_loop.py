@@ -219,7 +219,7 @@ def warmup_state(cfg: TrainConfig) -> dict[str, Any]:
 
 
 def run_training(
-    cfg: TrainConfig | CheckedConfig,
+    valid: CheckedConfig,
     reporter: Reporter,
     start_state: dict[str, Any] | None = None,
     context: WorkerContext | None = None,
@@ -228,12 +228,12 @@ def run_training(
     and checkpointing after every epoch.
 
     Args:
-        cfg: The run's configuration (a TrainConfig is validated first; a CheckedConfig is trusted).
+        valid: The run's configuration, checked where it was made (`TrainConfig.checked()`) and trusted.
         reporter: Receives `(metrics, checkpoint_dir)` once per epoch (checkpoint on rank 0 only).
         start_state: A loaded checkpoint (see `load_checkpoint`) to resume from, or None.
         context: Batches/device/rank of this worker; default: single process over the local train split.
     """
-    cfg = (cfg if isinstance(cfg, CheckedConfig) else cfg.checked()).config
+    cfg = valid.config
     if start_state is None and cfg.init_checkpoint:
         start_state = warmup_state(cfg)
     torch.manual_seed(cfg.seed)

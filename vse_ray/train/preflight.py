@@ -32,12 +32,11 @@ class CheckedTraining:
         return dataclasses.replace(self, checked=self.checked.renamed(run_name))
 
 
-def check_training(cfg: TrainConfig | CheckedConfig) -> CheckedTraining:
-    """Check a training once, before Ray or MLflow start: every field, the loss and its hyper-parameters
-    (``make_loss``; skipped for a CheckedConfig, whose fields were checked), the data folder against its
-    manifest (finished precompute, row counts, checksums), that the folder holds the image input the model
-    reads (pooled, regions or pixels), and that pretrained weights or files the model needs (VSE∞'s BERT,
-    CVSE's concepts) are there.
+def check_training(valid: CheckedConfig) -> CheckedTraining:
+    """Check a training once, before Ray or MLflow start, on a config whose fields were checked where it was
+    made (`TrainConfig.checked()`, or a recipe): the data folder against its manifest (finished precompute,
+    row counts, checksums), that the folder holds the image input the model reads (pooled, regions or
+    pixels), and that pretrained weights or files the model needs (VSE∞'s BERT, CVSE's concepts) are there.
 
     Returns:
         The resolved config and the verified data folder (its ``mlflow_params()`` go on the run).
@@ -46,7 +45,6 @@ def check_training(cfg: TrainConfig | CheckedConfig) -> CheckedTraining:
         ValueError: Naming the field, hyper-parameter, folder or file and what was expected.
         FileNotFoundError: Pretrained weights missing, saying how to provide them.
     """
-    valid = cfg if isinstance(cfg, CheckedConfig) else cfg.checked()
     cfg = valid.config
     if cfg.finetune:
         check_weights(cfg.cnn, cfg.cnn_weights)  # before Ray: no download at run time

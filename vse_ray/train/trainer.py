@@ -14,9 +14,9 @@ from vse_ray.tracking import get_or_create_experiment
 from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.code_version import code_version
 from vse_ray.tracking.recorder import RunRecorder
-from vse_ray.train.config import CheckedConfig, TrainConfig
+from vse_ray.train.config import CheckedConfig
 from vse_ray.train.epoch_lines import RunEpochLines
-from vse_ray.train.preflight import CheckedTraining, check_training
+from vse_ray.train.preflight import CheckedTraining
 from vse_ray.train.run_artifacts import log_training_plots
 from vse_ray.train.worker import train_loop_per_worker
 
@@ -34,16 +34,16 @@ class TrainResult:
 
 
 def build_trainer(
-    cfg: TrainConfig | CheckedConfig,
+    valid: CheckedConfig,
     *,
     callbacks: list | None = None,
     mlflow_run_id: str | None = None,
 ) -> TorchTrainer:
     """A TorchTrainer with a stable `RunConfig(name=cfg.run_name, storage_path=...)`: re-fitting resumes.
 
-    A TrainConfig is validated here; the workers trust the config they receive.
+    The workers trust the config they receive, checked where it was made.
     """
-    checked = (cfg if isinstance(cfg, CheckedConfig) else cfg.checked()).resolved()
+    checked = valid.resolved()
     cfg = checked.config
     resources: dict[str, float] = {"CPU": cfg.cpus_per_worker}
     if cfg.use_gpu:
@@ -69,14 +69,13 @@ def build_trainer(
     )
 
 
-def fit(training: TrainConfig | CheckedTraining) -> TrainResult:
+def fit(checked: CheckedTraining) -> TrainResult:
     """Train on Ray Train; log params, per-epoch metrics (each epoch once) and artifacts to MLflow.
 
     The driver opens and closes the MLflow run and records the selected checkpoint; rank 0 alone logs each
     epoch (as it finishes); the console's epoch lines come from Ray Train's reports (`RunEpochLines`).
-    A TrainConfig is checked here (`check_training`); a CheckedTraining is trusted.
+    ``checked``: the training `check_training` checked, trusted here.
     """
-    checked = training if isinstance(training, CheckedTraining) else check_training(training)
     cfg, data = checked.config, checked.data
     experiment_id = get_or_create_experiment(cfg.experiment, cfg.tracking_uri, cfg.output_dir)
     params = {**cfg.to_flat_dict(), **data.mlflow_params(), "code_version": code_version()}

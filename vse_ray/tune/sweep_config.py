@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass
 from pathlib import Path
 from typing import Any
 
+from vse_ray.config_fields import described
 from vse_ray.folder_names import DEFAULT_OUTPUT_DIR, check_plain_name
 from vse_ray.resources import resource_path
 
@@ -16,45 +17,41 @@ TRIAL_MODES = ("process", "ddp")  # a process per trial, or a TorchTrainer per t
 
 @dataclass
 class SweepConfig:
-    """One Ray Tune sweep over a ``tune_spaces/*.yaml`` space.
+    """One Ray Tune sweep over a ``tune_spaces/*.yaml`` space; each field's help is in its metadata
+    (`help_of`), which `vse-ray sweep` shows. ``output_dir``, ``storage_path``, ``tracking_uri`` and
+    ``experiment`` are as in ``TrainConfig`` (same defaults)."""
 
-    Attributes:
-        space: search-space YAML, a path or a shipped name (``ladder_auto``); a path once validated.
-        data_dir: precompute output folder every trial trains on.
-        train: other fixed ``TrainConfig`` fields (``epochs``, ``batch_size``, ``finetune``, ...).
-        num_samples: trials drawn from the space (``grid`` leaves multiply it).
-        scheduler: ``asha`` (early-stops weak trials at rungs grace_period·rf^k epochs) or ``fifo``.
-        grace_period: epochs every trial runs before ASHA may stop it.
-        reduction_factor: ASHA keeps the top 1/reduction_factor at each rung.
-        max_concurrent: trials running at once (0: as many as resources allow).
-        trial_mode: ``process`` (a process per trial, fractional GPUs) or ``ddp`` (a TorchTrainer per trial).
-        cpus_per_trial / gpus_per_trial: resources of a ``process`` trial (fractions allowed).
-        name: sweep name: Tune experiment folder and MLflow parent run (stable, so a rerun resumes it).
-        resume: restore an interrupted sweep of the same name instead of refusing to overwrite it.
-        stop_after_trials: end this run once that many trials have finished (the rest wait for a resume).
-        seed: random seed of the search.
-        output_dir / storage_path / tracking_uri / experiment: as in ``TrainConfig`` (same defaults).
-    """
-
-    space: str
-    data_dir: str
-    train: dict[str, Any] = field(default_factory=dict)
-    num_samples: int = 8
-    scheduler: str = "asha"
-    grace_period: int = 1
-    reduction_factor: int = 2
-    max_concurrent: int = 0
-    trial_mode: str = "process"
-    cpus_per_trial: float = 1.0
-    gpus_per_trial: float = 0.0
-    name: str | None = None
-    resume: bool = True
-    stop_after_trials: int = 0
-    seed: int = 0
-    output_dir: str = DEFAULT_OUTPUT_DIR
-    storage_path: str | None = None
-    tracking_uri: str | None = None
-    experiment: str | None = None
+    space: str = described(MISSING, "Search space: a shipped name (ladder_auto) or a YAML path.")
+    data_dir: str = described(MISSING, "Precompute output folder every trial trains on.")
+    train: dict[str, Any] = described(
+        {}, "Other fixed TrainConfig fields (epochs, batch_size, finetune, ...)."
+    )
+    num_samples: int = described(8, "Trials drawn from the space (grid leaves multiply it).")
+    scheduler: str = described(
+        "asha", "'asha' (early-stops weak trials at rungs grace_period * rf^k epochs) or 'fifo'."
+    )
+    grace_period: int = described(1, "Epochs every trial runs before ASHA may stop it.")
+    reduction_factor: int = described(2, "ASHA keeps the top 1/N of the trials at each rung.")
+    max_concurrent: int = described(0, "Trials running at once (0: as many as resources allow).")
+    trial_mode: str = described(
+        "process", "'process': one process per trial (fractional GPUs); 'ddp': a TorchTrainer per trial."
+    )
+    cpus_per_trial: float = described(1.0, "CPUs of a 'process' trial (fractions allowed).")
+    gpus_per_trial: float = described(0.0, "GPUs of a 'process' trial (0.25: 4 per GPU).")
+    name: str | None = described(
+        None, "Sweep name: Tune experiment folder and MLflow parent run; reuse it to resume."
+    )
+    resume: bool = described(
+        True, "Resume an interrupted sweep of the same name (else refuse to overwrite it)."
+    )
+    stop_after_trials: int = described(
+        0, "End this run after N finished trials; rerun to resume (0: no limit)."
+    )
+    seed: int = described(0, "Random seed of the search.")
+    output_dir: str = described(DEFAULT_OUTPUT_DIR, "Output folder.")
+    storage_path: str | None = described(None, "Shared storage for trials.")
+    tracking_uri: str | None = described(None, "MLflow store URI.")
+    experiment: str | None = described(None, "MLflow experiment (default: dataset).")
 
     def validate(self) -> SweepConfig:
         """Raise ValueError naming the first invalid field; return self."""

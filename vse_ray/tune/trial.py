@@ -50,12 +50,10 @@ def run_named_trial(
     config: dict[str, Any], *, configs: dict[str, dict[str, Any]]
 ) -> None:  # pragma: no cover, runs inside Tune trial actors (covered by the study integration test)
     """Train ``configs[config["run"]]`` (a ``TrainConfig.to_dict()``) in this trial's process."""
-    train_in_trial(TrainConfig.from_dict(configs[config[NAMED_TRIAL_KEY]]))
+    train_in_trial(TrainConfig.from_dict(configs[config[NAMED_TRIAL_KEY]]).checked())
 
 
-def train_in_trial(
-    cfg: TrainConfig | CheckedConfig,
-) -> None:  # pragma: no cover, runs inside Tune trial actors
+def train_in_trial(valid: CheckedConfig) -> None:  # pragma: no cover, runs inside Tune trial actors
     """``run_training`` in this process, resumed from the trial's last Tune checkpoint, reporting to Tune."""
     from vse_ray.tracking.checkpoint import load_checkpoint
     from vse_ray.train.epoch_loop import run_training
@@ -66,4 +64,4 @@ def train_in_trial(
     if checkpoint is not None:
         with checkpoint.as_directory() as directory:
             start_state = load_checkpoint(directory)
-    run_training(cfg, TuneReporter(), start_state)
+    run_training(valid, TuneReporter(), start_state)

@@ -21,7 +21,7 @@ from vse_ray.train.epoch_loop import run_training
 @pytest.fixture()
 def checkpoint(tiny_cfg, tmp_path):
     reporter = LocalReporter(tmp_path / "ckpt")
-    run_training(tiny_cfg.__class__(**{**tiny_cfg.__dict__, "epochs": 1}), reporter)
+    run_training(tiny_cfg.__class__(**{**tiny_cfg.__dict__, "epochs": 1}).checked(), reporter)
     return reporter.checkpoints[0]
 
 

@@ -72,7 +72,7 @@ def test_sgraf_trains_validates_and_evaluates_through_blocks(tiny_region_dir, tm
     params = {"module": "saf", "n_regions": 5, "sim_dim": 8}
     cfg = tiny_config(tiny_region_dir, tmp_path / "o", model="sgraf", epochs=1, model_params=params)
     reporter = LocalReporter(tmp_path / "ckpt")
-    run_training(cfg, reporter)
+    run_training(cfg.checked(), reporter)
     assert reporter.history[0]["rsum"] > 0
     run, out = str(reporter.checkpoints[0]), str(tmp_path / "e")
     twice = evaluate_run(run, split="val", output_dir=out, eval_block="7x9", ensemble=[run])

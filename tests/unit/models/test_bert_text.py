@@ -156,7 +156,7 @@ def test_lseh_recipe_trains_bert_vse_inf_one_epoch_and_evaluates(tiny_region_dir
         output_dir=str(tmp_path / "o"),
     )
     reporter = LocalReporter(tmp_path / "ckpt")
-    run_training(recipe.config, reporter)
+    run_training(recipe.checked, reporter)
     assert reporter.history[0]["rsum"] > 0 and np.isfinite(reporter.history[0]["train_loss"])
     groups = load_checkpoint(str(reporter.checkpoints[0]))["optimizer"]["param_groups"]
     assert {g["name"]: g["lr"] for g in groups} == pytest.approx({"text_encoder.bert.": 8e-5, "": 8e-4})

@@ -114,3 +114,14 @@ def test_shipped_study_by_name():
 @pytest.mark.parametrize("path", sorted(resource_dir("study").glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_studies_are_valid(path):
     assert load_study(path).name == path.stem.replace("_", "-")
+
+
+def test_a_study_file_is_validated_once_with_its_seeds_override(monkeypatch):
+    from vse_ray.study.spec import StudySpec
+
+    calls = []
+    validate = StudySpec.validate
+    monkeypatch.setattr(StudySpec, "validate", lambda self: calls.append(1) or validate(self))
+    assert load_study("ladder_bcls_cs", seeds=2).seeds == 2 and len(calls) == 1
+    with pytest.raises(ValueError, match=r"ladder_bcls_cs.yaml: seeds: expected an integer >= 1, got 0"):
+        load_study("ladder_bcls_cs", seeds=0)

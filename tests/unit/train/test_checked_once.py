@@ -65,10 +65,11 @@ def test_cli_to_first_step_validates_once(counted, monkeypatch, tiny_data_dir, t
     assert counted == {"validate": 1, "verify_data_dir": 1}
 
 
-def test_a_plain_config_is_validated_by_the_engine(counted, tiny_cfg, tmp_path):
+def test_the_engine_takes_a_config_checked_once_where_it_was_made(counted, tiny_cfg, tmp_path):
     with pytest.raises(ValueError, match="epochs: must be a positive integer"):
-        run_training(TrainConfig(**{**tiny_cfg.__dict__, "epochs": 0}), LocalReporter(tmp_path))
-    assert counted["validate"] == 1
+        TrainConfig(**{**tiny_cfg.__dict__, "epochs": 0}).checked()
+    run_training(TrainConfig(**{**tiny_cfg.__dict__, "epochs": 1}).checked(), LocalReporter(tmp_path))
+    assert counted["validate"] == 2  # one check per config made, none in the engine
 
 
 def test_checked_copies_and_renaming_keeps_it_checked(counted, tiny_cfg):

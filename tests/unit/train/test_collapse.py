@@ -20,7 +20,7 @@ def test_engine_flags_a_collapsed_epoch(tiny_cfg, tmp_path):
     from vse_ray.train.epoch_loop import run_training
 
     reporter = LocalReporter(tmp_path / "r")
-    run_training(tiny_cfg.__class__(**{**tiny_cfg.__dict__, "epochs": 1, "lr": 1e-12}), reporter)
+    run_training(tiny_cfg.__class__(**{**tiny_cfg.__dict__, "epochs": 1, "lr": 1e-12}).checked(), reporter)
     assert reporter.history[0]["collapsed"] == 1.0  # no step moves the weights: it sits at the start
 
 

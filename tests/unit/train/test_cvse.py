@@ -112,7 +112,7 @@ def test_one_epoch_of_the_low_data_recipe_trains_and_evaluates(tiny_region_dir, 
     cfg = load_recipe("cvse_sam_f30k_25pct", str(tiny_region_dir), tiny, output_dir=str(tmp_path)).config
     assert cfg.train_fraction == 0.25 and cfg.to_flat_dict()["train_fraction"] == 0.25  # an MLflow param
     reporter = LocalReporter(tmp_path / "ckpt")
-    run_training(cfg, reporter)
+    run_training(cfg.checked(), reporter)
     assert np.isfinite(reporter.history[0]["train_loss"]) and reporter.history[0]["rsum"] > 0
     report = evaluate_run(str(reporter.checkpoints[0]), split="test", output_dir=str(tmp_path / "e"))
     assert report.metrics["rsum"] > 0

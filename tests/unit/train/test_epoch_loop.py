@@ -17,7 +17,7 @@ from vse_ray.train.epoch_loop import NonFiniteLossError, run_training
 
 def _run(cfg, tmp_path, name, start_state=None) -> LocalReporter:
     reporter = LocalReporter(tmp_path / name)
-    run_training(cfg, reporter, start_state)
+    run_training(cfg.checked(), reporter, start_state)
     return reporter
 
 

@@ -126,9 +126,9 @@ def test_a_vsrn_recipe_trains_one_epoch_on_regions(tiny_region_dir, tmp_path):
     """VSRN + LSEH as its recipe sets it (caption decoder and its loss included): one epoch, then the blocked
     evaluation of its checkpoint."""
     tiny = TINY + TINY_MODEL["vsrn"] + ["model_params.max_len=10"]
-    cfg = load_recipe("vsrn_lseh_f30k", str(tiny_region_dir), tiny, output_dir=str(tmp_path)).config
+    checked = load_recipe("vsrn_lseh_f30k", str(tiny_region_dir), tiny, output_dir=str(tmp_path)).checked
     reporter = LocalReporter(tmp_path / "ckpt")
-    run_training(cfg, reporter)
+    run_training(checked, reporter)
     assert reporter.history[0]["rsum"] > 0 and math.isfinite(reporter.history[0]["train_loss"])
     report = evaluate_run(str(reporter.checkpoints[0]), split="test", output_dir=str(tmp_path / "e"))
     assert report.metrics["rsum"] > 0
@@ -141,9 +141,9 @@ def test_a_gsmn_recipe_trains_one_epoch_and_evaluates(name, tiny_region_dir, tmp
     of the checkpoint, which rebuilds the model with its graph file."""
     graphs = store_graphs(tiny_region_dir, tmp_path / "graphs.json")
     tiny = [*TINY, *TINY_MODEL["gsmn"], f"model_params.graph_path={graphs}"]
-    cfg = load_recipe(name, str(tiny_region_dir), tiny, output_dir=str(tmp_path)).config
+    checked = load_recipe(name, str(tiny_region_dir), tiny, output_dir=str(tmp_path)).checked
     reporter = LocalReporter(tmp_path / "ckpt")
-    run_training(cfg, reporter)
+    run_training(checked, reporter)
     assert reporter.history[0]["rsum"] > 0 and math.isfinite(reporter.history[0]["train_loss"])
     report = evaluate_run(str(reporter.checkpoints[0]), split="test", output_dir=str(tmp_path / "e"))
     assert report.metrics["rsum"] > 0

@@ -101,7 +101,7 @@ def test_region_count_differing_between_splits(tiny_region_dir, tmp_path):
 def test_vse_inf_trains_and_evaluates_on_regions(tiny_region_dir, tmp_path):
     cfg = dataclasses.replace(tiny_config(tiny_region_dir, tmp_path / "o", model="vse_inf"), epochs=1)
     reporter = LocalReporter(tmp_path / "ckpt")
-    run_training(cfg, reporter)
+    run_training(cfg.checked(), reporter)
     assert reporter.history[0]["rsum"] > 0
     report = evaluate_run(str(reporter.checkpoints[0]), split="test", output_dir=str(tmp_path / "e"))
     assert report.metrics["rsum"] > 0

