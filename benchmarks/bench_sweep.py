@@ -41,7 +41,7 @@ def main() -> None:
     parser.add_argument("--num-cpus", type=int, default=4, help="logical CPUs of the local Ray")
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
-    from vse_ray.tune.sweep import run_sweep
+    from vse_ray.tune.sweep import check_sweep, run_sweep
     from vse_ray.tune.sweep_config import SweepConfig
 
     ray.init(num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
@@ -72,7 +72,7 @@ def main() -> None:
                 experiment="bench-sweep",
             )
             start = time.perf_counter()
-            result = run_sweep(cfg)
+            result = run_sweep(check_sweep(cfg))
             seconds[mode] = (time.perf_counter() - start) / args.trials
             best[mode] = result.best_metrics.get("rsum")
     ray.shutdown()

@@ -15,7 +15,7 @@ from tests.conftest import stray_files
 from tests.support.tiny_store import write_tiny_store
 from vse_ray.cli.main import app
 from vse_ray.tune.mlflow_trials import PARENT_TAG, STOP_TAG
-from vse_ray.tune.sweep import run_sweep
+from vse_ray.tune.sweep import check_sweep, run_sweep
 from vse_ray.tune.sweep_config import SweepConfig
 
 SPACE = """
@@ -52,7 +52,7 @@ def test_sweep_interrupt_resume_and_mlflow(ray_session, tmp_path, mlflow_uri, ca
         tracking_uri=mlflow_uri,
         experiment="sweep-test",
     )
-    first = run_sweep(cfg)
+    first = run_sweep(check_sweep(cfg))
     client = MlflowClient(mlflow_uri)
     assert not first.finished and first.num_trials == 2
     assert client.get_run(first.parent_run_id).info.status == "KILLED"
@@ -60,9 +60,11 @@ def test_sweep_interrupt_resume_and_mlflow(ray_session, tmp_path, mlflow_uri, ca
     with pytest.raises(
         ValueError, match=r"started with another config \(num_samples 2 -> 3, train.epochs 2 -> 3\)"
     ):
-        run_sweep(dataclasses.replace(cfg, num_samples=3, train={**TINY_TRAINING, "epochs": 3}))
+        run_sweep(check_sweep(dataclasses.replace(cfg, num_samples=3, train={**TINY_TRAINING, "epochs": 3})))
 
-    second = run_sweep(dataclasses.replace(cfg, stop_after_trials=0))  # Tuner.restore(resume_unfinished=True)
+    second = run_sweep(
+        check_sweep(dataclasses.replace(cfg, stop_after_trials=0))
+    )  # Tuner.restore(resume_unfinished=True)
     assert second.finished and second.num_trials == 2 and second.num_errors == 0
     assert second.parent_run_id == first.parent_run_id and second.path == first.path
 

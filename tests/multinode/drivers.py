@@ -132,13 +132,13 @@ def train_worker_nodes(job_id: str) -> list[str]:
 
 
 def sweep_run(cfg: dict[str, Any]) -> dict[str, Any]:
-    """`run_sweep(SweepConfig(**cfg))` from this driver; the outcome and the node of every trial actor."""
+    """A checked `SweepConfig(**cfg)` run from this driver; the outcome and the node of every trial actor."""
     from ray.util.state import list_actors
 
-    from vse_ray.tune.sweep import run_sweep
+    from vse_ray.tune.sweep import check_sweep, run_sweep
     from vse_ray.tune.sweep_config import SweepConfig
 
-    result = run_sweep(SweepConfig(**cfg))
+    result = run_sweep(check_sweep(SweepConfig(**cfg)))
     names = node_names(alive_only=False)
     job = [("job_id", "=", ray.get_runtime_context().get_job_id())]
     trials = [

@@ -95,9 +95,9 @@ def check_sweep(cfg: SweepConfig) -> CheckedSweep:
     return CheckedSweep(cfg, space, base, path, resolved, data)
 
 
-def run_sweep(sweep: SweepConfig | CheckedSweep, *, wait: bool = False, claimed: str = "") -> SweepResult:
-    """Check the sweep (unless given checked), claim it, run (or resume) it, log the best trial on the parent
-    run, return it.
+def run_sweep(checked: CheckedSweep, *, wait: bool = False, claimed: str = "") -> SweepResult:
+    """Claim the sweep `check_sweep` checked, run (or resume) it, log the best trial on the parent run,
+    return it.
 
     Before Ray starts, the sweep is claimed as every run is (:mod:`vse_ray.tracking.lifecycle`): the
     tracking server answers, its folder is locked (one writer; ``wait`` queues behind the holder, until
@@ -105,10 +105,9 @@ def run_sweep(sweep: SweepConfig | CheckedSweep, *, wait: bool = False, claimed:
     is printed then (the command's line saying where Ray's and MLflow's logs go).
 
     Raises:
-        ValueError: as `check_sweep`, and for a sweep in use by another command, another config than the
-            sweep's, or a server that does not answer.
+        ValueError: for a sweep in use by another command, another config than the sweep's, or a server
+            that does not answer.
     """
-    checked = sweep if isinstance(sweep, CheckedSweep) else check_sweep(sweep)
     cfg, path, resolved = checked.cfg, checked.path, checked.resolved
     name = path.name
     uri = resolved.filled("tracking_uri")

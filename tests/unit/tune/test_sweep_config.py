@@ -53,7 +53,7 @@ def test_cli_rejects_malformed_set_and_config(tmp_path):
 
 
 def test_existing_sweep_is_not_overwritten_without_resume(tmp_path):
-    from vse_ray.tune.sweep import run_sweep
+    from vse_ray.tune.sweep import check_sweep
 
     cfg = SweepConfig(
         space=SPACE, data_dir=str(tmp_path / "d"), name="s", output_dir=str(tmp_path), resume=False
@@ -61,15 +61,15 @@ def test_existing_sweep_is_not_overwritten_without_resume(tmp_path):
     (tmp_path / "ray_results" / "s").mkdir(parents=True)
     (tmp_path / "ray_results" / "s" / "tuner.pkl").write_bytes(b"")  # what Tuner.can_restore looks for
     with pytest.raises(ValueError, match="sweep 's' already exists"):
-        run_sweep(cfg)
+        check_sweep(cfg)
     assert not (tmp_path / "mlflow.db").exists()  # refused before touching MLflow
 
 
 def test_bad_space_fails_before_any_run(tmp_path):
-    from vse_ray.tune.sweep import run_sweep
+    from vse_ray.tune.sweep import check_sweep
 
     space = tmp_path / "space.yaml"
     space.write_text("loss: lseh\nparams: {loss_params: {lambda: {uniform: [0, 1]}}}\n")
     with pytest.raises(ValueError, match="loss_params.lambda is not a parameter of loss 'lseh'"):
-        run_sweep(SweepConfig(space=str(space), data_dir=str(tmp_path / "d"), output_dir=str(tmp_path)))
+        check_sweep(SweepConfig(space=str(space), data_dir=str(tmp_path / "d"), output_dir=str(tmp_path)))
     assert not (tmp_path / "mlflow.db").exists()
