@@ -63,6 +63,10 @@ def precompute(
     karpathy_json: Annotated[
         str | None, typer.Option(help="dataset_{coco,flickr30k,flickr8k}.json.")
     ] = _CONFIG("karpathy_json"),
+    restval: Annotated[
+        bool,
+        typer.Option(help="Karpathy COCO: train on the restval images too (VSE++ rV; no: 82,783 images)."),
+    ] = _CONFIG("restval"),
     image_root: Annotated[str | None, typer.Option(help="Image folder or URI (s3://, gs://).")] = _CONFIG(
         "image_root"
     ),
@@ -149,6 +153,7 @@ def precompute(
     config = PrecomputeConfig(
         dataset=dataset,
         splits=tuple(s.strip() for s in splits.split(",") if s.strip()),
+        restval=restval,
         captions_per_image=captions_per_image,
         n_train=n_train,
         n_val=n_val,
