@@ -298,8 +298,8 @@ def check_recipe_start(recipe: Recipe, data_dir: str) -> None:
     if not path:
         raise ValueError(
             f"{recipe.path}: a second stage: it starts from the weights of a run of recipe {stage1!r}; train "
-            f"that first (`vse-ray train --recipe {stage1} --data {data_dir}`), then give the checkpoint its "
-            f"last line prints: `vse-ray train --recipe {_cli_name(recipe)} --data {data_dir} "
+            f"that first (`vse-ray train --recipe {stage1} --data {data_dir}`), then give the best "
+            f"checkpoint it prints: `vse-ray train --recipe {_cli_name(recipe)} --data {data_dir} "
             "--set init_weights=CHECKPOINT`"
         )
     from vse_ray.tracking.checkpoint import load_checkpoint
