@@ -440,3 +440,6 @@ def test_the_data_check_refuses_restval_data_for_a_row_without_it(tmp_path):
         check_recipe_data(recipe, str(tmp_path))
     (tmp_path / "manifest.json").write_text(json.dumps({"config": {**stored, "restval": False}}))
     check_recipe_data(recipe, str(tmp_path))
+    with_rv = load_recipe("vsepp_coco_vgg19", "<data>")  # leaves restval at its default: still checked
+    with pytest.raises(ValueError, match=r"precompute\.restval is True \(the default\) but .* with False"):
+        check_recipe_data(with_rv, str(tmp_path))
