@@ -39,6 +39,7 @@ _HELP = partial(help_of, PrecomputeConfig)
 CONFIG_OPTIONS = (
     "dataset",
     "karpathy_json",
+    "restval",
     "image_root",
     "precomp_dir",
     "precomp_test",

@@ -54,7 +54,9 @@ class TrainConfig:
     margin 0.2) whatever `loss` is, then switches to `loss`: hardest-negative losses need a reasonable
     embedding first (VSE++ Sec. 4.1 observes that max-of-hinges from a random start can stay near collapse).
     `init_checkpoint` starts a fresh run from a checkpoint of an identical run stopped after its warm-up, so
-    several losses can share one warm-up.
+    several losses can share one warm-up: weights, optimiser, schedule and epoch count continue.
+    `init_weights` starts a run's model weights only from another run's checkpoint, whatever its settings (a
+    second training stage, such as VSE++'s fine-tuning of the CNN): optimiser, schedule, epochs start afresh.
 
     `storage_path`, `run_name`, `tracking_uri` and `experiment` left empty are derived by `resolved()`:
     `<output_dir>/ray_results`, `<dataset>-<loss>-s<seed>`, `sqlite:///<output_dir>/mlflow.db`, the dataset
@@ -107,6 +109,11 @@ class TrainConfig:
     caption_replace: float = _field(0.0, "Per-token probability of a random vocabulary token.", warmup=True)
     caption_delete: float = _field(0.0, "Per-token probability of deleting a training token.", warmup=True)
     init_checkpoint: str = _field("", "Start from this warm-up checkpoint of an identical run.", study=True)
+    init_weights: str = _field(
+        "",
+        "Start the model weights from this checkpoint of another run (weights only: fresh optimiser).",
+        warmup=True,
+    )
     train_images: int = _field(
         0, "Train on the captions of the first N images (0: all).", study=True, warmup=True
     )
@@ -200,6 +207,8 @@ class TrainConfig:
             raise ValueError(f"concept_vectors: no such file: {self.concept_vectors}")
         if self.init_checkpoint and not Path(self.init_checkpoint).exists():
             raise ValueError(f"init_checkpoint: no such file or folder: {self.init_checkpoint}")
+        if self.init_weights and not Path(self.init_weights).exists():
+            raise ValueError(f"init_weights: no such file or folder: {self.init_weights}")
         if self.batch_size < 2:
             raise ValueError(
                 f"batch_size: needs at least 2 pairs for in-batch negatives, got {self.batch_size}"
@@ -261,7 +270,7 @@ class TrainConfig:
         return CheckedConfig(copy.deepcopy(self).validate())
 
     def resolved(self) -> TrainConfig:
-        """A copy with absolute paths and the derived names filled in."""
+        """A copy with absolute paths (Ray workers run elsewhere) and the derived names filled in."""
         from vse_ray.tracking.uri import resolve_tracking_uri
 
         out = Path(self.output_dir).expanduser().resolve()
@@ -269,6 +278,7 @@ class TrainConfig:
         return dataclasses.replace(
             self,
             data_dir=str(Path(self.data_dir).expanduser().resolve()),
+            init_weights=str(Path(self.init_weights).expanduser().resolve()) if self.init_weights else "",
             output_dir=str(out),
             storage_path=str(Path(self.storage_path).expanduser().resolve())
             if self.storage_path

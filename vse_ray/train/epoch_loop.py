@@ -37,6 +37,7 @@ from vse_ray.train.training_data import TrainingData
 
 # Fields a shared warm-up checkpoint must agree on with the run that starts from it (`init_checkpoint`).
 WARMUP_SHARED_FIELDS = fields_where(warmup=True)
+_DEFAULTS = TrainConfig().to_dict()  # a checkpoint's config without a field (older): trained at its default
 
 
 COLLAPSE_SHARE = 0.98  # an epoch's mean loss at 98 % of the collapse value or more: it has not left collapse
@@ -207,7 +208,7 @@ def warmup_state(cfg: TrainConfig) -> dict[str, Any]:
     """The state of `cfg.init_checkpoint`, checked to be a warm-up this run would have trained itself."""
     state = load_checkpoint(cfg.init_checkpoint)
     theirs, ours = state["config"], cfg.to_dict()
-    differ = [k for k in WARMUP_SHARED_FIELDS if theirs.get(k) != ours[k]]
+    differ = [k for k in WARMUP_SHARED_FIELDS if theirs.get(k, _DEFAULTS[k]) != ours[k]]
     if differ:
         raise ValueError(f"init_checkpoint {cfg.init_checkpoint}: trained with other {differ}")
     if int(state["epoch"]) > cfg.warmup_epochs:
@@ -216,6 +217,31 @@ def warmup_state(cfg: TrainConfig) -> dict[str, Any]:
             f"{cfg.warmup_epochs}, so it was not trained with the warm-up loss only"
         )
     return state
+
+
+def load_init_weights(model: nn.Module, path: str) -> None:
+    """Load the model weights of checkpoint `path` (`init_weights`: another run, any training settings) into
+    `model`; nothing else of that run (optimiser, schedule, epoch, history) is taken.
+
+    Raises:
+        ValueError: one line naming the checkpoint and the first weight that this model lacks, that the
+            checkpoint lacks, or whose shape differs (a checkpoint of another model or other dimensions).
+    """
+    name = f"init_weights {path}"
+    state = load_checkpoint(path, name=name)
+    theirs, ours = state["model"], model.state_dict()
+    other = f"a {state['model_name']!r} model's checkpoint"
+    for key in sorted(ours.keys() | theirs.keys()):
+        if key not in theirs:
+            raise ValueError(f"{name}: has no weight {key!r}, which this run's model has ({other})")
+        if key not in ours:
+            raise ValueError(f"{name}: holds {key!r}, which this run's model has not ({other})")
+        if tuple(theirs[key].shape) != tuple(ours[key].shape):
+            raise ValueError(
+                f"{name}: {key!r} has shape {list(theirs[key].shape)} there and {list(ours[key].shape)} in "
+                f"this run's model ({other}; other dimensions)"
+            )
+    model.load_state_dict(theirs)
 
 
 def run_training(
@@ -247,6 +273,8 @@ def run_training(
     model = build_model(cfg.model, **data.model_args, **data.model_inputs).to(ctx.device)
     loss_fn = loss_fn.to(ctx.device)
     warmup_fn = make_loss(cfg.warmup_loss, **cfg.warmup_params).to(ctx.device)
+    if start_state is None and cfg.init_weights:  # a resumed or warm-up start holds these weights already
+        load_init_weights(model, cfg.init_weights)
     optimizer, scheduler = build_optimizer(cfg, model)
     histogram = RelevanceHistogram(source) if source and ctx.rank == 0 else None
     history: list[dict[str, Any]] = []

@@ -10,6 +10,9 @@ A recipe has these top-level keys::
     train:      TrainConfig fields: model, loss, loss_params, epochs, lr, lr_update, batch_size ...
     deviations: where training it still differs from the official code (sentences)
     base:       another recipe this one repeats, with the keys above written over it
+    init_from:  the recipe (a shipped name, or a file beside this one) of a first training stage whose run's
+                weights this one starts from (a second stage, such as VSE++'s fine-tuning of the CNN); a run
+                gives them with ``init_weights``
 
 ``base`` keeps one fact in one place: a COCO row names its Flickr30K row and writes only what differs
 (:func:`read_recipe` says how the two merge).
@@ -28,14 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vse_ray.data.precompute.config import PrecomputeConfig
+from vse_ray.data.precompute.config import PrecomputeConfig, stored_setting
 from vse_ray.losses import loss_hparams
 from vse_ray.models import model_class
 from vse_ray.resources import load_yaml, resource_names
-from vse_ray.train.config import CheckedConfig, TrainConfig, merge_overrides
+from vse_ray.train.config import CheckedConfig, TrainConfig, fields_where, merge_overrides
 from vse_ray.train.model_factory import training_options
 
-RECIPE_KEYS = ("paper", "reports", "precompute", "train", "deviations", "base")
+RECIPE_KEYS = ("paper", "reports", "precompute", "train", "deviations", "base", "init_from")
 PROTOCOLS = ("full", "coco1k", "coco5k")  # as `vse-ray evaluate --protocol`
 
 
@@ -48,6 +51,7 @@ class Recipe:
     reports: dict[str, float]
     precompute: dict[str, Any]
     checked: CheckedConfig
+    init_from: str | None = None
 
     @property
     def config(self) -> TrainConfig:
@@ -77,7 +81,8 @@ def read_recipe(name: str | Path, _seen: tuple[Path, ...] = ()) -> tuple[Path, d
     A recipe with ``base: OTHER`` (a shipped name, or a path relative to the recipe's folder) is OTHER with
     its own keys written over it:
 
-    - ``paper`` and ``reports`` describe the row itself and are never inherited;
+    - ``paper`` and ``reports`` describe the row itself and are never inherited; ``init_from`` is, unless the
+      recipe names its own;
     - ``precompute`` and ``train`` merge key by key, nested mappings too, and ``null`` removes a key (back to
       its default); a recipe naming another ``loss`` (``model``) than its base starts ``loss_params``
       (``model_params``) afresh;
@@ -91,13 +96,14 @@ def read_recipe(name: str | Path, _seen: tuple[Path, ...] = ()) -> tuple[Path, d
     raw = raw or {}
     if not isinstance(raw, dict):
         raise ValueError(f"{path}: expected a mapping with keys {RECIPE_KEYS}")
+    if isinstance(raw.get("init_from"), str):
+        raw = {**raw, "init_from": _local_or_name(path, raw["init_from"])}
     if "base" not in raw:
         return path, raw
     base_name = raw["base"]
     if not isinstance(base_name, str) or not base_name:
         raise ValueError(f"{path}: base: expected the name of another recipe, got {base_name!r}")
-    local = path.parent / base_name
-    where = local if local.suffix in (".yaml", ".yml") and local.is_file() else base_name
+    where = _local_or_name(path, base_name)
     if path.resolve() in _seen:
         raise ValueError(f"{path}: base: the chain {[p.name for p in _seen]} comes back to this recipe")
     try:
@@ -105,6 +111,8 @@ def read_recipe(name: str | Path, _seen: tuple[Path, ...] = ()) -> tuple[Path, d
     except ValueError as err:
         raise ValueError(f"{path}: base: {err}") from err
     merged = {k: v for k, v in raw.items() if k != "base"}
+    if "init_from" in base:
+        merged.setdefault("init_from", base["init_from"])
     for key in ("precompute", "train"):
         mine = raw.get(key) or {}
         if not isinstance(mine, dict):
@@ -114,6 +122,12 @@ def read_recipe(name: str | Path, _seen: tuple[Path, ...] = ()) -> tuple[Path, d
         )
     merged["deviations"] = _merge_deviations(path, base.get("deviations") or [], raw.get("deviations") or [])
     return path, merged
+
+
+def _local_or_name(path: Path, name: str) -> str:
+    """Recipe `name` as the recipe at `path` names it: a file beside it (its path), else a shipped name."""
+    local = path.parent / name
+    return str(local) if local.suffix in (".yaml", ".yml") and local.is_file() else name
 
 
 def _merge(base: dict[str, Any], mine: dict[str, Any]) -> dict[str, Any]:
@@ -214,23 +228,31 @@ def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **
             check_options(**cfg.model_params)
         except ValueError as err:
             raise ValueError(f"{path}: model '{cfg.model}': {err}") from err
-    return Recipe(path, raw.get("paper") or {}, raw.get("reports") or {}, precompute, checked)
+    init_from = raw.get("init_from")
+    if init_from is not None and not (
+        isinstance(init_from, str) and (init_from in recipe_names() or Path(init_from).is_file())
+    ):
+        raise ValueError(f"{path}: init_from: expected a shipped recipe or a recipe file, got {init_from!r}")
+    return Recipe(path, raw.get("paper") or {}, raw.get("reports") or {}, precompute, checked, init_from)
 
 
 # Settings a data folder is checked for even where a recipe's precompute: block leaves them at their default:
-# the S-BERT model behind the sbert relevance (BCLS's labels, the ladder's degrees, CS@K and NCS references).
-CHECKED_DEFAULTS = ("sbert_model",)
+# the S-BERT model behind the sbert relevance (BCLS's labels, the ladder's degrees, CS@K and NCS references),
+# and COCO's restval images in train (VSE++'s rV rows leave the default).
+CHECKED_DEFAULTS = ("sbert_model", "restval")
 
 
 def check_recipe_data(recipe: Recipe, data_dir: str) -> None:
     """Refuse a data folder precomputed otherwise than the recipe's ``precompute:`` block says (every key
-    written there, and `CHECKED_DEFAULTS` at their default when the block leaves them out).
+    written there, and `CHECKED_DEFAULTS` at their default when the block leaves them out), and a second
+    stage (``init_from``) without the weights of its first stage's run (`check_recipe_start`).
 
     A recipe without a ``precompute:`` block trains on any data.
 
     Raises:
         ValueError: naming the recipe, the key, the recipe's value and the folder's.
     """
+    check_recipe_start(recipe, data_dir)
     manifest_path = Path(data_dir) / "manifest.json"
     if not manifest_path.is_file() or not recipe.precompute:
         return  # no manifest: the data check names the unfinished folder
@@ -240,7 +262,7 @@ def check_recipe_data(recipe: Recipe, data_dir: str) -> None:
         if f.name in CHECKED_DEFAULTS:
             checked.setdefault(f.name, f.default)
     for key, wanted in checked.items():
-        have = stored.get(key)
+        have = stored_setting(stored, key)
         if _same_setting(key, wanted, have):
             continue
         default = " (the default)" if key not in recipe.precompute else ""
@@ -256,3 +278,44 @@ def _same_setting(key: str, wanted: Any, have: Any) -> bool:
     if key == "sbert_model" and isinstance(have, str) and isinstance(wanted, str):
         return Path(have).name == Path(wanted).name  # a local folder of the named model
     return wanted == have
+
+
+# Training fields a first stage's run may set otherwise than its recipe and still start a second stage.
+STAGE_FREE = ("init_checkpoint", "init_weights", "seed", "patience")
+
+
+def check_recipe_start(recipe: Recipe, data_dir: str) -> None:
+    """A second-stage recipe (``init_from``) needs ``init_weights``: a checkpoint of a run of its first-stage
+    recipe, trained with that recipe's settings (its loss and training fields but `STAGE_FREE`, compared).
+
+    Raises:
+        ValueError: one line naming the recipe: no ``init_weights`` (saying which run to train first and how
+            to pass its checkpoint), or a checkpoint whose settings differ from the first stage's (the keys).
+    """
+    stage1 = recipe.init_from
+    if stage1 is None:
+        return
+    path = recipe.config.init_weights
+    if not path:
+        raise ValueError(
+            f"{recipe.path}: a second stage: it starts from the weights of a run of recipe {stage1!r}; train "
+            f"that first (`vse-ray train --recipe {stage1} --data {data_dir}`), then give the best "
+            f"checkpoint it prints: `vse-ray train --recipe {_cli_name(recipe)} --data {data_dir} "
+            "--set init_weights=CHECKPOINT`"
+        )
+    from vse_ray.tracking.checkpoint import load_checkpoint
+
+    theirs = load_checkpoint(path, name=f"init_weights {path}")["config"]
+    ours = load_recipe(stage1, data_dir).config.to_dict()
+    compared = ["loss", *(k for k in fields_where("hyper") if k not in STAGE_FREE)]
+    differ = [k for k in compared if theirs.get(k, ours[k]) != ours[k]]
+    if differ:
+        raise ValueError(
+            f"{recipe.path}: init_weights {path} was trained with other {differ} than recipe {stage1!r}, its "
+            f"first stage; train `vse-ray train --recipe {stage1} --data {data_dir}` and give its checkpoint"
+        )
+
+
+def _cli_name(recipe: Recipe) -> str:
+    """How ``--recipe`` names `recipe`: its name if shipped, else its file."""
+    return recipe.path.stem if recipe.path.stem in recipe_names() else str(recipe.path)

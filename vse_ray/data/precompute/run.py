@@ -43,7 +43,7 @@ def load_source(config: PrecomputeConfig) -> Source:
     """Read and validate the input described by a resolved config (no Ray needed)."""
     if config.dataset == "karpathy":
         karpathy_json = _given(config.karpathy_json, "karpathy_json", config.dataset)
-        splits = read_karpathy(karpathy_json, config.splits, config.captions_per_image)
+        splits = read_karpathy(karpathy_json, config.splits, config.captions_per_image, config.restval)
         return Source(
             splits=splits, images=FileImages(_given(config.image_root, "image_root", config.dataset))
         )

@@ -19,7 +19,7 @@ SPLIT_OF = {
 
 
 def read_karpathy(
-    json_path: str, splits: Sequence[str], captions_per_image: int = 5
+    json_path: str, splits: Sequence[str], captions_per_image: int = 5, restval: bool = True
 ) -> dict[str, SplitSource]:
     """Read the images and first ``captions_per_image`` raw captions of each split.
 
@@ -28,8 +28,10 @@ def read_karpathy(
 
     Args:
         json_path: The Karpathy JSON file.
-        splits: Splits to return (``train`` includes ``restval``).
+        splits: Splits to return (``train`` includes ``restval`` unless `restval` is False).
         captions_per_image: Captions kept per image.
+        restval: Put COCO's ``restval`` images in ``train`` (113,287 train images, VSE++ "rV"); False
+            leaves them out (82,783).
 
     Raises:
         ValueError: Naming the file and ``images[row]`` of an unknown split name, a missing field or one
@@ -54,7 +56,8 @@ def read_karpathy(
     rows: dict[str, list[int]] = {split: [] for split in SPLIT_NAMES}
     for row, image in enumerate(images):
         _check_image(json_path, row, image)
-        rows[SPLIT_OF[image["split"]]].append(row)
+        if restval or image["split"] != "restval":
+            rows[SPLIT_OF[image["split"]]].append(row)
     _check_unique(json_path, "imgid", [(row, image["imgid"]) for row, image in enumerate(images)])
     _check_unique(
         json_path,
