@@ -52,10 +52,10 @@ def record_vse_ray(args: argparse.Namespace, out: Path) -> None:
     from run_parity import vse_ray_config
 
     import vse_ray.train.epoch_loop as engine
+    from vse_ray.checkpoint_files import load_checkpoint
     from vse_ray.data.store.split_data import load_split
     from vse_ray.evaluation.embed import evaluate_split
     from vse_ray.models import rebuild_model
-    from vse_ray.tracking.checkpoint import load_checkpoint
     from vse_ray.train.batches import BatchBuilder
     from vse_ray.train.config import TrainConfig
 

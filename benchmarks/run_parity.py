@@ -84,7 +84,7 @@ import torch
 from vse_ray.evaluation.embed import evaluate_split
 from vse_ray.data.store.split_data import load_split
 from vse_ray.models import rebuild_model
-from vse_ray.tracking.checkpoint import load_checkpoint
+from vse_ray.checkpoint_files import load_checkpoint
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.epoch_loop import run_training
 

@@ -15,9 +15,9 @@ from mlflow import MlflowClient
 
 from tests.support.local_reporter import LocalReporter
 from tests.support.tiny_store import tiny_config
+from vse_ray.checkpoint_files import load_checkpoint
 from vse_ray.data.store.readers import load_captions
 from vse_ray.losses import make_loss
-from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.train.batches import TableBatches, train_columns
 from vse_ray.train.epoch_loop import WorkerContext, run_training
 

@@ -28,8 +28,8 @@ from tests.support.run_replay import (
     replay_config,
     write_store,
 )
+from vse_ray.checkpoint_files import load_checkpoint
 from vse_ray.models import official_names
-from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.train.epoch_loop import WorkerContext, run_training
 from vse_ray.train.training_data import TrainingData
 

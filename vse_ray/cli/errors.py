@@ -19,7 +19,7 @@ import typer
 
 from vse_ray.cli.options import with_parameters
 from vse_ray.disk_full import disk_full_value_error
-from vse_ray.tracking.lock import release_all
+from vse_ray.file_lock import release_all
 
 EXPECTED = (ValueError, FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError)
 EXIT_CODE = 2

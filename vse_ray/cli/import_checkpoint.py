@@ -70,8 +70,8 @@ def import_checkpoint(
 ) -> None:
     """Convert a released checkpoint (loaded without arbitrary unpickling) into a vse_ray checkpoint that
     `vse-ray evaluate --run FOLDER` reads."""
+    from vse_ray.checkpoint_files import CHECKPOINT_FILE
     from vse_ray.official import FORMATS
-    from vse_ray.tracking.checkpoint import CHECKPOINT_FILE
     from vse_ray.train.imported import import_released
 
     if fmt not in FORMATS:

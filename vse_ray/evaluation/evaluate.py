@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from mlflow import MlflowClient
 
+from vse_ray.checkpoint_files import CHECKPOINT_FILE, load_checkpoint
 from vse_ray.data.store.readers import vocab_mismatch
 from vse_ray.data.store.shards import sha256_file
 from vse_ray.data.store.split_data import SplitData, load_image_store, load_split
@@ -27,7 +28,6 @@ from vse_ray.metrics.registry import CUTOFFS
 from vse_ray.models import rebuild_model
 from vse_ray.tracking import get_best_checkpoint, resolve_tracking_uri
 from vse_ray.tracking.artifacts import log_figures
-from vse_ray.tracking.checkpoint import CHECKPOINT_FILE, load_checkpoint
 from vse_ray.tracking.lifecycle import check_server, prepare_store
 from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.tracking.runs import CHECKPOINT_ARTIFACT_DIR, get_or_create_experiment

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from vse_ray.tracking.relevance_histogram import RelevanceHistogram  # noqa: E402
+from vse_ray.relevance.histogram import RelevanceHistogram  # noqa: E402
 
 DIRECTIONS = {"i2t": "image → text", "t2i": "text → image"}
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy._core.multiarray import scalar  # how NumPy pickles a scalar
 
-from vse_ray.tracking.checkpoint import load_torch_file as load_safely
+from vse_ray.checkpoint_files import load_torch_file as load_safely
 
 ALLOWED_TYPES = (
     argparse.Namespace,

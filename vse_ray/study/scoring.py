@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import functools
 
+from vse_ray.checkpoint_files import load_checkpoint
 from vse_ray.data.store.split_data import load_split
 from vse_ray.evaluation.evaluate import score_checkpoint
 from vse_ray.study.context import StudyContext, TrainedRun
 from vse_ray.tracking import metric_keys as keys
-from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.recorder import RunRecorder
 
 

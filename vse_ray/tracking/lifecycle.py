@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vse_ray.file_lock import FolderLock
 from vse_ray.json_files import write_json_atomic
-from vse_ray.tracking.lock import FolderLock
 from vse_ray.tracking.uri import local_store
 
 RECORD = "vse_ray_config.json"
@@ -92,7 +92,7 @@ def claim_run_folder(
 ) -> FolderLock:
     """Check the server, lock the run's ``folder`` (``what``: the run named in a refusal; ``instead``: the
     way out it offers), then :func:`prepare_store`. The lock is held until released, until
-    :func:`~vse_ray.tracking.lock.release_all` (the end of the command) or until the process ends.
+    :func:`~vse_ray.file_lock.release_all` (the end of the command) or until the process ends.
 
     Raises:
         ValueError: The server does not answer, or the folder is locked (without ``wait``), naming the holder.

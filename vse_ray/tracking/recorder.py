@@ -25,8 +25,8 @@ import mlflow
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param
 
+from vse_ray.checkpoint_files import CHECKPOINT_FILE
 from vse_ray.tracking import metric_keys
-from vse_ray.tracking.checkpoint import CHECKPOINT_FILE
 from vse_ray.tracking.runs import CHECKPOINT_ARTIFACT_DIR, get_or_create_run
 from vse_ray.tracking.tags import STOP_TAG
 

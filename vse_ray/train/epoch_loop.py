@@ -16,15 +16,15 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from vse_ray.checkpoint_files import load_checkpoint, save_checkpoint
 from vse_ray.evaluation.embed import evaluate_split
 from vse_ray.losses import make_loss
 from vse_ray.losses.base import BaseVSELoss
 from vse_ray.metrics.registry import CUTOFFS
 from vse_ray.models import build_model
 from vse_ray.models.training_output import split_output
+from vse_ray.relevance.histogram import RelevanceHistogram
 from vse_ray.tracking import metric_keys
-from vse_ray.tracking.checkpoint import load_checkpoint, save_checkpoint
-from vse_ray.tracking.relevance_histogram import RelevanceHistogram
 from vse_ray.train.batches import BatchBuilder, BatchSource, TableBatches, TrainBatch
 from vse_ray.train.caption_aug import CaptionAugment
 from vse_ray.train.config import CheckedConfig, TrainConfig, fields_where

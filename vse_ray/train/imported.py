@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from vse_ray.checkpoint_files import save_checkpoint
 from vse_ray.models import model_class
 from vse_ray.official import ReleasedFormat, read_released
-from vse_ray.tracking.checkpoint import save_checkpoint
 from vse_ray.train.config import TrainConfig
 
 SHARED_ARGS = ("vocab_size", "feature_dim", "word_dim", "embed_dim")

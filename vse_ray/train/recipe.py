@@ -303,7 +303,7 @@ def check_recipe_start(recipe: Recipe, data_dir: str) -> None:
             f"checkpoint it prints: `vse-ray train --recipe {_cli_name(recipe)} --data {data_dir} "
             "--set init_weights=CHECKPOINT`"
         )
-    from vse_ray.tracking.checkpoint import load_checkpoint
+    from vse_ray.checkpoint_files import load_checkpoint
 
     theirs = load_checkpoint(path, name=f"init_weights {path}")["config"]
     ours = load_recipe(stage1, data_dir).config.to_dict()

@@ -19,12 +19,12 @@ from typing import Any
 from mlflow import MlflowClient
 
 from vse_ray.data.store.verify import VerifiedData
+from vse_ray.file_lock import FolderLock
 from vse_ray.losses import LOSS_NAMES, loss_hparams
 from vse_ray.models import MODEL_NAMES
 from vse_ray.tracking import lifecycle
 from vse_ray.tracking.filters import tag_equals
 from vse_ray.tracking.lifecycle import ConfigRecord, claim_run_folder, describe
-from vse_ray.tracking.lock import FolderLock
 from vse_ray.tracking.runs import RUN_NAME_TAG
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.model_factory import training_options
@@ -193,7 +193,7 @@ def claim_run(
     ``wait`` queues behind the holder, the store exists), then :func:`plan_run`; a new run beside it is
     claimed too.
 
-    The locks are held until :func:`~vse_ray.tracking.lock.release_all` (the end of the command) or the end
+    The locks are held until :func:`~vse_ray.file_lock.release_all` (the end of the command) or the end
     of the process.
     """
     cfg = cfg.resolved()

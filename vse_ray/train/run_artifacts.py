@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from vse_ray.evaluation.plots import plot_metric_at_k, plot_relevance_histogram, plot_training_curves
+from vse_ray.relevance.histogram import RelevanceHistogram
 from vse_ray.tracking.artifacts import log_figures
 from vse_ray.tracking.recorder import RunRecorder
-from vse_ray.tracking.relevance_histogram import RelevanceHistogram
 
 
 def log_training_plots(recorder: RunRecorder, latest: dict[str, Any], best_metrics: dict[str, Any]) -> None:

@@ -10,8 +10,8 @@ import ray
 import ray.train
 from ray.train.torch import TorchTrainer
 
+from vse_ray.checkpoint_files import load_checkpoint
 from vse_ray.tracking import get_or_create_experiment
-from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.code_version import code_version
 from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.train.config import CheckedConfig

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Any
 
-from vse_ray.tracking.checkpoint import load_checkpoint
+from vse_ray.checkpoint_files import load_checkpoint
 from vse_ray.tracking.recorder import log_epoch_metrics
 from vse_ray.train.config import CheckedConfig
 from vse_ray.train.epoch_loop import WorkerContext, run_training

@@ -55,7 +55,7 @@ def run_named_trial(
 
 def train_in_trial(valid: CheckedConfig) -> None:  # pragma: no cover, runs inside Tune trial actors
     """``run_training`` in this process, resumed from the trial's last Tune checkpoint, reporting to Tune."""
-    from vse_ray.tracking.checkpoint import load_checkpoint
+    from vse_ray.checkpoint_files import load_checkpoint
     from vse_ray.train.epoch_loop import run_training
     from vse_ray.train.reporter import TuneReporter
 

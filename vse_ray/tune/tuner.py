@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from mlflow import MlflowClient
 from ray import tune
 
-from vse_ray.tracking.checkpoint import load_checkpoint
+from vse_ray.checkpoint_files import load_checkpoint
 from vse_ray.tracking.filters import tag_equals
 from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.tune.mlflow_trials import PARENT_TAG, TRIAL_TAG, TUNE_BOOKKEEPING_KEYS, MLflowTrialsCallback

@@ -9,12 +9,12 @@ import pytest
 import torch
 
 from tests.support.local_reporter import LocalReporter
+from vse_ray.checkpoint_files import load_checkpoint
 from vse_ray.data.store.split_data import load_split
 from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.evaluation.plots import k_series
 from vse_ray.metrics import evaluate_all
 from vse_ray.models import rebuild_model
-from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.train.epoch_loop import run_training
 
 

@@ -12,12 +12,12 @@ import torch
 from typer.testing import CliRunner
 
 from tests.support.local_reporter import LocalReporter
+from vse_ray.checkpoint_files import load_checkpoint
 from vse_ray.cli.main import app
 from vse_ray.data.store.split_data import pad_tokens
 from vse_ray.evaluation.evaluate import evaluate_run
 from vse_ray.models import build_model
 from vse_ray.models.bert_text import bert_folder
-from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.train.caption_aug import CaptionAugment
 from vse_ray.train.epoch_loop import run_training
 from vse_ray.train.recipe import load_recipe

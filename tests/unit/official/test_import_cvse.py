@@ -17,12 +17,12 @@ from typer.testing import CliRunner
 from tests.parity.test_cvse_released import fixture_split, write_wordnet
 from tests.support import tiny_store
 from tests.unit.official.test_import_official import _import, _one_error_line
+from vse_ray.checkpoint_files import load_checkpoint
 from vse_ray.cli.main import app
 from vse_ray.evaluation.embed import split_similarities
 from vse_ray.models import rebuild_model
 from vse_ray.official import FORMATS
 from vse_ray.official.torch_file import load_torch_file
-from vse_ray.tracking.checkpoint import load_checkpoint
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "official"
 CHECKPOINT = FIXTURES / "cvse_checkpoint.pth.tar"

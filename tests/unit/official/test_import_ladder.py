@@ -14,10 +14,10 @@ import numpy as np
 import torch
 
 from tests.unit.official.test_import_official import _import, _one_error_line
+from vse_ray.checkpoint_files import load_checkpoint
 from vse_ray.models import rebuild_model
 from vse_ray.official import FORMATS
 from vse_ray.official.torch_file import load_torch_file
-from vse_ray.tracking.checkpoint import load_checkpoint
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "official"
 SNAPSHOT = FIXTURES / "ladder_checkpoint.pth"

@@ -15,13 +15,13 @@ from mlflow import MlflowClient
 from typer.testing import CliRunner
 
 from tests.support import tiny_store
+from vse_ray.checkpoint_files import load_checkpoint
 from vse_ray.cli.main import app
 from vse_ray.evaluation.evaluate import CHECKPOINT_EXPERIMENT
 from vse_ray.models import rebuild_model
 from vse_ray.official.released import DATA_PARALLEL, without_data_parallel
 from vse_ray.official.torch_file import load_torch_file
 from vse_ray.tracking import metric_keys, resolve_tracking_uri
-from vse_ray.tracking.checkpoint import load_checkpoint
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "official"
 RELEASED = FIXTURES / "vse_inf_bigru_checkpoint.pth"

@@ -20,7 +20,7 @@ from mlflow import MlflowClient
 
 from tests.support.cli import one_error_line, run_cli
 from tests.support.tiny_commands import study_file, sweep_args
-from vse_ray.tracking.lock import FolderLock
+from vse_ray.file_lock import FolderLock
 
 ROOT = Path(__file__).resolve().parents[3]
 

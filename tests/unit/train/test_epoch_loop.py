@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from tests.support.local_reporter import LocalReporter
+from vse_ray.checkpoint_files import load_checkpoint
 from vse_ray.models import build_model
-from vse_ray.tracking.checkpoint import load_checkpoint
 from vse_ray.tracking.metric_keys import PATIENCE_STOP
 from vse_ray.train import epoch_loop
 from vse_ray.train.epoch_loop import NonFiniteLossError, run_training

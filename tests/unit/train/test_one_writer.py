@@ -18,7 +18,7 @@ from tests.support.cli import one_error_line, run_cli
 from tests.support.no_epoch_lines import NoEpochLines
 from tests.support.tiny_store import write_tiny_store
 from vse_ray.data.store.verify import verify_data_dir
-from vse_ray.tracking.lock import LOCK_NAME, FolderLock, release_all
+from vse_ray.file_lock import LOCK_NAME, FolderLock, release_all
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.rerun import CHANGES_TAG, claim_run, plan_run, record_path
 

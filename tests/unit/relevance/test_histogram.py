@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from vse_ray.tracking.relevance_histogram import RelevanceHistogram
+from vse_ray.relevance.histogram import RelevanceHistogram
 
 
 def test_counts_match_numpy_histogram_with_edge_clipping():

@@ -7,7 +7,7 @@ import pickle
 import pytest
 import torch
 
-from vse_ray.tracking.checkpoint import CHECKPOINT_FILE, load_checkpoint, save_checkpoint
+from vse_ray.checkpoint_files import CHECKPOINT_FILE, load_checkpoint, save_checkpoint
 
 
 def _state() -> dict:
