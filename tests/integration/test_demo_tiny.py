@@ -7,7 +7,7 @@ import pytest
 from mlflow import MlflowClient
 
 from tests.conftest import stray_files
-from vse_ray.demo import DemoSettings, run_demo
+from vse_ray.demo import demo_study, run_demo
 from vse_ray.demo.evidence import EVIDENCE_LINE
 from vse_ray.tune.mlflow_trials import PARENT_TAG
 
@@ -15,12 +15,11 @@ pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
 def test_tiny_demo_end_to_end(ray_session, tmp_path, capsys, empty_cwd):
-    settings = DemoSettings(
-        output_dir=str(tmp_path / "demo"),
-        losses=("vsepp", "bcls"),
-        n_train=60,
-        n_val=20,
-        n_test=20,
+    spec = demo_study(
+        ["vsepp", "bcls"],
+        train_images=60,
+        val_images=20,
+        test_images=20,
         epochs=1,
         warmup_epochs=1,
         batch_size=32,
@@ -28,7 +27,7 @@ def test_tiny_demo_end_to_end(ray_session, tmp_path, capsys, empty_cwd):
         embed_dim=32,
         concurrent=2,
     )
-    result = run_demo(settings)
+    result = run_demo(spec, str(tmp_path / "demo"))
     rows = {c.row for c in result.cells}
     assert rows == {"vsepp", "bcls", "bcls-shuffled"}
     client = MlflowClient(result.tracking_uri)

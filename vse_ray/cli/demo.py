@@ -6,51 +6,72 @@ from typing import Annotated
 
 import typer
 
-from vse_ray.demo.settings import DEMO_LOSSES, DemoSettings
+from vse_ray.folder_names import DEFAULT_OUTPUT_DIR
+from vse_ray.resources import load_yaml
 
-D = DemoSettings
+_, DEMO = load_yaml("study", "demo")  # the shipped study the options override (their defaults)
+EMBEDDED, TRAIN = DEMO["data"]["embedded"], DEMO["train"]
+SHUFFLED, MILESTONE = ",".join(DEMO["controls"]["shuffled"]), TRAIN["lr_milestones"][0]
+
+
+def _opt(help_: str, value: object) -> typer.models.OptionInfo:
+    """An option left at None (the study file's value), whose help shows that value."""
+    return typer.Option(help=f"{help_} (study file: {value})", show_default=False)
 
 
 def demo(
     output_dir: Annotated[str, typer.Option(help="Output folder (data, trials, MLflow store, log file).")] = (
-        D.output_dir
+        f"{DEFAULT_OUTPUT_DIR}/demo"
     ),
-    losses: Annotated[str, typer.Option(help="Comma-separated loss families (vsepp is the baseline).")] = (
-        ",".join(DEMO_LOSSES)
-    ),
+    losses: Annotated[
+        str | None, _opt("Comma-separated loss families (vsepp is the baseline).", ",".join(DEMO["losses"]))
+    ] = None,
     shuffled: Annotated[
-        str, typer.Option(help="Losses also trained with shuffled relevance (the control); '' for none.")
-    ] = ",".join(D.shuffled),
+        str | None,
+        _opt("Losses also trained with shuffled relevance (the control); '' for none.", SHUFFLED),
+    ] = None,
     seeds: Annotated[
-        int, typer.Option(help="Seeds (2+ marks differences outside the seed noise).")
-    ] = D.seeds,
+        int | None, _opt("Seeds (2+ marks differences outside the seed noise).", DEMO["seeds"])
+    ] = None,
     train_images: Annotated[
-        int, typer.Option(help="Embedded training images (5 captions each).")
-    ] = D.n_train,
-    epochs: Annotated[int, typer.Option(help="Epochs of each loss after the shared warm-up.")] = D.epochs,
+        int | None, _opt("Embedded training images (5 captions each).", EMBEDDED["train_images"])
+    ] = None,
+    epochs: Annotated[
+        int | None, _opt("Epochs of each loss after the shared warm-up.", DEMO["epochs"])
+    ] = None,
     warmup_epochs: Annotated[
-        int, typer.Option(help="Shared sum-of-hinges warm-up epochs (VSE++ eq. 5), once per seed; 0 = none.")
-    ] = D.warmup_epochs,
-    lr: Annotated[float, typer.Option(help="Adam learning rate.")] = D.lr,
+        int | None,
+        _opt(
+            "Shared sum-of-hinges warm-up epochs (VSE++ eq. 5), once per seed; 0 = none.",
+            DEMO["warmup_epochs"],
+        ),
+    ] = None,
+    lr: Annotated[float | None, _opt("Adam learning rate.", TRAIN["lr"])] = None,
     lr_update: Annotated[
-        int, typer.Option(help="Learning rate x0.1 after N epochs of each loss (0: after the warm-up).")
-    ] = D.lr_update,
-    batch_size: Annotated[int, typer.Option(help="Pairs per batch (in-batch negatives).")] = D.batch_size,
-    cnn: Annotated[str, typer.Option(help="CNN fine-tuned on the 64×64 images: tiny, small, resnet18...")] = (
-        D.cnn
-    ),
-    embed_dim: Annotated[int, typer.Option(help="Joint embedding size (GRU hidden size).")] = D.embed_dim,
-    word_dim: Annotated[int, typer.Option(help="Word embedding size.")] = D.word_dim,
+        int | None,
+        _opt("Learning rate x0.1 after N epochs of each loss (0: after the warm-up).", MILESTONE),
+    ] = None,
+    batch_size: Annotated[
+        int | None, _opt("Pairs per batch (in-batch negatives).", TRAIN["batch_size"])
+    ] = None,
+    cnn: Annotated[
+        str | None, _opt("CNN fine-tuned on the 64×64 images: tiny, small, resnet18...", TRAIN["cnn"])
+    ] = None,
+    embed_dim: Annotated[
+        int | None, _opt("Joint embedding size (GRU hidden size).", TRAIN["embed_dim"])
+    ] = None,
+    word_dim: Annotated[int | None, _opt("Word embedding size.", TRAIN["word_dim"])] = None,
     finetune: Annotated[
-        bool,
-        typer.Option(help="Fine-tune the CNN on the raw images (else: frozen random ResNet-18 features)."),
-    ] = D.finetune,
-    concurrent: Annotated[int, typer.Option(help="Trials at once.")] = D.concurrent,
-    num_cpus: Annotated[int, typer.Option(help="CPUs of the local Ray instance.")] = D.num_cpus,
-    seed: Annotated[int, typer.Option(help="Seed of the embedded data.")] = D.seed,
+        bool | None,
+        _opt("Fine-tune the CNN on the raw images (else: frozen random CNN features).", TRAIN["finetune"]),
+    ] = None,
+    concurrent: Annotated[int | None, _opt("Trials at once.", DEMO["resources"]["concurrent"])] = None,
+    num_cpus: Annotated[int, typer.Option(help="CPUs of the local Ray instance.")] = 2,
+    seed: Annotated[int | None, _opt("Seed of the embedded data.", EMBEDDED["seed"])] = None,
     wait: Annotated[bool, typer.Option(help="Wait for another demo running in this output folder.")] = False,
 ) -> None:
-    """A small loss comparison on the embedded data: warm-up once per seed, every loss family from it.
+    """A small loss comparison on the embedded data (the shipped study `demo`; these options override it):
+    warm-up once per seed, every loss family from it.
 
     The shuffled-relevance control of BCLS runs too; each run is selected on validation and scored on test.
 
@@ -58,12 +79,14 @@ def demo(
 
     Logs of Ray and MLflow: <output-dir>/logs/vse_ray.log. One MLflow child run per loss and seed.
     """
-    settings = DemoSettings(
-        output_dir=output_dir,
-        losses=tuple(name.strip() for name in losses.split(",") if name.strip()),
-        shuffled=tuple(name.strip() for name in shuffled.split(",") if name.strip()),
+    from vse_ray.demo.run import demo_study
+
+    names = lambda text: None if text is None else [n.strip() for n in text.split(",") if n.strip()]  # noqa: E731
+    spec = demo_study(  # bad input: one line (`readable_errors`), before Ray starts
+        names(losses),
+        names(shuffled),
         seeds=seeds,
-        n_train=train_images,
+        train_images=train_images,
         epochs=epochs,
         warmup_epochs=warmup_epochs,
         lr=lr,
@@ -74,12 +97,10 @@ def demo(
         word_dim=word_dim,
         finetune=finetune,
         concurrent=concurrent,
-        num_cpus=num_cpus,
         seed=seed,
     )
-    spec = settings.validate().study()  # bad input: one line (`readable_errors`), before Ray starts
     from vse_ray.demo.run import run_demo
     from vse_ray.log_file import native_stderr_to_log
 
-    with native_stderr_to_log(settings.output_dir):
-        run_demo(settings, spec=spec, wait=wait)
+    with native_stderr_to_log(output_dir):
+        run_demo(spec, output_dir, num_cpus=num_cpus, wait=wait)

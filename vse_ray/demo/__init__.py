@@ -3,7 +3,7 @@
 from vse_ray.lazy_exports import lazy_exports
 
 _EXPORTS = {
-    "DemoSettings": "vse_ray.demo.settings",
+    "demo_study": "vse_ray.demo.run",
     "run_demo": "vse_ray.demo.run",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
