@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vse_ray.data.precompute.config import PRECOMP_TEST_FILES
 from vse_ray.data.sources.precomp import FILE_SPLITS, load_npy, read_lines
 
 GRAPH_FILE = "graphs.json"
@@ -77,9 +78,11 @@ def caption_graphs(caps: Path, edges: Path, graphs: dict[str, list], conflicting
 def write_gsmn_data(precomp_dir: str | Path, out: str | Path) -> GSMNData:
     """Rewrite every split of the released folder ``precomp_dir`` into ``out`` (a new folder)."""
     source, target = Path(precomp_dir), Path(out)
-    prefixes = tuple(p for p in FILE_SPLITS.values() if (source / f"{p}_ims.npy").is_file())
+    # COCO's 5,000 test images are the testall files (read with precompute's precomp_test: testall)
+    known = dict.fromkeys((*FILE_SPLITS.values(), *PRECOMP_TEST_FILES))
+    prefixes = tuple(p for p in known if (source / f"{p}_ims.npy").is_file())
     if not prefixes:
-        raise ValueError(f"precomp-dir {source}: no {{train,dev,test}}_ims.npy")
+        raise ValueError(f"precomp-dir {source}: no {{{','.join(known)}}}_ims.npy")
     needed = [
         source / f"{p}{suffix}"
         for p in prefixes

@@ -28,7 +28,7 @@ def _released(folder, prefix: str, n: int, edges_of_dup: list) -> None:
 def test_writes_boxed_features_captions_and_graphs(tmp_path):
     released, out = tmp_path / "released", tmp_path / "out"
     released.mkdir()
-    for prefix, n in (("train", 2), ("dev", 1), ("test", 1)):
+    for prefix, n in (("train", 2), ("dev", 1), ("test", 1), ("testall", 1)):
         _released(released, prefix, n, [[0, 3], [3, 1]])
     result = CliRunner().invoke(app, ["gsmn-data", "--precomp-dir", str(released), "--out", str(out)])
     assert result.exit_code == 0, result.output
@@ -39,6 +39,7 @@ def test_writes_boxed_features_captions_and_graphs(tmp_path):
     np.testing.assert_array_equal(features[..., :5], np.load(released / "train_ims.npy"))
     np.testing.assert_array_equal(features[1, :, 5:], boxes[1] / np.float32([501, 399, 501, 399]))
     assert (out / "dev_caps.txt").read_text() == (released / "dev_caps.txt").read_text()
+    assert np.load(out / "testall_ims.npy").shape == (1, 3, 9)  # COCO's 5,000 test images
     assert json.loads((out / "graphs.json").read_text())["a dog runs"] == [[0, 2], [2, 1]]
 
 
