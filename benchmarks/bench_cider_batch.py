@@ -32,7 +32,14 @@ import numpy as np
 import torch
 from bench_losses import median_ms
 
-from vse_ray.relevance import CiderReferences, CiderVectors, cider_doc_freq, cider_matrix, tokenize
+from vse_ray.relevance import (
+    CiderDocFreq,
+    CiderReferences,
+    CiderVectors,
+    cider_doc_freq,
+    cider_matrix,
+    tokenize,
+)
 from vse_ray.relevance.cider_batch import cider_batch_matrix
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -59,18 +66,20 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def file_store(path: Path) -> tuple[list[list[str]], list[list[str]], CiderReferences]:
-    """The file's tokenised captions, their groups of 5 (one image each) and their stored vectors."""
+def file_store(path: Path) -> tuple[list[list[str]], list[list[str]], CiderDocFreq, CiderReferences]:
+    """The file's tokenised captions, their groups of 5 (one image each), the document frequencies over
+    all its images and the captions' stored vectors."""
     lines = [tokenize(line) for line in path.read_text().splitlines()]
     groups = [lines[i : i + 5] for i in range(0, len(lines) - 4, 5)]
     caption_ids, image_ids = np.arange(5 * len(groups)), np.arange(5 * len(groups)) // 5
-    vectors = CiderVectors.from_texts(lines[: 5 * len(groups)], cider_doc_freq(groups))
-    return lines, groups, CiderReferences(vectors, caption_ids, image_ids)
+    file_df = cider_doc_freq(groups)
+    vectors = CiderVectors.from_texts(lines[: 5 * len(groups)], file_df)
+    return lines, groups, file_df, CiderReferences(vectors, caption_ids, image_ids)
 
 
 def check_device(path: Path, args: argparse.Namespace, rng: np.random.Generator) -> float:
     """Max |device - host| over the file's batches, and each path's median time per batch."""
-    _, groups, store = file_store(path)
+    _, groups, _, store = file_store(path)
     device = torch.device(args.device)
     worst = 0.0
     for _ in range(args.batches):
@@ -89,8 +98,7 @@ def check_file(path: Path, args: argparse.Namespace, rng: np.random.Generator) -
     """Max |diff| against pycocoevalcap over the file's batches (both document-frequency scopes)."""
     from tests.unit.relevance._pycoco import reference_all_pairs
 
-    lines, groups, store = file_store(path)
-    file_df = cider_doc_freq(groups)
+    lines, groups, file_df, store = file_store(path)
     worst = 0.0
     print(f"\n{path}: {len(groups):,} images, B = {args.batch}")
     for b in range(args.batches):
