@@ -37,11 +37,6 @@ OPTION_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 
-def demo_document() -> dict[str, Any]:
-    """The shipped demo study as its YAML document."""
-    return load_yaml("study", DEMO_STUDY)[1]
-
-
 def demo_study(
     losses: list[str] | None = None, shuffled: list[str] | None = None, **options: Any
 ) -> StudySpec:
