@@ -21,13 +21,18 @@ COLLAPSE_WARNING = (
 )
 
 
+def epoch_summary(metrics: dict[str, Any]) -> str:
+    """``val rsum …, train loss …`` of one reported epoch (a train run's or a Tune trial's)."""
+    rsum = f"val rsum {metrics['rsum']:.1f}" if "rsum" in metrics else "no validation"
+    loss = f", train loss {metrics['train_loss']:.4f}" if "train_loss" in metrics else ""
+    return f"{rsum}{loss}"
+
+
 def epoch_lines(metrics: dict[str, Any], epochs: int, seconds: float) -> list[str]:
     """The console lines of one reported epoch: ``epoch e/E: val rsum …, train loss …, … s``, then the
     collapse warning when the epoch's loss sat at its collapse value."""
     epoch = int(metrics["epoch"])
-    rsum = f"val rsum {metrics['rsum']:.1f}" if "rsum" in metrics else "no validation"
-    loss = f", train loss {metrics['train_loss']:.4f}" if "train_loss" in metrics else ""
-    lines = [f"epoch {epoch}/{epochs}: {rsum}{loss}, {seconds:.1f} s"]
+    lines = [f"epoch {epoch}/{epochs}: {epoch_summary(metrics)}, {seconds:.1f} s"]
     if metrics.get("collapsed"):
         lines.append(COLLAPSE_WARNING.format(epoch=epoch))
     return lines

@@ -9,6 +9,8 @@ from ray import tune
 from ray.tune.result import SHOULD_CHECKPOINT
 from tqdm import tqdm
 
+from vse_ray.train.epoch_lines import epoch_summary
+
 
 class SavedResults(tune.Callback):
     """Hands each trial result to :meth:`on_saved_result` once Tune has recorded its checkpoint, so that an
@@ -120,10 +122,8 @@ class TrialEpochLines(SavedResults):
     def on_saved_result(self, trial: Any, result: dict) -> None:
         if "epoch" not in result:
             return
-        rsum = f"val rsum {result['rsum']:.1f}" if "rsum" in result else "no validation"
-        loss = f", train loss {result['train_loss']:.4f}" if "train_loss" in result else ""
         head = f"[{self.label}] trial {trial.trial_id} epoch {result['epoch']}/{self.epochs}"
-        print(f"{head}: {rsum}{loss}", flush=True)
+        print(f"{head}: {epoch_summary(result)}", flush=True)
 
     def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
         print(
