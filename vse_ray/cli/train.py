@@ -53,7 +53,9 @@ def train(
     param: Annotated[
         list[str], typer.Option(help="Loss hyper-parameter NAME=VALUE (= --set loss_params.NAME=VALUE).")
     ] = [],  # noqa: B006
-    no_imgnorm: Annotated[bool, typer.Option(help="Do not L2-normalise image embeddings (VSE0).")] = False,
+    no_imgnorm: Annotated[
+        bool, typer.Option("--no-imgnorm", help="Do not L2-normalise image embeddings (VSE0).")
+    ] = False,
     ray_address: Annotated[str | None, typer.Option(help="Ray cluster address (default: local).")] = None,
     resume: Annotated[bool, typer.Option(help="Continue the run when safe keys (epochs) changed.")] = False,
     new_run: Annotated[bool, typer.Option(help="Start a fresh run beside one with another config.")] = False,
