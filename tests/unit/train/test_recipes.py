@@ -50,6 +50,9 @@ def test_the_papers_rows_are_there():
         "vsrn_sam_f30k",
         "gsmn_sparse_f30k",
         "gsmn_lseh_f30k",
+        "vsepp_lseh_f30k",
+        "vsepp_lseh_iaprtc12",
+        "vse_inf_lseh_bert_f30k",
     } <= set(recipe_names())
 
 
@@ -350,6 +353,19 @@ def test_recipes_paper_lists_its_rows_with_their_numbers():
     assert "order-violation similarity" in order  # no recipe: the reason
     tables = [line.split()[0] for line in lines[2:]]
     assert tables == sorted(tables, key=int)
+
+
+def test_recipes_paper_lists_lseh_iapr_and_bert_rows():
+    result = CliRunner().invoke(app, ["recipes", "--paper", "lseh"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    iapr = next(line for line in lines if "vsepp_lseh_iaprtc12" in line)
+    assert iapr.startswith("7 ") and "VSE++, LSEH" in iapr
+    assert "R@1 35.7/36.2 R@5 69.6/71.3 R@10 82.5/83.2" in iapr
+    bert = next(line for line in lines if "vse_inf_lseh_bert_coco5k" in line)
+    assert bert.startswith("10 ") and "coco5k" in bert and "R@1 59.1/42.0" in bert
+    assert not any("not written yet" in line for line in lines)
+    assert load_recipe("vsepp_lseh_iaprtc12", "<data>").precompute["captions_per_image"] == 1
 
 
 def test_recipes_paper_refuses_an_unknown_paper_in_one_line():
