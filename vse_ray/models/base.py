@@ -96,6 +96,11 @@ class RetrievalModel(nn.Module):
         if not cls.input_layouts:
             cls.input_layouts = (cls.feature_layout,)
 
+    @classmethod
+    def layouts_for(cls, model_params: dict[str, Any]) -> tuple[str, ...]:
+        """The image layouts a model built with `model_params` reads (default: every `input_layouts`)."""
+        return cls.input_layouts
+
     @staticmethod
     def check_pretrained(**model_params: Any) -> None:
         """Raise FileNotFoundError (one line saying how to provide them) when pretrained weights these

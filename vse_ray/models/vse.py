@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 from torch import nn
 
 from vse_ray.models.base import RetrievalModel
 from vse_ray.models.image_encoder import CNNImageEncoder, ImageProjection
+from vse_ray.models.region_input import check_region_features
 from vse_ray.models.text_encoder import GRUTextEncoder
 
 
 class VSEModel(RetrievalModel):
     """Image encoder + caption encoder into one joint space of dimension `embed_dim` (model name "vsepp").
 
-    Reads pooled features (B, D_φ), or raw pixels when `cnn` is given (the CNN is fine-tuned end to end).
+    Reads pooled features (B, D_φ), raw pixels when `cnn` is given (the CNN is fine-tuned end to end), or
+    region features (B, R, D_φ) when `regions` is R, which the projection reads flattened to R · D_φ.
 
     Args:
         vocab_size: Caption vocabulary size.
@@ -27,11 +31,14 @@ class VSEModel(RetrievalModel):
         crop: With `cnn`: train on a random resized crop of this side per image and step (VSE++ "RC"), the
             centre crop at evaluation; 0 uses the stored images whole. A frozen CNN in the loop (RC without
             fine-tuning) is `lr_groups: {image_encoder.cnn.: 0}`.
+        regions: Read (B, R, D_φ) region features with R = `regions` and project their concatenation
+            (R · D_φ → D), as LSEH's released VSE++ precomp encoder does with 36 × 2048 bottom-up regions;
+            0 reads pooled features.
     """
 
     kind = "embedding"
     feature_layout = "pooled"
-    input_layouts = ("pooled", "pixels")
+    input_layouts = ("pooled", "pixels", "regions")
     config_fields = ("normalize_image",)
 
     def __init__(
@@ -45,14 +52,18 @@ class VSEModel(RetrievalModel):
         cnn_weights: str | None = None,
         feature_norm: bool = False,
         crop: int = 0,
+        regions: int = 0,
     ):
         super().__init__()
         if crop and cnn is None:
             raise ValueError("crop: needs the CNN in the loop (finetune), the stored features are fixed")
-        self.feature_layout = "pooled" if cnn is None else "pixels"
+        if regions < 0 or (regions and cnn is not None):
+            raise ValueError(f"regions: a region count >= 0 for stored features (no CNN), got {regions}")
+        self.regions = regions
+        self.feature_layout = "pixels" if cnn is not None else "regions" if regions else "pooled"
         if cnn is None:
             self.image_encoder: nn.Module = ImageProjection(
-                feature_dim, embed_dim, normalize_image, feature_norm
+                feature_dim * max(regions, 1), embed_dim, normalize_image, feature_norm
             )
         else:
             self.image_encoder = CNNImageEncoder(
@@ -60,8 +71,21 @@ class VSEModel(RetrievalModel):
             )
         self.text_encoder = GRUTextEncoder(vocab_size, word_dim, embed_dim)
 
+    @classmethod
+    def layouts_for(cls, model_params: dict[str, Any]) -> tuple[str, ...]:
+        """Regions when `regions` is set, else pooled features (or pixels with a CNN)."""
+        return ("regions",) if model_params.get("regions") else ("pooled", "pixels")
+
     def encode_images(self, images: torch.Tensor) -> torch.Tensor:
-        """(B, D_φ) features or (B, H, W, 3) uint8 images → (B, D)."""
+        """(B, D_φ) features, (B, R, D_φ) regions (`regions` R) or (B, H, W, 3) uint8 images → (B, D)."""
+        if self.feature_layout == "regions":
+            check_region_features(images, type(self).__name__, self.regions)
+            return self.image_encoder(images.flatten(1))
+        if self.feature_layout == "pooled" and images.dim() == 3:
+            raise ValueError(
+                f"{type(self).__name__} reads pooled features (B, D), got regions {tuple(images.shape)}: "
+                "set model_params.regions to their count to project them concatenated"
+            )
         return self.image_encoder(images)
 
     def encode_captions(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:

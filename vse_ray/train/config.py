@@ -66,7 +66,8 @@ class TrainConfig:
     data_dir: str = _field("", "Precompute output folder.", "run", warmup=True)
     model: str = _field(
         DEFAULT_MODEL,
-        f"{' | '.join(MODEL_NAMES)} (vsepp: pooled features or finetune; vse_inf: regions).",
+        f"{' | '.join(MODEL_NAMES)} (vsepp: pooled features, finetune, or model_params.regions; "
+        "vse_inf: regions).",
         warmup=True,
         cli=True,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from vse_ray.data.store.readers import load_manifest
 from vse_ray.data.store.split_data import ImageStore
@@ -23,9 +24,16 @@ def stored_layout(data_dir: str, finetune: bool) -> tuple[str, list[int]]:
     return ("regions" if len(shape) == 2 else "pooled"), shape
 
 
-def check_model_input(model: str, layout: str, where: str, shape: list[int] | tuple[int, ...]) -> None:
-    """ValueError naming the model, what it needs, and what `where` holds, when the layouts differ."""
-    accepted = model_class(model).input_layouts
+def check_model_input(
+    model: str,
+    layout: str,
+    where: str,
+    shape: list[int] | tuple[int, ...],
+    model_params: dict[str, Any] | None = None,
+) -> None:
+    """ValueError naming the model, what it needs, and what `where` holds, when the layouts differ (the
+    layouts of the model as `model_params` build it)."""
+    accepted = model_class(model).layouts_for(model_params or {})
     if layout not in accepted:
         needs = " or ".join(LAYOUT_WORDS[a] for a in accepted)
         raise ValueError(
@@ -33,10 +41,13 @@ def check_model_input(model: str, layout: str, where: str, shape: list[int] | tu
         )
 
 
-def check_data_for_model(data_dir: str, model: str, finetune: bool) -> None:
+def check_data_for_model(
+    data_dir: str, model: str, finetune: bool, model_params: dict[str, Any] | None = None
+) -> None:
     """Early check on the manifest alone (no feature is read)."""
     layout, shape = stored_layout(data_dir, finetune)
-    check_model_input(model, layout, f"{Path(data_dir) / 'manifest.json'} (dims.feature_shape)", shape)
+    where = f"{Path(data_dir) / 'manifest.json'} (dims.feature_shape)"
+    check_model_input(model, layout, where, shape, model_params)
 
 
 def check_same_image_shape(train: ImageStore, other: ImageStore, data_dir: str, split: str) -> None:

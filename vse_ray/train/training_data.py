@@ -75,6 +75,7 @@ class TrainingData:
             images.layout,
             str(Path(cfg.data_dir) / "features" / "split=train"),
             images.values.shape[1:],
+            cfg.model_params,
         )
         val = load_split(cfg.data_dir, "val", raw=cfg.finetune).first_images(cfg.val_images)
         check_same_image_shape(images, val.images, cfg.data_dir, "val")

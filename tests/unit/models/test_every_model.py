@@ -32,6 +32,7 @@ TINY = {  # each model's own sizes, small
 }
 VARIANTS = [(name, {}) for name in MODEL_NAMES] + [
     ("vsepp", {"cnn": "tiny", "feature_dim": 0}),  # pixels, the CNN fine-tuned end to end
+    ("vsepp", {"regions": R}),  # regions projected concatenated (LSEH's released VSE++)
     ("vse_inf", {"text_encoder": "bert"}),  # the tiny local BERT of tests/support
     ("scan", {"direction": "i2t", "aggregation": "mean"}),
     ("sgraf", {"module": "saf"}),

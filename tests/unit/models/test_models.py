@@ -41,6 +41,28 @@ def test_vse_model_shapes_features_and_raw_images():
     assert torch.allclose(model.encode_images(pixels).norm(dim=1), torch.ones(3), atol=1e-5)
 
 
+def test_vse_model_projects_regions_concatenated():
+    """`regions` R: (B, R, D) features flattened row by row into one R·D vector, Xavier-uniform initialised
+    over R·D + E and L2-normalised after the projection, as LSEH's released VSE++ precomp encoder does
+    (`images.view(-1, 36 * 2048)`, then `fc`, then `l2norm`)."""
+    model = VSEModel(vocab_size=30, feature_dim=4, word_dim=8, embed_dim=6, regions=3)
+    assert model.feature_layout == "regions" and model.image_encoder.fc.in_features == 12
+    assert model.image_encoder.fc.weight.abs().max() <= (6.0 / (12 + 6)) ** 0.5
+    regions = torch.randn(5, 3, 4)
+    expected = model.image_encoder.fc(regions.reshape(5, 12))
+    expected = expected / expected.norm(dim=1, keepdim=True)
+    assert torch.allclose(model.encode_images(regions), expected, atol=1e-6)
+    assert VSEModel.layouts_for({"regions": 36}) == ("regions",)
+    assert "regions" not in VSEModel.layouts_for({})
+    with pytest.raises(ValueError, match="built for 3 regions per image, got 2"):
+        model.encode_images(torch.randn(5, 2, 4))
+    pooled = VSEModel(vocab_size=30, feature_dim=4, word_dim=8, embed_dim=6)
+    with pytest.raises(ValueError, match=r"got regions \(5, 3, 4\): set model_params.regions"):
+        pooled.encode_images(regions)
+    with pytest.raises(ValueError, match="regions: a region count >= 0 for stored features"):
+        VSEModel(vocab_size=30, feature_dim=0, word_dim=8, embed_dim=6, cnn="small", regions=3)
+
+
 def test_cnn_encoder_rejects_channels_first():
     with pytest.raises(ValueError, match="images must be"):
         CNNImageEncoder("small", 8)(torch.zeros(2, 3, 16, 16, dtype=torch.uint8))

@@ -56,3 +56,20 @@ def test_bad_arguments(kwargs, message) -> None:
 def test_encode_rejects_non_strings(encoder: SentenceEncoder) -> None:
     with pytest.raises(ValueError, match=r"texts\[1\] must be a str"):
         encoder.encode(["a dog", 5])
+
+
+def test_a_plain_bert_folder_gives_its_mean_pooled_unit_vectors(tiny_bert_dir) -> None:
+    """LSEH-BERT's recipes: `--sbert-model DIR` with a plain BERT folder (no sentence-transformers files) is
+    the mean of BERT's last layer over each caption's wordpieces ([CLS] and [SEP] included), L2-normalised."""
+    import torch
+    from transformers import BertModel, BertTokenizer
+
+    texts = ["red ball", "green boxes blue ball"]  # words (and a continuation piece) of its vocabulary
+    tokenizer = BertTokenizer.from_pretrained(str(tiny_bert_dir))
+    bert = BertModel.from_pretrained(str(tiny_bert_dir))
+    batch = tokenizer(texts, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        hidden = bert.eval()(**batch).last_hidden_state
+    mask = batch["attention_mask"].unsqueeze(-1).float()
+    expected = torch.nn.functional.normalize((hidden * mask).sum(1) / mask.sum(1), dim=1).numpy()
+    np.testing.assert_allclose(SentenceEncoder(str(tiny_bert_dir)).encode(texts), expected, atol=1e-6)

@@ -50,6 +50,9 @@ def test_the_papers_rows_are_there():
         "vsrn_sam_f30k",
         "gsmn_sparse_f30k",
         "gsmn_lseh_f30k",
+        "vsepp_lseh_f30k",
+        "vsepp_lseh_iaprtc12",
+        "vse_inf_lseh_bert_f30k",
     } <= set(recipe_names())
 
 
@@ -63,6 +66,7 @@ def _one_per_build() -> list[str]:
     for name in recipe_names():
         c = load_recipe(name, "<data>").config
         parts = [c.model_params.get(k) for k in ("module", "variant", "reading", "text_encoder", "crop")]
+        parts += [bool(c.model_params.get("regions")), c.loss_params.get("relevance_source")]
         build = [c.model, c.loss, c.finetune, c.train_fraction < 0.1, *parts]
         first.setdefault(json.dumps(build, sort_keys=True, default=str), name)
     return sorted(first.values())
@@ -74,8 +78,11 @@ def test_every_recipe_loads_with_its_row_numbers_and_deviations(name):
     assert recipe.reports or recipe.paper["no_reported_row"]  # a row the paper does not print says why
     assert recipe.paper["file"] in PAPERS and recipe.paper["table"] and recipe.paper["row"]
     assert recipe.deviations and all(isinstance(d, str) and len(d) > 20 for d in recipe.deviations)
-    # SGRAF_LSEH/opts.py trains with batches of 84 (LMH2: LSEH's settings); GSMN's README: 64, on COCO 32
-    lseh_code = name.startswith("sgraf_") and ("_lseh_" in name or "_lmh2_" in name)
+    # SGRAF_LSEH/opts.py trains with batches of 84 (LMH2: LSEH's settings), its IAPR TC-12 opts.py with 128;
+    # VSEinfty_LSEH's IAPR TC-12 arguments.py with 84; GSMN's README: 64, on COCO 32
+    iapr = name.endswith("_iaprtc12")
+    lseh_code = name.startswith("sgraf_") and ("_lseh_" in name or "_lmh2_" in name) and not iapr
+    lseh_code |= name.startswith("vse_inf_") and iapr
     gsmn = 32 if "_coco" in name else 64
     assert recipe.config.batch_size == (84 if lseh_code else gsmn if name.startswith("gsmn") else 128)
     if recipe.paper.get("protocol", "full") != "full":  # COCO: the 5,000 test images
@@ -89,9 +96,10 @@ def test_every_recipe_builds_and_trains_one_step(
     name, tiny_data_dir, tiny_region_dir, tiny_bert_dir, tmp_path
 ):
     paper = load_recipe(name, "<data>")
-    regions = model_class(paper.config.model).feature_layout == "regions"
+    flattened = bool(paper.config.model_params.get("regions"))  # VSE++ on concatenated regions
+    regions = model_class(paper.config.model).feature_layout == "regions" or flattened
     folder = tiny_region_dir if regions else tiny_data_dir
-    tiny = TINY + TINY_MODEL.get(paper.config.model, [])
+    tiny = TINY + TINY_MODEL.get(paper.config.model, []) + (["model_params.regions=5"] if flattened else [])
     if paper.config.train_fraction < 0.1:  # 3 % of the tiny store is less than a batch
         tiny.append("train_fraction=0.5")
     if paper.config.finetune:  # a tiny CNN in the loop instead of the paper's ImageNet one
@@ -345,6 +353,19 @@ def test_recipes_paper_lists_its_rows_with_their_numbers():
     assert "order-violation similarity" in order  # no recipe: the reason
     tables = [line.split()[0] for line in lines[2:]]
     assert tables == sorted(tables, key=int)
+
+
+def test_recipes_paper_lists_lseh_iapr_and_bert_rows():
+    result = CliRunner().invoke(app, ["recipes", "--paper", "lseh"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    iapr = next(line for line in lines if "vsepp_lseh_iaprtc12" in line)
+    assert iapr.startswith("7 ") and "VSE++, LSEH" in iapr
+    assert "R@1 35.7/36.2 R@5 69.6/71.3 R@10 82.5/83.2" in iapr
+    bert = next(line for line in lines if "vse_inf_lseh_bert_coco5k" in line)
+    assert bert.startswith("10 ") and "coco5k" in bert and "R@1 59.1/42.0" in bert
+    assert not any("not written yet" in line for line in lines)
+    assert load_recipe("vsepp_lseh_iaprtc12", "<data>").precompute["captions_per_image"] == 1
 
 
 def test_recipes_paper_refuses_an_unknown_paper_in_one_line():

@@ -81,6 +81,9 @@ def test_layout_mismatch_is_named_before_anything_starts(tiny_data_dir, tiny_reg
     with pytest.raises(ValueError, match=r"model 'vsepp' needs pooled .* holds region features .*\(5, 32\)"):
         check_data_for_model(str(tiny_region_dir), "vsepp", finetune=False)
     check_data_for_model(str(tiny_data_dir), "vsepp", finetune=True)
+    check_data_for_model(str(tiny_region_dir), "vsepp", finetune=False, model_params={"regions": 5})
+    with pytest.raises(ValueError, match=r"model 'vsepp' needs region features .* holds pooled features"):
+        check_data_for_model(str(tiny_data_dir), "vsepp", finetune=False, model_params={"regions": 5})
 
 
 def test_region_count_differing_between_splits(tiny_region_dir, tmp_path):
