@@ -101,6 +101,11 @@ class RetrievalModel(nn.Module):
         """The image layouts a model built with `model_params` reads (default: every `input_layouts`)."""
         return cls.input_layouts
 
+    @classmethod
+    def layout_hint(cls, layout: str) -> str:
+        """How to build the model so that it reads `layout`, when other `model_params` would ("" if none)."""
+        return ""
+
     @staticmethod
     def check_pretrained(**model_params: Any) -> None:
         """Raise FileNotFoundError (one line saying how to provide them) when pretrained weights these

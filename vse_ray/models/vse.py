@@ -76,6 +76,15 @@ class VSEModel(RetrievalModel):
         """Regions when `regions` is set, else pooled features (or pixels with a CNN)."""
         return ("regions",) if model_params.get("regions") else ("pooled", "pixels")
 
+    @classmethod
+    def layout_hint(cls, layout: str) -> str:
+        """Region features read concatenated with `model_params.regions`."""
+        return (
+            "set model_params.regions to their count R to project them concatenated"
+            if layout == "regions"
+            else ""
+        )
+
     def encode_images(self, images: torch.Tensor) -> torch.Tensor:
         """(B, D_φ) features, (B, R, D_φ) regions (`regions` R) or (B, H, W, 3) uint8 images → (B, D)."""
         if self.feature_layout == "regions":

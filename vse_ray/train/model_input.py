@@ -33,11 +33,14 @@ def check_model_input(
 ) -> None:
     """ValueError naming the model, what it needs, and what `where` holds, when the layouts differ (the
     layouts of the model as `model_params` build it)."""
-    accepted = model_class(model).layouts_for(model_params or {})
+    cls = model_class(model)
+    accepted = cls.layouts_for(model_params or {})
     if layout not in accepted:
         needs = " or ".join(LAYOUT_WORDS[a] for a in accepted)
+        hint = cls.layout_hint(layout)
         raise ValueError(
             f"model '{model}' needs {needs}, but {where} holds {LAYOUT_WORDS[layout]} of shape {tuple(shape)}"
+            + (f" ({hint})" if hint else "")
         )
 
 

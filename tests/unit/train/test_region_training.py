@@ -78,7 +78,10 @@ def test_layout_mismatch_is_named_before_anything_starts(tiny_data_dir, tiny_reg
         ValueError, match=r"model 'vse_inf' needs region features .* holds pooled features .*\(32,\)"
     ):
         check_data_for_model(str(tiny_data_dir), "vse_inf", finetune=False)
-    with pytest.raises(ValueError, match=r"model 'vsepp' needs pooled .* holds region features .*\(5, 32\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"model .vsepp. needs pooled .* holds region features .*\(5, 32\) \(set model_params.regions",
+    ):
         check_data_for_model(str(tiny_region_dir), "vsepp", finetune=False)
     check_data_for_model(str(tiny_data_dir), "vsepp", finetune=True)
     check_data_for_model(str(tiny_region_dir), "vsepp", finetune=False, model_params={"regions": 5})
