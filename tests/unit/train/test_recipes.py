@@ -17,7 +17,7 @@ from vse_ray.losses import make_loss
 from vse_ray.models import build_model, model_class
 from vse_ray.train.batches import BatchBuilder, TableBatches
 from vse_ray.train.epoch_loop import run_training, train_step
-from vse_ray.train.recipe import load_recipe, recipe_names
+from vse_ray.train.recipe import load_recipe, read_recipe, recipe_names
 from vse_ray.train.training_data import TrainingData
 
 TINY = ["batch_size=16", "embed_dim=32", "word_dim=16", "epochs=1", "cs_ks=[5, 10]", "ncs_ks=[1, 5]"]
@@ -461,6 +461,29 @@ def test_the_vsepp_fine_tuned_rows_are_second_stages_of_their_frozen_rows():
         assert first.config.lr_groups == {"image_encoder.cnn.": 0.0} and first.config.epochs == 30
     no_rv = load_recipe("vse0_coco_vgg19_1c", "<data>")
     assert no_rv.precompute["restval"] is False and not no_rv.config.finetune
+
+
+@pytest.mark.parametrize(
+    ("name", "stage1", "cnn"),
+    [
+        ("cvsepp_f30k_vgg19_ft", "cvsepp_f30k_vgg19", "vgg19"),
+        ("vsepp_ladder_f30k_resnet152_ft", "vsepp_ladder_f30k_resnet152", "resnet152"),
+        ("cvsepp_auto_coco_vgg19_ft", "cvsepp_auto_coco_vgg19", "vgg19"),
+        ("vsepp_ladder_coco5k_resnet152_ft", "vsepp_ladder_coco_resnet152", "resnet152"),
+    ],
+)
+def test_the_ladder_fine_tuned_rows_fine_tune_the_cnn_of_their_10_crop_rows(name, stage1, cnn):
+    """thCapRank.py --finetune CNN --maxepoch 15 --snapshot <stage 1>: the stage-1 loss and data (its 10-crop
+    features, the images kept besides), the ImageNet CNN in the loop at 2e-5 for 15 epochs."""
+    recipe, first = load_recipe(name, "<data>"), load_recipe(stage1, "<data>")
+    assert recipe.init_from == stage1 and not first.config.finetune
+    cfg = recipe.config
+    assert (cfg.finetune, cfg.cnn, cfg.cnn_weights) == (True, cnn, "IMAGENET1K_V1")
+    assert (cfg.epochs, cfg.lr, cfg.lr_update, cfg.weight_decay) == (15, 2e-5, 15, 1e-8)
+    assert (recipe.config.loss, recipe.config.loss_params) == (first.config.loss, first.config.loss_params)
+    assert recipe.precompute == {**first.precompute, "keep_images": True}
+    keys = {next(iter(d)) for d in read_recipe(name)[1]["deviations"] if isinstance(d, dict)}
+    assert {"ft_crops", "ft_eval", "ft_clip"} <= keys and ("ft_dropout" in keys) == (cnn == "vgg19")
 
 
 def test_the_data_check_refuses_restval_data_for_a_row_without_it(tmp_path):
