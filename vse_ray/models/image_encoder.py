@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 from torch import nn
@@ -68,3 +70,24 @@ class CNNImageEncoder(nn.Module):
             x = random_resized_crops(x, self.crop) if self.training else centre_crops(x, self.crop)
         features = self.cnn((x - self.mean) / self.std)
         return self.proj(l2_normalize(features) if self.feature_norm else features)
+
+
+# A VSE model's keys: on precomputed features its projection is `image_encoder.fc` (ImageProjection); with the
+# CNN in the loop it is `image_encoder.proj.fc` after `image_encoder.cnn` (CNNImageEncoder).
+STORED_PROJECTION, CNN_PROJECTION, CNN = "image_encoder.fc.", "image_encoder.proj.fc.", "image_encoder.cnn."
+
+
+def projection_for_the_cnn(theirs: dict[str, Any], ours: dict[str, Any]) -> dict[str, Any]:
+    """Checkpoint weights `theirs` keyed as the model's `ours` where a first stage on precomputed features
+    starts a second stage with the CNN in the loop (the ladder code's fine-tuning: ``--snapshot`` loads the
+    joint embedding, the CNN keeps its ImageNet weights): the stored-feature projection becomes the CNN
+    encoder's, the CNN stays as built. Any other checkpoint is returned as it is."""
+    if not any(k.startswith(CNN) for k in ours) or any(k.startswith(CNN) for k in theirs):
+        return theirs
+    if not any(k.startswith(STORED_PROJECTION) for k in theirs):
+        return theirs
+    moved = {
+        (CNN_PROJECTION + k.removeprefix(STORED_PROJECTION) if k.startswith(STORED_PROJECTION) else k): v
+        for k, v in theirs.items()
+    }
+    return {**{k: v for k, v in ours.items() if k.startswith(CNN)}, **moved}

@@ -236,16 +236,46 @@ def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **
     return Recipe(path, raw.get("paper") or {}, raw.get("reports") or {}, precompute, checked, init_from)
 
 
-# Settings a data folder is checked for even where a recipe's precompute: block leaves them at their default:
-# the S-BERT model behind the sbert relevance (BCLS's labels, the ladder's degrees, CS@K and NCS references),
-# and COCO's restval images in train (VSE++'s rV rows leave the default).
-CHECKED_DEFAULTS = ("sbert_model", "restval")
+# What a data folder was built with that a recipe's run reads, checked even where the recipe's precompute:
+# block leaves it out (then at the value `vse-ray precompute --recipe` gives it: the default, resolved for the
+# dataset): the captions and COCO's restval images in train (VSE++'s rV rows leave the default), the features
+# (CNN, weights, resize, crops, grid, storage type), the vocabulary, and the S-BERT model behind the sbert
+# relevance (BCLS's labels, the ladder's degrees, CS@K and NCS references). Not checked where left out: the
+# input paths, the splits, kept images and extra relevance sources (a superset serves), the synthetic data's
+# sizes, and the SVD settings (the LSEH recipes write theirs; no other loss reads the svd relevance).
+CHECKED_DEFAULTS = (
+    "restval",
+    "captions_per_image",
+    "precomp_test",
+    "cnn",
+    "weights",
+    "resize",
+    "crop",
+    "ten_crop",
+    "grid",
+    "feature_dtype",
+    "init_seed",
+    "vocab_min_count",
+    "vocab_file",
+    "sbert_model",
+)
+
+
+def recipe_data_settings(precompute: dict[str, Any], dataset: str) -> dict[str, Any]:
+    """A recipe's ``precompute:`` block with every `CHECKED_DEFAULTS` field it leaves out at the value
+    precompute gives it for `dataset` (the block's own dataset wins): what a data folder must have been built
+    with."""
+    given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in precompute.items()}
+    # input paths only need to be present to resolve; a named vocabulary file is compared, not read here
+    inputs: dict[str, Any] = {"karpathy_json": "-", "image_root": "-", "precomp_dir": "-", "vocab_file": None}
+    full = PrecomputeConfig(**{"dataset": dataset, **given, **inputs}).resolved()
+    return {**precompute, **{k: getattr(full, k) for k in CHECKED_DEFAULTS if k not in precompute}}
 
 
 def check_recipe_data(recipe: Recipe, data_dir: str) -> None:
     """Refuse a data folder precomputed otherwise than the recipe's ``precompute:`` block says (every key
-    written there, and `CHECKED_DEFAULTS` at their default when the block leaves them out), and a second
-    stage (``init_from``) without the weights of its first stage's run (`check_recipe_start`).
+    written there, and `CHECKED_DEFAULTS` as `recipe_data_settings` resolves those the block leaves out), and
+    a second stage (``init_from``) without the weights of its first stage's run (`check_recipe_start`).
 
     A recipe without a ``precompute:`` block trains on any data.
 
@@ -257,10 +287,7 @@ def check_recipe_data(recipe: Recipe, data_dir: str) -> None:
     if not manifest_path.is_file() or not recipe.precompute:
         return  # no manifest: the data check names the unfinished folder
     stored = json.loads(manifest_path.read_text()).get("config", {})
-    checked = dict(recipe.precompute)
-    for f in dataclasses.fields(PrecomputeConfig):
-        if f.name in CHECKED_DEFAULTS:
-            checked.setdefault(f.name, f.default)
+    checked = recipe_data_settings(recipe.precompute, stored.get("dataset", "synthetic"))
     for key, wanted in checked.items():
         have = stored_setting(stored, key)
         if _same_setting(key, wanted, have):

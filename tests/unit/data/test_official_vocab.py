@@ -13,7 +13,7 @@ import pytest
 
 from vse_ray.data.precompute import run as precompute_module
 from vse_ray.data.precompute.config import PrecomputeConfig
-from vse_ray.data.precompute.official_vocab import ReleasedTokenizer, read_vocab_file
+from vse_ray.data.precompute.official_vocab import ReleasedTokenizer, ladder_tokens_file, read_vocab_file
 from vse_ray.data.precompute.run import precompute
 from vse_ray.data.precompute.vocab import encode
 
@@ -154,3 +154,24 @@ def test_released_ids_of_flickr30k_captions(tmp_path):
     ids = [encode(tokenizer(str(c)), vocab) for c in fixture["captions"]]
     np.testing.assert_array_equal([len(x) for x in ids], fixture["lengths"])
     np.testing.assert_array_equal(np.concatenate(ids), fixture["ids"])
+
+
+def test_the_ladder_codes_vocabulary_and_ids_of_flickr30k_captions(tmp_path):
+    """cdluminate/ladderloss's own lingual.py on 1,000 Flickr30K captions (tests/fixtures/official/README.md):
+    its tokens file read as the vocabulary, and the captions tokenised with its punctuation removal, give the
+    ids its CocoLtokDataset gives, on the path without punkt."""
+    fixture = np.load(FIXTURES / "ladder_vocab_official.npz")
+    path = tmp_path / "f30k.all.toks"
+    path.write_text(str(fixture["toks_json"]))
+    vocab = read_vocab_file(path)
+    assert len(vocab) == int(fixture["vocab_size"]) == 370 and ladder_tokens_file(path)
+    assert [vocab[w] for w in ("<pad>", "<start>", "<end>", "<unk>")] == [0, 1, 2, 3]
+    tokenizer = ReleasedTokenizer(strip_punctuation=True)
+    tokenizer._punkt = False
+    captions = [str(c) for c in fixture["captions"]]
+    tokenizer.check(captions)  # no sentence end is left for punkt to decide
+    ids = [encode(tokenizer(c), vocab) for c in captions]
+    np.testing.assert_array_equal([len(x) for x in ids], fixture["lengths"])
+    np.testing.assert_array_equal(np.concatenate(ids), fixture["ids"])
+    assert "\\" in tokenizer("a man\\woman, hooded")  # the backslash is not in the ladder code's class
+    assert not ladder_tokens_file(_json_file(tmp_path, _released_vocab().word2idx))

@@ -219,6 +219,38 @@ def test_rerun_skips_and_interrupted_run_completes_identically(tiny):
     assert set(after) == set(snapshot) and changed <= {"manifest.json"}  # same files, same bytes
 
 
+def test_the_ladder_codes_tokens_file_gives_its_vocabulary_and_tokens(ray_session, tmp_path):
+    """`vocab_file` naming the ladder code's tokens file ([tokens, counts], gzip): its run-time vocabulary
+    (<padding> 0 ... <unknown> 3, then the words counted 5 times or more, sorted), captions tokenised with the
+    punctuation removed ("medium-sized" is two words there)."""
+    import gzip
+    import string
+
+    from nltk.tokenize import NLTKWordTokenizer
+
+    def ladder_words(text: str) -> list[str]:
+        kept = "".join(" " if c in string.punctuation and c != "\\" else c for c in text.lower())
+        return NLTKWordTokenizer().tokenize(" ".join(kept.split()))
+
+    data = generate_synthetic(40, 10, 10, image_size=32, render=False)
+    counts: dict[str, int] = {}
+    for caption in (c for caps in data.captions for c in caps):
+        for word in ladder_words(caption):
+            counts[word] = counts.get(word, 0) + 1
+    counts[","] = counts["-"] = 99  # counted, yet never a token of a caption once punctuation is removed
+    path = tmp_path / "f30k.all.toks.gz"
+    path.write_bytes(gzip.compress(json.dumps([{}, counts]).encode()))
+    out = tmp_path / "ladder"
+    config = PrecomputeConfig(**{**CONFIG.__dict__, "vocab_file": str(path), "relevance_sources": ("svd",)})
+    precompute(config, str(out), OPTIONS, verbose=False)
+    kept = sorted(w for w, n in counts.items() if n >= 5)
+    word2idx = {w: i for i, w in enumerate(["<pad>", "<start>", "<end>", "<unk>", *kept])}
+    assert load_vocab(str(out)) == word2idx and len(kept) < len(counts)  # rare words read <unknown>
+    captions = load_captions(str(out), "test")
+    for text, tokens in zip(captions["text"].to_pylist(), captions["tokens"].to_pylist(), strict=True):
+        assert tokens == [1, *(word2idx.get(w, 3) for w in ladder_words(text)), 2], text
+
+
 def test_released_vocabulary_keeps_its_ids_and_tokenizer(ray_session, tmp_path):
     """`vocab_file`: the file's ids (<start> 1, <end> 2, <unk> 3 as SCAN/SGRAF number them), captions
     tokenised as nltk's word_tokenize(caption.lower()), the file recorded in the manifest."""

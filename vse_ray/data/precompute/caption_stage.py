@@ -11,7 +11,7 @@ import numpy as np
 
 from vse_ray.data.precompute.caption_vectors import CaptionVectorizer
 from vse_ray.data.precompute.config import ExecutionOptions, PrecomputeConfig
-from vse_ray.data.precompute.official_vocab import read_vocab_file
+from vse_ray.data.precompute.official_vocab import ladder_tokens_file, read_vocab_file
 from vse_ray.data.precompute.ray_stages import (
     dataset_of_shards,
     map_in_actor_pool,
@@ -97,6 +97,7 @@ def run_caption_stage(
         return 0
     kwargs: dict[str, Any] = {"vocab": vocab, "fitted": fitted}
     kwargs["released_tokens"] = bool(config.vocab_file)
+    kwargs["strip_punctuation"] = config.vocab_file is not None and ladder_tokens_file(config.vocab_file)
     kwargs["batch_size"] = options.sbert_batch_size
     ds = dataset_of_shards([shard_input(s, columns[s.split]) for s in todo])
     res = plan_resources(options.sbert_actors, "sbert_actors", len(todo))

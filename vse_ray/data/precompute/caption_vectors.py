@@ -26,6 +26,8 @@ class CaptionVectorizer:
         num_threads: torch intra-op threads on CPU (None leaves torch's default).
         released_tokens: Tokenise the token ids' captions as the released code does (`vocab` is then a
             released vocabulary); the relevance columns keep vse_ray's tokenisation.
+        strip_punctuation: With `released_tokens`, remove the punctuation first (the ladder code's
+            vocabulary).
     """
 
     def __init__(
@@ -36,11 +38,12 @@ class CaptionVectorizer:
         batch_size: int = 64,
         num_threads: int | None = None,
         released_tokens: bool = False,
+        strip_punctuation: bool = False,
     ):
         if num_threads is not None:
             torch.set_num_threads(num_threads)
         self.vocab = vocab
-        self.tokenize = ReleasedTokenizer() if released_tokens else tokenize
+        self.tokenize = ReleasedTokenizer(strip_punctuation) if released_tokens else tokenize
         vectorisers = (s.vectoriser(fitted.get(name), device, batch_size) for name, s in SOURCES.items())
         self.vectorisers = [v for v in vectorisers if v is not None]
 

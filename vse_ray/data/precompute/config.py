@@ -95,7 +95,8 @@ class PrecomputeConfig:
     vocab_file: str | None = described(
         None,
         "A released code's vocabulary (f30k_precomp_vocab.json, or VSE++'s vocab .pkl, read without running "
-        "code): its ids, captions tokenised as that code does (nltk word_tokenize); none: build one.",
+        "code; or the ladder code's tokens file, f30k.all.toks): its ids, captions tokenised as that code "
+        "does (nltk word_tokenize; the ladder code's after removing punctuation); none: build one.",
     )
     relevance_sources: tuple[str, ...] | str = described(
         AUTO,

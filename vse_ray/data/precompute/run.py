@@ -16,7 +16,7 @@ from vse_ray.data.precompute.concepts import write_concepts
 from vse_ray.data.precompute.config import ExecutionOptions, PrecomputeConfig
 from vse_ray.data.precompute.image_stage import run_image_stage
 from vse_ray.data.precompute.manifest import check_output, claim_output, table_counts, write_manifest
-from vse_ray.data.precompute.official_vocab import ReleasedTokenizer
+from vse_ray.data.precompute.official_vocab import ReleasedTokenizer, ladder_tokens_file
 from vse_ray.data.precompute.relevance_stage import run_relevance_stage
 from vse_ray.data.precompute.summary import PrecomputeSummary
 from vse_ray.data.sources.image_io import FileImages, SyntheticImages
@@ -153,7 +153,7 @@ def claim_precompute(
     check_output(folder, config, options.overwrite)  # before the input is read: a refusal comes at once
     source = load_source(config)
     if config.vocab_file:  # every caption tokenises as the released code does, else one line
-        ReleasedTokenizer().check(
+        ReleasedTokenizer(ladder_tokens_file(config.vocab_file)).check(
             t for split in source.splits.values() for caps in split.captions for t in caps
         )
     if config.dataset != "precomp":
