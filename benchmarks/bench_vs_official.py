@@ -124,7 +124,8 @@ def parse_args() -> argparse.Namespace:
         nargs=2,
         metavar=("OFFICIAL_RUN", "VSE_RAY_RUN"),
         help="report two runs made before (their folders under OUT/runs, one a side, e.g. run apart with "
-        "--sides where memory does not hold both) for the one system of --systems, instead of running",
+        "--sides where memory does not hold both, or stopped after some steps) for the one system of "
+        "--systems, instead of running",
     )
     parser.add_argument("--role", choices=("official",), help=argparse.SUPPRESS)  # the official run's process
     parser.add_argument("--system", help=argparse.SUPPRESS)
@@ -503,10 +504,11 @@ def timed_run(side: str, system: str, paths: dict[str, Path], out: Path, args: a
     start = time.time()
     with open(run / "stdout.txt", "w") as log:
         process = subprocess.Popen(cmd, env=env, cwd=run, stdout=log, stderr=subprocess.STDOUT)
-        while process.poll() is None:  # the 1-minute load average every 10 s
+        while process.poll() is None:  # the 1-minute load average every 10 s, kept should the run be stopped
             time.sleep(0.5)
             if time.time() - start > 10 * len(loads):
                 loads.append(os.getloadavg()[0])
+                (run / "partial.json").write_text(json.dumps({"start": start, "load": loads}))
     end = time.time()
     loads.append(os.getloadavg()[0])
     if process.returncode != 0:
@@ -602,6 +604,19 @@ def table(results: dict[str, dict[str, dict]]) -> str:
     return "\n".join([*lines, "", *ratios]) + "\n"
 
 
+def read_record(run: Path) -> dict:
+    """The record of a run folder; of a run stopped before its end, the steps it made (its end: the last
+    event's, so the one-off costs after it read 0)."""
+    if (run / "record.json").exists():
+        return json.loads((run / "record.json").read_text())
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    return {
+        **json.loads((run / "partial.json").read_text()),
+        "end": max(e["t1"] for e in events),
+        "events": events,
+    }
+
+
 def compare(records: list[dict], sides: list[str], skip: int) -> dict[str, dict]:
     """Each side's summary; with two sides, also their rates while both were stepping (same load)."""
     results = {side: summarise(r, skip) for side, r in zip(sides, records, strict=True)}
@@ -631,7 +646,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict[str, dict]] = {}
     if args.records:  # two runs made before, one a side
-        records = [json.loads((Path(run) / "record.json").read_text()) for run in args.records]
+        records = [read_record(Path(run)) for run in args.records]
         results[args.systems[0]] = compare(records, ["official", "vse_ray"], args.skip)
     else:
         paths = make_data(out, args.fraction, args.systems)
