@@ -53,6 +53,11 @@ checkpoint, data open and (vse_ray) batch build and report is one event. The rep
         --systems vse_inf vsepp --fraction 0.1 --epochs 2 --threads 1
     python benchmarks/bench_vs_official.py --official-root /tmp/official --out /tmp/bench_vs \\
         --systems scan sgraf vsrn cvse --fraction 0.01 --epochs 1 --skip 2
+
+Memory: one SGRAF SGR training step at batch 128 holds about 12 GB on either side (the autograd graph of
+16,384 image-caption pairs), VSRN's about 6 GB. Where the machine cannot hold both sides, run them apart
+(`--sides official`, then `--sides vse_ray`) and report the two run folders with `--records`; a run stopped
+after some steps keeps its events and load samples, and `--records` reports the steps it made.
 """
 
 from __future__ import annotations
