@@ -268,7 +268,10 @@ def official_argv(system: str, data: Path, run: Path, args: argparse.Namespace) 
             *("--data_path", str(data), "--data_name", "precomp", "--vocab_path", str(data)),
             *("--learning_rate", "5e-4", "--vse_mean_warmup_epochs", "1", "--model_name", str(run / "ckpt")),
         ],
-        "vsepp": [*f30k, "--vocab_path", str(run), "--learning_rate", "2e-4", "--max_violation"],
+        "vsepp": [
+            *f30k,
+            *("--vocab_path", str(run), "--learning_rate", "2e-4", "--max_violation", "--img_dim", "2048"),
+        ],
         "scan": [
             *f30k,
             *("--vocab_path", str(data), "--model_name", str(run / "ckpt"), "--learning_rate", "5e-4"),
