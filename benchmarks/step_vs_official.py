@@ -7,11 +7,12 @@ hinges), optimiser, learning rate and clip. The steps alternate within each repe
 both alike. Nothing of the authors' code is copied here; the checkouts are imported from `--official` and
 changed at run time only:
 
-- `vsepp`, `scan`: their loss returns a one-element tensor, since both log `loss.data[0]`, which PyTorch ≥ 0.5
-  refuses on a 0-dim tensor (the value and its gradient are unchanged);
-- `scan`, `sgraf`: imported from a copy of `model.py` made at run time with `size(2)/2` → `size(2)//2`
-  (Python 2's integer division), and SGRAF's loss moving its diagonal mask with `.cuda()` whether or not it
-  sees a GPU (it skips that line, and fails, without one);
+- `vsepp`: its loss returns a one-element tensor, since it logs `loss.data[0]`, which PyTorch ≥ 0.5 refuses on
+  a 0-dim tensor (the value and its gradient are unchanged);
+- `scan`, `sgraf`: imported from a copy of `model.py` made at run time with the edits of `official_code.EDITS`
+  (`size(2)/2` → `size(2)//2`, Python 2's integer division; SCAN's `loss.data[0]` → `loss.item()`; SGRAF's
+  loss moving its diagonal mask with `.cuda()` whether or not it sees a GPU: it skips that line, and fails,
+  without one);
 - without CUDA, `Tensor.cuda` is a no-op and the authors' code sees no GPU; `nltk`, `tensorboard_logger`,
   `cv2` and `imageio` (imported, unused here) are empty modules when absent.
 
@@ -30,14 +31,13 @@ import argparse
 import importlib
 import json
 import sys
-import tempfile
-import types
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import torch
 from bench_losses import round_robin_median_ms, synchronised
+from official_code import import_patched, no_cuda, stub_modules
 
 from vse_ray.data.store.split_data import ImageStore
 from vse_ray.losses import make_loss
@@ -84,15 +84,6 @@ class _NoLog:
 
     def update(self, *args: object, **kwargs: object) -> None:
         pass
-
-
-def stub_absent_modules() -> None:
-    """Empty modules for what the authors' packages import at the top but never call in a step."""
-    for name in ("nltk", "tensorboard_logger", "cv2", "imageio"):
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            sys.modules[name] = types.ModuleType(name)
 
 
 def caption_lengths(path: Path, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -174,7 +165,7 @@ def official_model(system: str, root: Path, args: argparse.Namespace) -> object:
             )
             model = importlib.import_module("model").VSE(opt)
         else:
-            module = _integer_division_copy(checkout / "model.py", system)
+            module = import_patched(checkout, system, "model.py")
             extra = (
                 dict(
                     precomp_enc_type="basic",
@@ -195,27 +186,12 @@ def official_model(system: str, root: Path, args: argparse.Namespace) -> object:
         sys.path.remove(str(checkout))
         for name in [m for m in sys.modules if m in ("model", "arguments") or m.startswith("lib")]:
             del sys.modules[name]  # the next checkout has modules of the same names
-    if system in ("vsepp", "scan"):
+    if system == "vsepp":
         criterion = model.criterion
-        model.criterion = lambda *a: criterion(*a).reshape(1)  # they log `loss.data[0]`
+        model.criterion = lambda *a: criterion(*a).reshape(1)  # it logs `loss.data[0]`
     model.logger = _NoLog()
     model.train_start()
     return model
-
-
-def _integer_division_copy(source: Path, system: str) -> types.ModuleType:
-    """`model.py` imported from a temporary copy with the changes listed above."""
-    text = source.read_text().replace("size(2)/2", "size(2)//2")
-    text = text.replace(
-        "if torch.cuda.is_available():\n            I = mask.cuda()", "if True:\n            I = mask.cuda()"
-    )
-    folder = Path(tempfile.mkdtemp(prefix=f"official_{system}_"))
-    (folder / f"official_{system}_model.py").write_text(text)
-    sys.path.insert(0, str(folder))
-    try:
-        return importlib.import_module(f"official_{system}_model")
-    finally:
-        sys.path.remove(str(folder))
 
 
 def official_step(system: str, model: object, batch: Batch, device: torch.device) -> Callable[[], object]:
@@ -266,9 +242,9 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)
     if device.type != "cuda":
-        torch.Tensor.cuda = lambda self, *a, **k: self  # type: ignore[method-assign]
+        no_cuda()
         torch.cuda.is_available = lambda: False  # the authors' code moves to the GPU when it sees one
-    stub_absent_modules()
+    stub_modules(("nltk", "tensorboard_logger", "cv2", "imageio"), only_absent=True)
     root = Path(args.official).resolve()
     name = (
         torch.cuda.get_device_name(device)

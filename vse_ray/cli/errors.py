@@ -4,8 +4,9 @@ An expected error is bad input the user can fix: a ``ValueError`` from our check
 and ``UnicodeDecodeError`` are ValueErrors too) or a missing/unreadable file. It prints ``error: <message>``
 (naming the file, key, row or parameter) and a hint, and exits with code 2. ``--debug`` shows the full
 traceback instead; any other exception keeps its traceback, except a full disk (ENOSPC), shown as one line
-naming the file, and Ray's memory monitor killing a worker (the node ran low on memory), shown as one line
-with the resume hint (exit code 1). Ctrl-C prints one line saying how to resume and exits with code 130.
+naming the file, Ray's memory monitor killing a worker (the node ran low on memory) and a local Ray instance
+that did not start in Ray's fixed 30 s (a loaded machine), each shown as one line with the resume hint (exit
+code 1). Ctrl-C prints one line saying how to resume and exits with code 130.
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ MEMORY_CODE = 1
 MEMORY_ADVICE = (
     "Ray killed a worker: the node ran low on memory (other programs count too); run fewer trials at once "
     "(resources.concurrent, --num-cpus) or free memory, then"
+)
+RAY_START_CODE = 1
+RAY_START_ADVICE = (
+    "Ray's local instance did not start: its raylet did not register within Ray's fixed 30 s (a loaded "
+    "machine can take longer); when the machine is less busy,"
 )
 DISK_FULL_ADVICE = "free space and run the same command again to resume"
 RESUME_HINTS = {
@@ -56,6 +62,19 @@ def expected_error(err: BaseException) -> BaseException | None:
 def memory_killed(err: BaseException) -> bool:
     """Whether Ray's memory monitor killed a worker somewhere in ``err``'s chain (Tune wraps it in a
     RuntimeError; Ray task errors carry it as ``.cause``)."""
+    return _in_chain(
+        err, lambda item: type(item).__name__ == "OutOfMemoryError" or "running low on memory" in str(item)
+    )
+
+
+def ray_start_timed_out(err: BaseException) -> bool:
+    """Whether a local Ray instance failed to start in time somewhere in ``err``'s chain (Ray waits 30 s for
+    its raylet to register, a fixed wait that a loaded machine can pass)."""
+    return _in_chain(err, lambda item: "timed out during startup" in str(item))
+
+
+def _in_chain(err: BaseException, found: Callable[[BaseException], bool]) -> bool:
+    """Whether ``found`` holds for ``err`` or an exception it links (cause, context, Ray's ``.cause``)."""
     seen: set[int] = set()
     stack: list[BaseException] = [err]
     while stack:
@@ -63,7 +82,7 @@ def memory_killed(err: BaseException) -> bool:
         if id(item) in seen:
             continue
         seen.add(id(item))
-        if type(item).__name__ == "OutOfMemoryError" or "running low on memory" in str(item):
+        if found(item):
             return True
         linked = (item.__cause__, item.__context__, getattr(item, "cause", None))
         stack += [e for e in linked if isinstance(e, BaseException)]
@@ -88,6 +107,9 @@ def readable_errors(command: Callable[..., Any]) -> Callable[..., Any]:
             if not debug and shown is None and memory_killed(err):
                 typer.echo(f"error: {MEMORY_ADVICE} {resume_hint}", err=True)
                 raise typer.Exit(code=MEMORY_CODE) from None
+            if not debug and shown is None and ray_start_timed_out(err):
+                typer.echo(f"error: {RAY_START_ADVICE} {resume_hint}", err=True)
+                raise typer.Exit(code=RAY_START_CODE) from None
             if debug or shown is None:
                 raise
             typer.echo(f"error: {shown}", err=True)

@@ -1,0 +1,134 @@
+"""Run the authors' released code on a modern Python, PyTorch and NumPy, changed at run time only.
+
+`step_vs_official.py` and `bench_vs_official.py` import the authors' modules from their checkouts through
+these helpers; nothing of the authors' code is copied into this project. Three kinds of change, none of which
+touches the arithmetic of a training step:
+
+- `stub_modules`: empty modules for what the code imports but never calls here (`tensorboard_logger`, `cv2`,
+  `imageio`, `torchtext`, ...); their functions do nothing;
+- `no_cuda`: `Tensor.cuda` and `torch.cuda.synchronize` do nothing, for code that moves to the GPU whether or
+  not it sees one;
+- `patched_checkout`: a temporary copy of a checkout's Python files in which the Python 2 idioms that Python 3
+  reads otherwise are replaced by their Python 3 spelling (`EDITS`: integer division, bytes captions,
+  `iteritems`, `loss.data[0]` of a 0-dim loss, NumPy's removed `np.int`, ...). Each edit must match the
+  file, so a checkout at another commit fails in one line instead of running other code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import sys
+import tempfile
+import types
+from pathlib import Path
+
+import torch
+
+Edits = dict[str, list[tuple[str, str]]]  # file in the checkout -> (text, its replacement), in order
+
+_DATA_PY2 = [  # the precomp loaders of the VSE++ lineage (SCAN, SGRAF, VSRN)
+    ("img_id = index/self.im_div", "img_id = index//self.im_div"),
+    ("str(caption).lower().decode('utf-8')", "caption.lower().decode('utf-8')"),
+]
+_ITERITEMS = [(".iteritems()", ".items()")]
+_HALF_WIDTH = [("size(2)/2", "size(2)//2")]  # averaging the Bi-GRU's two directions
+
+EDITS: dict[str, Edits] = {
+    "scan": {
+        "data.py": _DATA_PY2,
+        "model.py": [*_HALF_WIDTH, ("loss.data[0]", "loss.item()")],
+        "evaluation.py": [*_ITERITEMS, (")/shard_size", ")//shard_size")],
+    },
+    "sgraf": {
+        "data.py": _DATA_PY2,
+        # the loss moves its diagonal mask with `.cuda()` and skips the line (and fails) without a GPU
+        "model.py": [
+            *_HALF_WIDTH,
+            (
+                "if torch.cuda.is_available():\n            I = mask.cuda()",
+                "if True:\n            I = mask.cuda()",
+            ),
+        ],
+        "evaluation.py": _ITERITEMS,
+    },
+    "vsrn": {
+        "data.py": [
+            *_DATA_PY2,
+            ("str(line.strip()).lower().decode('utf-8')", "line.strip().lower().decode('utf-8')"),
+        ],
+        "model.py": [
+            (".data[0]", ".data.item()"),
+            # modern PyTorch keeps the permuted layout, which EncoderRNN's `.view` refuses (same values)
+            ("GCN_img_emd = l2norm(GCN_img_emd)", "GCN_img_emd = l2norm(GCN_img_emd).contiguous()"),
+            ("bidirectional=opt.bidirectional", "bidirectional=bool(opt.bidirectional)"),  # nn.GRU: no int
+        ],
+        "evaluation.py": [*_ITERITEMS, ("npts = images.shape[0] / 5", "npts = images.shape[0] // 5")],
+    },
+    "cvse": {"util/util_C_GCN.py": [("np.identity(num_classes, np.int)", "np.identity(num_classes, int)")]},
+}
+
+
+def stub_modules(names: tuple[str, ...], only_absent: bool = False) -> None:
+    """Empty modules `names`, every function of which does nothing (`configure`, `log_value`, ...); with
+    `only_absent`, only those that cannot be imported."""
+    for name in names:
+        if only_absent:
+            try:
+                importlib.import_module(name)
+                continue
+            except ImportError:
+                pass
+        module = types.ModuleType(name)
+        module.__getattr__ = _no_op  # type: ignore[method-assign]
+        sys.modules[name] = module
+
+
+def _no_op(name: str) -> object:
+    """Any public name of a stub module: a function that does nothing."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return lambda *a, **k: None
+
+
+def no_cuda() -> None:
+    """`Tensor.cuda` and `torch.cuda.synchronize` do nothing (the authors' CPU-less code calls both)."""
+    torch.Tensor.cuda = lambda self, *a, **k: self  # type: ignore[method-assign]
+    torch.cuda.synchronize = lambda *a, **k: None
+
+
+def patched_checkout(checkout: Path, system: str, files: tuple[str, ...] | None = None) -> Path:
+    """A temporary copy of `checkout`'s Python files (or only `files`) with `EDITS[system]` applied.
+
+    Raises:
+        SystemExit: one line naming the file and the text, where an edit finds nothing to replace.
+    """
+    folder = Path(tempfile.mkdtemp(prefix=f"official_{system}_"))
+    sources = [checkout / f for f in files] if files else sorted(checkout.rglob("*.py"))
+    for source in sources:
+        target = folder / source.relative_to(checkout)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+    for name, edits in EDITS[system].items():
+        if files and name not in files:
+            continue
+        path = folder / name
+        text = path.read_text()
+        for old, new in edits:
+            if old not in text:
+                raise SystemExit(f"error: {checkout / name}: no {old!r} to change (another commit?)")
+            text = text.replace(old, new)
+        path.write_text(text)
+    return folder
+
+
+def import_patched(checkout: Path, system: str, file: str) -> types.ModuleType:
+    """`file` of `checkout`, imported from its patched copy under a name of its own."""
+    folder = patched_checkout(checkout, system, (file,))
+    name = f"official_{system}_{Path(file).stem}"
+    (folder / file).rename(folder / f"{name}.py")
+    sys.path.insert(0, str(folder))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(folder))
