@@ -12,7 +12,7 @@ their values. Then, each in its own process tree, timed:
 - ``loader``: one epoch of the training data path alone (store open, global shuffle, batch build with the
   loss's relevance, no model) of `vse_inf_lseh_f30k`, and the same epoch from the official in-memory
   loader (woodfrog/vse_infty's `PrecompRegionDataset` + `DataLoader`, shuffled, its collate) on the same
-  files when `--official` names a checkout; their batches/s ratio;
+  files when `--official` names a checkout; their batches/s ratio, by wall and by CPU time;
 - ``train_vse_inf``, ``train_sgraf``: `vse-ray train` of `vse_inf_lseh_f30k` / `sgraf_sgr_bcls_f30k` for
   `--steps` steps (`train_fraction`), validating on `--val-images` images; `--bigru` trains VSE∞ with BiGRU
   captions where bert-base-uncased's weights are not on the machine;
@@ -252,7 +252,7 @@ def loader_epoch(kind: str, data: Path, store: Path, official: str | None) -> No
         vocab = deserialize_vocab(str(data / "f30k_precomp_vocab.json"))
         vocab.add_word("<mask>")
         opt = argparse.Namespace(precomp_enc_type="basic", drop=True, data_path=str(data))
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         loader = image_caption.get_loader(
             str(data), "precomp", "train", vocab, opt, BATCH, True, 0, train=True
         )
@@ -268,7 +268,7 @@ def loader_epoch(kind: str, data: Path, store: Path, official: str | None) -> No
         # BiGRU captions: the recipe's BERT text encoder needs weights that nothing here downloads
         cfg = load_recipe("vse_inf_lseh_f30k", str(store), ["model_params.text_encoder=bigru"]).config
         source = make_loss(cfg.loss, **cfg.loss_params).relevance_source
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         data_ = TrainingData.load(cfg, source)
         model = build_model(cfg.model, **data_.model_args)
         builder = BatchBuilder(
@@ -281,13 +281,15 @@ def loader_epoch(kind: str, data: Path, store: Path, official: str | None) -> No
         for rows in TableBatches(data_.train_captions, cfg.batch_size, cfg.seed).epoch_batches(1):
             builder(rows, None, draw, regions)
             batches += 1
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
     print(
         json.dumps(
             {
                 "batches": batches,
                 "seconds": seconds,
                 "batches_per_s": batches / seconds,
+                "cpu_seconds": cpu_seconds,  # the process's CPU time: the loaders run in-process
+                "batches_per_cpu_s": batches / cpu_seconds,
                 "torch": torch.__version__,
             }
         )
@@ -367,6 +369,7 @@ def main() -> None:
                 row["official"]["peak_gb"] = theirs["driver_peak_gb"]
                 row["official"]["cpu_s"] = theirs["cpu_s"]
                 row["ratio"] = row["vse_ray"]["batches_per_s"] / row["official"]["batches_per_s"]
+                row["ratio_cpu"] = row["vse_ray"]["batches_per_cpu_s"] / row["official"]["batches_per_cpu_s"]
         elif stage == "eval":
             protocols = ["full"] + (["coco1k", "coco5k"] if args.like == "coco" else [])
             for protocol in protocols:
