@@ -21,7 +21,8 @@ their values. Then, each in its own process tree, timed:
 
 For each stage: wall seconds; CPU seconds, user + system of the whole process tree (on a shared machine wall
 time depends on the load, CPU time much less: judge linearity on it); the peak RSS of the command's process
-(driver) and of the largest other process of its tree (Ray workers, sampled every 0.2 s); bytes written under
+(driver) and of the largest other process of its tree (Ray workers, sampled every 0.2 s), all resident pages
+and private (anonymous) pages alone; bytes written under
 `--out`; and the bytes Ray spilled (its session folder, found by the driver's pid). One JSON line per stage
 goes to `<out>/full_size.jsonl`.
 
@@ -122,10 +123,12 @@ def write_precomp(folder: Path, like: str, fraction: float, caption_files: list[
 # ----------------------------------------------------------------------------------------- measurement
 
 
-def _rss_kb(pid: int) -> int:
+def _rss_kb(pid: int, field: str = "VmRSS") -> int:
+    """Resident kB of `pid`: all of it (``VmRSS``, which counts the pages of memory-mapped files such as a
+    split's ``.npy``, reclaimable), or its private memory alone (``RssAnon``)."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1])
     except OSError:
         pass
@@ -189,6 +192,7 @@ def measure(cmd: list[str], out: Path, env: dict[str, str] | None = None) -> dic
     start = time.time()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peaks: dict[int, int] = {}
+    anon: dict[int, int] = {}
     cpu: dict[int, float] = {}
     names: dict[int, str] = {}
     stop = threading.Event()
@@ -197,6 +201,7 @@ def measure(cmd: list[str], out: Path, env: dict[str, str] | None = None) -> dic
         while not stop.wait(0.2):
             for pid in [proc.pid, *_children(proc.pid)]:
                 peaks[pid] = max(peaks.get(pid, 0), _rss_kb(pid))
+                anon[pid] = max(anon.get(pid, 0), _rss_kb(pid, "RssAnon"))
                 seconds = _cpu_s(pid)
                 if seconds is not None:
                     cpu[pid] = seconds
@@ -223,6 +228,8 @@ def measure(cmd: list[str], out: Path, env: dict[str, str] | None = None) -> dic
         "cpu_top": {f"{pid} {names.get(pid, '?')}": round(cpu[pid], 1) for pid in top},
         "driver_peak_gb": peaks.get(proc.pid, 0) / 1e6,
         "worker_peak_gb": max(others, default=0) / 1e6,
+        "driver_anon_peak_gb": anon.get(proc.pid, 0) / 1e6,
+        "worker_anon_peak_gb": max((kb for pid, kb in anon.items() if pid != proc.pid), default=0) / 1e6,
         "processes": len(peaks),
         "disk_gb": (_du(out) - before) / 1e9,
         "spill_gb": spill / 1e9,
