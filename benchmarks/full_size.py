@@ -12,15 +12,19 @@ their values. Then, each in its own process tree, timed:
 - ``loader``: one epoch of the training data path alone (store open, global shuffle, batch build with the
   loss's relevance, no model) of `vse_inf_lseh_f30k`, and the same epoch from the official in-memory
   loader (woodfrog/vse_infty's `PrecompRegionDataset` + `DataLoader`, shuffled, its collate) on the same
-  files when `--official` names a checkout; their batches/s ratio;
+  files when `--official` names a checkout; their batches/s ratio, by wall and by CPU time;
 - ``train_vse_inf``, ``train_sgraf``: `vse-ray train` of `vse_inf_lseh_f30k` / `sgraf_sgr_bcls_f30k` for
-  `--steps` steps (`train_fraction`), validating on `--val-images` images;
+  `--steps` steps (`train_fraction`), validating on `--val-images` images; `--bigru` trains VSE∞ with BiGRU
+  captions where bert-base-uncased's weights are not on the machine;
 - ``eval``: `vse-ray evaluate` of the VSE∞ run on the test split: the full split, and for ``--like coco``
   also 5 folds of 1K and the 5K protocol, with every metric the data supports (CS@K, NCS, ECCV).
 
-For each stage: wall seconds, the peak RSS of the command's process (driver) and of the largest other process
-of its tree (Ray workers, sampled every 0.2 s), bytes written under `--out`, and the bytes Ray spilled (its
-session folder, found by the driver's pid). One JSON line per stage goes to `<out>/full_size.jsonl`.
+For each stage: wall seconds; CPU seconds, user + system of the whole process tree (on a shared machine wall
+time depends on the load, CPU time much less: judge linearity on it); the peak RSS of the command's process
+(driver) and of the largest other process of its tree (Ray workers, sampled every 0.2 s), all resident pages
+and private (anonymous) pages alone; bytes written under
+`--out`; and the bytes Ray spilled (its session folder, found by the driver's pid). One JSON line per stage
+goes to `<out>/full_size.jsonl`.
 
     python benchmarks/full_size.py --like f30k --fraction 0.1 --out /tmp/full_size --official /tmp/vse_infty
 """
@@ -31,6 +35,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import threading
@@ -61,6 +66,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--steps", type=int, default=50, help="training steps per recipe")
     parser.add_argument("--val-images", type=int, default=100, help="validation images of the training runs")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--bigru",
+        action="store_true",
+        help="train VSE∞ with BiGRU captions (the recipe's BERT needs local bert-base-uncased weights)",
+    )
     parser.add_argument("--loader", choices=("vse_ray", "official"), help=argparse.SUPPRESS)
     return parser.parse_args()
 
@@ -113,14 +123,38 @@ def write_precomp(folder: Path, like: str, fraction: float, caption_files: list[
 # ----------------------------------------------------------------------------------------- measurement
 
 
-def _rss_kb(pid: int) -> int:
+def _rss_kb(pid: int, field: str = "VmRSS") -> int:
+    """Resident kB of `pid`: all of it (``VmRSS``, which counts the pages of memory-mapped files such as a
+    split's ``.npy``, reclaimable), or its private memory alone (``RssAnon``)."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1])
     except OSError:
         pass
     return 0
+
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_s(pid: int) -> float | None:
+    """User + system CPU seconds of `pid` itself (not its reaped children); None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime: fields 14 and 15 of proc(5)
+
+
+def _name(pid: int) -> str:
+    """A short name of `pid`: its command line (Ray sets its workers' titles, e.g. ``ray::MapWorker``)."""
+    try:
+        words = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return "?"
+    text = " ".join(w.decode(errors="replace") for w in words if w)
+    return (Path(text.split()[0]).name + text[len(text.split()[0]) :] if text else "?")[:60]
 
 
 def _children(pid: int) -> list[int]:
@@ -146,17 +180,34 @@ def _du(path: Path) -> int:
 
 
 def measure(cmd: list[str], out: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
-    """Run `cmd`; its wall time, peak RSS of the driver and of the largest other process, disk, spill."""
+    """Run `cmd`; its wall time, CPU time, peak RSS of the driver and of the largest other process, disk,
+    spill.
+
+    CPU time is user + system seconds of the whole process tree: each process's own time as last sampled
+    (every 0.2 s, so a process loses at most its last 0.2 s), and at least what the kernel counts for the
+    command and the descendants it reaped (`getrusage(RUSAGE_CHILDREN)`); Ray's workers are descendants of the
+    driver. ``cpu_top`` names the processes that used the most."""
     before = _du(out)
+    reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.time()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peaks: dict[int, int] = {}
+    anon: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    names: dict[int, str] = {}
     stop = threading.Event()
 
     def sample() -> None:
         while not stop.wait(0.2):
             for pid in [proc.pid, *_children(proc.pid)]:
                 peaks[pid] = max(peaks.get(pid, 0), _rss_kb(pid))
+                anon[pid] = max(anon.get(pid, 0), _rss_kb(pid, "RssAnon"))
+                seconds = _cpu_s(pid)
+                if seconds is not None:
+                    cpu[pid] = seconds
+                name = _name(pid)
+                if pid not in names or name not in ("?", "ray::IDLE"):
+                    names[pid] = name  # a Ray worker's title names its task, and turns IDLE after it
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -168,10 +219,17 @@ def measure(cmd: list[str], out: Path, env: dict[str, str] | None = None) -> dic
         raise RuntimeError(f"{' '.join(cmd[:4])} ... failed (rc {proc.returncode}):\n{text[-3000:]}")
     spill = sum(_du(s / "ray_spilled_objects") for s in Path("/tmp/ray").glob(f"session_*_{proc.pid}"))
     others = [kb for pid, kb in peaks.items() if pid != proc.pid]
+    now = resource.getrusage(resource.RUSAGE_CHILDREN)
+    kernel = now.ru_utime + now.ru_stime - reaped.ru_utime - reaped.ru_stime
+    top = sorted(cpu, key=cpu.__getitem__, reverse=True)[:4]
     return {
         "wall_s": wall,
+        "cpu_s": max(sum(cpu.values()), kernel),
+        "cpu_top": {f"{pid} {names.get(pid, '?')}": round(cpu[pid], 1) for pid in top},
         "driver_peak_gb": peaks.get(proc.pid, 0) / 1e6,
         "worker_peak_gb": max(others, default=0) / 1e6,
+        "driver_anon_peak_gb": anon.get(proc.pid, 0) / 1e6,
+        "worker_anon_peak_gb": max((kb for pid, kb in anon.items() if pid != proc.pid), default=0) / 1e6,
         "processes": len(peaks),
         "disk_gb": (_du(out) - before) / 1e9,
         "spill_gb": spill / 1e9,
@@ -201,7 +259,7 @@ def loader_epoch(kind: str, data: Path, store: Path, official: str | None) -> No
         vocab = deserialize_vocab(str(data / "f30k_precomp_vocab.json"))
         vocab.add_word("<mask>")
         opt = argparse.Namespace(precomp_enc_type="basic", drop=True, data_path=str(data))
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         loader = image_caption.get_loader(
             str(data), "precomp", "train", vocab, opt, BATCH, True, 0, train=True
         )
@@ -217,7 +275,7 @@ def loader_epoch(kind: str, data: Path, store: Path, official: str | None) -> No
         # BiGRU captions: the recipe's BERT text encoder needs weights that nothing here downloads
         cfg = load_recipe("vse_inf_lseh_f30k", str(store), ["model_params.text_encoder=bigru"]).config
         source = make_loss(cfg.loss, **cfg.loss_params).relevance_source
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         data_ = TrainingData.load(cfg, source)
         model = build_model(cfg.model, **data_.model_args)
         builder = BatchBuilder(
@@ -230,13 +288,15 @@ def loader_epoch(kind: str, data: Path, store: Path, official: str | None) -> No
         for rows in TableBatches(data_.train_captions, cfg.batch_size, cfg.seed).epoch_batches(1):
             builder(rows, None, draw, regions)
             batches += 1
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
     print(
         json.dumps(
             {
                 "batches": batches,
                 "seconds": seconds,
                 "batches_per_s": batches / seconds,
+                "cpu_seconds": cpu_seconds,  # the process's CPU time: the loaders run in-process
+                "batches_per_cpu_s": batches / cpu_seconds,
                 "torch": torch.__version__,
             }
         )
@@ -256,6 +316,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     threads = str(args.threads)
     env = {**os.environ, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # this env's vse-ray
     runs = out / "runs"
     log = out / "full_size.jsonl"
     me = [sys.executable, __file__, "--like", args.like, "--fraction", str(args.fraction), "--out", str(out)]
@@ -274,7 +335,7 @@ def main() -> None:
             "vse-ray",
             "train",
             "--recipe",
-            "vse_inf_lseh_f30k",
+            _bigru_recipe(out) if args.bigru else "vse_inf_lseh_f30k",
             *train_common,
             "--run-name",
             "fs_vse_inf",
@@ -297,9 +358,14 @@ def main() -> None:
             "load": os.getloadavg()[0],
         }
         if stage == "write":
-            before, start = _du(out), time.time()
+            before, start, cpu = _du(out), time.time(), time.process_time()
             write_precomp(data, args.like, args.fraction, args.captions)
-            row.update(wall_s=time.time() - start, disk_gb=(_du(out) - before) / 1e9)
+            row.update(
+                wall_s=time.time() - start,
+                cpu_s=time.process_time() - cpu,
+                driver_peak_gb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
+                disk_gb=(_du(out) - before) / 1e9,
+            )
         elif stage == "loader":
             ours = measure([*me, "--loader", "vse_ray"], out, env)
             row.update({k: v for k, v in ours.items() if k != "output"})
@@ -308,7 +374,9 @@ def main() -> None:
                 theirs = measure([*me, "--loader", "official", "--official", args.official], out, env)
                 row["official"] = json.loads(theirs["output"].strip().splitlines()[-1])
                 row["official"]["peak_gb"] = theirs["driver_peak_gb"]
+                row["official"]["cpu_s"] = theirs["cpu_s"]
                 row["ratio"] = row["vse_ray"]["batches_per_s"] / row["official"]["batches_per_s"]
+                row["ratio_cpu"] = row["vse_ray"]["batches_per_cpu_s"] / row["official"]["batches_per_cpu_s"]
         elif stage == "eval":
             protocols = ["full"] + (["coco1k", "coco5k"] if args.like == "coco" else [])
             for protocol in protocols:
@@ -336,9 +404,18 @@ def main() -> None:
             file.write(json.dumps(row) + "\n")
 
 
+def _bigru_recipe(out: Path) -> str:
+    """A recipe file: vse_inf_lseh_f30k with BiGRU captions, and without the BERT learning-rate group."""
+    path = out / "vse_inf_lseh_f30k_bigru.yaml"
+    path.write_text(
+        "base: vse_inf_lseh_f30k\ntrain:\n  model_params: {text_encoder: bigru}\n  lr_groups: null\n"
+    )
+    return str(path)
+
+
 def _run_checkpoint(runs: Path, run_name: str) -> str:
     """The newest checkpoint folder of `run_name` under `runs` (what `vse-ray evaluate --run` accepts)."""
-    found = sorted(runs.rglob("checkpoint_*"), key=lambda p: p.stat().st_mtime)
+    found = sorted((p for p in runs.rglob("checkpoint_*") if p.is_dir()), key=lambda p: p.stat().st_mtime)
     found = [p for p in found if run_name in str(p)] or found
     if not found:
         raise ValueError(f"{runs}: no checkpoint of run {run_name}; run the train_vse_inf stage first")
