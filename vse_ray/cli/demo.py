@@ -6,17 +6,21 @@ from typing import Annotated
 
 import typer
 
+from vse_ray.demo.study_file import demo_file, option_value
 from vse_ray.folder_names import DEFAULT_OUTPUT_DIR
-from vse_ray.resources import load_yaml
 
-_, DEMO = load_yaml("study", "demo")  # the shipped study the options override (their defaults)
-EMBEDDED, TRAIN = DEMO["data"]["embedded"], DEMO["train"]
-SHUFFLED, MILESTONE = ",".join(DEMO["controls"]["shuffled"]), TRAIN["lr_milestones"][0]
+_, DEMO = demo_file()  # the shipped study the options override (their defaults)
+SHUFFLED = ",".join(DEMO["controls"]["shuffled"])
 
 
 def _opt(help_: str, value: object) -> typer.models.OptionInfo:
     """An option left at None (the study file's value), whose help shows that value."""
     return typer.Option(help=f"{help_} (study file: {value})", show_default=False)
+
+
+def _file(name: str) -> object:
+    """Option `name`'s value in the study file."""
+    return option_value(DEMO, name)
 
 
 def demo(
@@ -31,43 +35,43 @@ def demo(
         _opt("Losses also trained with shuffled relevance (the control); '' for none.", SHUFFLED),
     ] = None,
     seeds: Annotated[
-        int | None, _opt("Seeds (2+ marks differences outside the seed noise).", DEMO["seeds"])
+        int | None, _opt("Seeds (2+ marks differences outside the seed noise).", _file("seeds"))
     ] = None,
     train_images: Annotated[
-        int | None, _opt("Embedded training images (5 captions each).", EMBEDDED["train_images"])
+        int | None, _opt("Embedded training images (5 captions each).", _file("train_images"))
     ] = None,
     epochs: Annotated[
-        int | None, _opt("Epochs of each loss after the shared warm-up.", DEMO["epochs"])
+        int | None, _opt("Epochs of each loss after the shared warm-up.", _file("epochs"))
     ] = None,
     warmup_epochs: Annotated[
         int | None,
         _opt(
             "Shared sum-of-hinges warm-up epochs (VSE++ eq. 5), once per seed; 0 = none.",
-            DEMO["warmup_epochs"],
+            _file("warmup_epochs"),
         ),
     ] = None,
-    lr: Annotated[float | None, _opt("Adam learning rate.", TRAIN["lr"])] = None,
+    lr: Annotated[float | None, _opt("Adam learning rate.", _file("lr"))] = None,
     lr_update: Annotated[
         int | None,
-        _opt("Learning rate x0.1 after N epochs of each loss (0: after the warm-up).", MILESTONE),
+        _opt("Learning rate x0.1 after N epochs of each loss (0: after the warm-up).", _file("lr_update")),
     ] = None,
     batch_size: Annotated[
-        int | None, _opt("Pairs per batch (in-batch negatives).", TRAIN["batch_size"])
+        int | None, _opt("Pairs per batch (in-batch negatives).", _file("batch_size"))
     ] = None,
     cnn: Annotated[
-        str | None, _opt("CNN fine-tuned on the 64×64 images: tiny, small, resnet18...", TRAIN["cnn"])
+        str | None, _opt("CNN fine-tuned on the 64×64 images: tiny, small, resnet18...", _file("cnn"))
     ] = None,
     embed_dim: Annotated[
-        int | None, _opt("Joint embedding size (GRU hidden size).", TRAIN["embed_dim"])
+        int | None, _opt("Joint embedding size (GRU hidden size).", _file("embed_dim"))
     ] = None,
-    word_dim: Annotated[int | None, _opt("Word embedding size.", TRAIN["word_dim"])] = None,
+    word_dim: Annotated[int | None, _opt("Word embedding size.", _file("word_dim"))] = None,
     finetune: Annotated[
         bool | None,
-        _opt("Fine-tune the CNN on the raw images (else: frozen random CNN features).", TRAIN["finetune"]),
+        _opt("Fine-tune the CNN on the raw images (else: frozen random CNN features).", _file("finetune")),
     ] = None,
-    concurrent: Annotated[int | None, _opt("Trials at once.", DEMO["resources"]["concurrent"])] = None,
+    concurrent: Annotated[int | None, _opt("Trials at once.", _file("concurrent"))] = None,
     num_cpus: Annotated[int, typer.Option(help="CPUs of the local Ray instance.")] = 2,
-    seed: Annotated[int | None, _opt("Seed of the embedded data.", EMBEDDED["seed"])] = None,
+    seed: Annotated[int | None, _opt("Seed of the embedded data.", _file("seed"))] = None,
     wait: Annotated[bool, typer.Option(help="Wait for another demo running in this output folder.")] = False,
 ) -> None:
     """A small loss comparison on the embedded data (the shipped study `demo`; these options override it):

@@ -10,31 +10,11 @@ from __future__ import annotations
 from typing import Any
 
 from vse_ray.demo.evidence import EVIDENCE_LINE
+from vse_ray.demo.study_file import demo_file, set_option
 from vse_ray.metrics.chance import chance_levels
-from vse_ray.resources import load_yaml
 from vse_ray.study.context import StudyResult
 from vse_ray.study.run import run_study
 from vse_ray.study.spec import StudySpec, study_from_yaml
-
-DEMO_STUDY = "demo"
-# Where each `vse-ray demo` option sits in the study file (`lr_update` N sets lr_milestones [N]).
-OPTION_KEYS: dict[str, tuple[str, ...]] = {
-    "seeds": ("seeds",),
-    "train_images": ("data", "embedded", "train_images"),
-    "val_images": ("data", "embedded", "val_images"),
-    "test_images": ("data", "embedded", "test_images"),
-    "seed": ("data", "embedded", "seed"),
-    "epochs": ("epochs",),
-    "warmup_epochs": ("warmup_epochs",),
-    "lr": ("train", "lr"),
-    "lr_update": ("train", "lr_milestones"),
-    "batch_size": ("train", "batch_size"),
-    "cnn": ("train", "cnn"),
-    "embed_dim": ("train", "embed_dim"),
-    "word_dim": ("train", "word_dim"),
-    "finetune": ("train", "finetune"),
-    "concurrent": ("resources", "concurrent"),
-}
 
 
 def demo_study(
@@ -42,15 +22,10 @@ def demo_study(
 ) -> StudySpec:
     """The demo study with `vse-ray demo`'s options applied (None keeps the file's value), validated once:
     ``losses`` selects families (with the file's hyper-parameters), ``shuffled`` their controls."""
-    found, raw = load_yaml("study", DEMO_STUDY)
+    found, raw = demo_file()
     for name, value in options.items():
-        if value is None:
-            continue
-        *parents, key = OPTION_KEYS[name]
-        node = raw
-        for parent in parents:
-            node = node.setdefault(parent, {})
-        node[key] = [value] if name == "lr_update" else value
+        if value is not None:
+            set_option(raw, name, value)
     if losses is not None:
         raw["losses"] = {name: raw["losses"].get(name, {}) for name in losses}
     controls = raw.setdefault("controls", {})
