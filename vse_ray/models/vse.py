@@ -93,7 +93,7 @@ class VSEModel(RetrievalModel):
         if self.feature_layout == "pooled" and images.dim() == 3:
             raise ValueError(
                 f"{type(self).__name__} reads pooled features (B, D), got regions {tuple(images.shape)}: "
-                "set model_params.regions to their count to project them concatenated"
+                + self.layout_hint("regions")
             )
         return self.image_encoder(images)
 
