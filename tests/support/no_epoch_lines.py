@@ -11,6 +11,6 @@ from ray.train import UserCallback
 class NoEpochLines(nullcontext):
     """What `vse_ray.train.trainer.fit` uses of `RunEpochLines`: a callback doing nothing, and a context."""
 
-    def __init__(self, epochs: int):
+    def __init__(self, epochs: int, **options: object):
         super().__init__()
         self.callback = UserCallback()

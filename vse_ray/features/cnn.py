@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import torch
-import torchvision
 from torch import nn
 
 TORCHVISION_CNNS = ("resnet18", "resnet34", "resnet50", "resnet152", "vgg19")
@@ -54,6 +53,8 @@ def build_cnn(name: str, weights: str | None = None, grid: bool = False) -> tupl
         return (GridRegions(cnn.body[:-2]) if grid else cnn), cnn.out_dim
     if name not in TORCHVISION_CNNS:
         raise ValueError(f"cnn must be one of {CNN_NAMES}, got {name!r}")
+    import torchvision  # here: importing it costs a second, and most models never build a torchvision CNN
+
     model = getattr(torchvision.models, name)(weights=weights)
     if grid and name.startswith("resnet"):
         return GridRegions(nn.Sequential(*list(model.children())[:-2])), model.fc.in_features

@@ -2,36 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import torch
-import torchvision
 
-from vse_ray.features.cnn import CNN_NAMES, build_cnn
+from vse_ray.features.cnn import build_cnn
 from vse_ray.features.crops import crop_batch
-
-
-def check_weights(cnn: str, weights: str | None) -> None:
-    """Early ValueError when ``weights`` is not a torchvision weights name of ``cnn`` (no download)."""
-    if cnn not in CNN_NAMES:
-        raise ValueError(f"cnn must be one of {CNN_NAMES}, got {cnn!r}")
-    if weights is None:
-        return
-    if cnn == "small":
-        raise ValueError("weights must be None for cnn='small' (it has no pretrained weights)")
-    enum = torchvision.models.get_model_weights(cnn)
-    names = ["DEFAULT", *enum.__members__]
-    if weights not in names:
-        raise ValueError(f"weights {weights!r} is not one of {names} for cnn={cnn!r}")
-    cached = Path(torch.hub.get_dir()) / "checkpoints" / Path(enum[weights].url).name
-    if not cached.is_file():  # offline by default: torchvision would download them here
-        raise ValueError(
-            f"{cnn} weights {weights} are not in the torch cache ({cached}); put the file there (or set "
-            f"TORCH_HOME to a folder whose hub/checkpoints/ holds it), fetch them once with "
-            f"`python -c \"import torchvision; torchvision.models.{cnn}(weights='{weights}')\"`, "
-            "or use weights none"
-        )
+from vse_ray.features.weights import check_weights
 
 
 def build_frozen_cnn(

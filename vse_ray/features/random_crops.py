@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 
 import torch
-from torchvision.ops import roi_align
 
 SCALE = (0.08, 1.0)
 RATIO = (3 / 4, 4 / 3)
@@ -51,6 +50,9 @@ def random_resized_crops(
 ) -> torch.Tensor:
     """(B, C, H, W) float images → (B, C, size, size): a random resized crop of each, flipped with
     probability 1/2."""
+    # imported here: torchvision costs a second to import, and only the raw-image models crop
+    from torchvision.ops import roi_align
+
     b, _, height, width = images.shape
     boxes = crop_boxes(b, height, width, generator).to(images.device, images.dtype)
     indexed = torch.cat([torch.arange(b, device=images.device, dtype=images.dtype)[:, None], boxes], dim=1)

@@ -1,8 +1,8 @@
 """One line per finished epoch on the driver's console while a Ray Train run works, from Ray Train's reports.
 
 Ray Train hands each report to callbacks in its controller actor, not to the driver: `ReportedEpochs` runs
-there and sends rank 0's metrics to a Ray queue that `RunEpochLines` reads on the driver. Nothing is read
-back from MLflow (rank 0 alone writes the epochs there); workers stay quiet.
+there and sends rank 0's metrics to a Ray queue that `RunEpochLines` reads on the driver, which prints the
+epoch and hands it on (`vse-ray train` logs it to MLflow there). Workers stay quiet.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, TextIO
 
 from ray.train import Checkpoint, UserCallback
@@ -53,14 +54,21 @@ class ReportedEpochs(UserCallback):  # pragma: no cover, runs in Ray Train's con
 class RunEpochLines:
     """Context manager that prints `epoch e/E: val rsum …, train loss …, … s` for each epoch the run reports.
 
-    Put :attr:`callback` on the run's ``RunConfig``; a thread prints what it sends. Seconds are wall time
+    Put :attr:`callback` on the run's ``RunConfig``; a thread prints what it sends, then calls ``on_epoch``
+    with the epoch's metrics (in that thread, about a second after the report). Seconds are wall time
     since the previous line (the first line includes the workers' start-up). A resumed run's earlier epochs
     are not reported again, so they are not repeated. On exit the epochs still queued are printed and the
     queue's actor ends.
     """
 
-    def __init__(self, epochs: int, interval: float = 1.0, stream: TextIO | None = None):
-        self.epochs, self.interval = epochs, interval
+    def __init__(
+        self,
+        epochs: int,
+        interval: float = 1.0,
+        stream: TextIO | None = None,
+        on_epoch: Callable[[dict[str, Any]], object] | None = None,
+    ):
+        self.epochs, self.interval, self.on_epoch = epochs, interval, on_epoch
         self.stream = stream or sys.stdout
         self.queue = Queue(actor_options={"num_cpus": 0})  # takes no CPU from the workers
         self.callback = ReportedEpochs(self.queue)
@@ -89,8 +97,10 @@ class RunEpochLines:
             self.show(metrics)
 
     def show(self, metrics: dict[str, Any]) -> None:
-        """Print one reported epoch."""
+        """Print one reported epoch, then hand it to ``on_epoch``."""
         now = time.time()
         seconds, self._last = now - self._last, now
         for line in epoch_lines(metrics, self.epochs, seconds):
             print(line, file=self.stream, flush=True)
+        if self.on_epoch is not None:
+            self.on_epoch(metrics)

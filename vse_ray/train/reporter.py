@@ -12,20 +12,11 @@ class Reporter(Protocol):
 
 
 class RayTrainReporter:  # pragma: no cover, runs inside Ray Train workers (covered by the integration tests)
-    """`ray.train.report` with a directory checkpoint; rank 0 also logs the epoch to MLflow when asked.
-
-    Args:
-        epoch_logger: Called with the metrics of each epoch on rank 0 before reporting (live MLflow curves).
-    """
-
-    def __init__(self, epoch_logger: Any | None = None):
-        self.epoch_logger = epoch_logger
+    """`ray.train.report` with a directory checkpoint (the driver logs the reported epoch to MLflow)."""
 
     def report(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
         import ray.train
 
-        if checkpoint_dir is not None and self.epoch_logger is not None:
-            self.epoch_logger([metrics])
         checkpoint = ray.train.Checkpoint.from_directory(checkpoint_dir) if checkpoint_dir else None
         ray.train.report(metrics, checkpoint=checkpoint)
 

@@ -33,12 +33,7 @@ class TrainResult:
     history: list[dict[str, Any]]
 
 
-def build_trainer(
-    valid: CheckedConfig,
-    *,
-    callbacks: list | None = None,
-    mlflow_run_id: str | None = None,
-) -> TorchTrainer:
+def build_trainer(valid: CheckedConfig, *, callbacks: list | None = None) -> TorchTrainer:
     """A TorchTrainer with a stable `RunConfig(name=cfg.run_name, storage_path=...)`: re-fitting resumes.
 
     The workers trust the config they receive, checked where it was made.
@@ -50,7 +45,7 @@ def build_trainer(
         resources["GPU"] = 1.0
     return TorchTrainer(
         train_loop_per_worker,
-        train_loop_config={"cfg": checked.to_dict(), "mlflow_run_id": mlflow_run_id},
+        train_loop_config={"cfg": checked.to_dict()},
         scaling_config=ray.train.ScalingConfig(
             num_workers=cfg.num_workers,
             use_gpu=cfg.use_gpu,
@@ -72,8 +67,9 @@ def build_trainer(
 def fit(checked: CheckedTraining) -> TrainResult:
     """Train on Ray Train; log params, per-epoch metrics (each epoch once) and artifacts to MLflow.
 
-    The driver opens and closes the MLflow run and records the selected checkpoint; rank 0 alone logs each
-    epoch (as it finishes); the console's epoch lines come from Ray Train's reports (`RunEpochLines`).
+    The driver alone writes to MLflow: it opens and closes the run, logs each epoch as Ray Train reports it
+    (with its console line, `RunEpochLines`), and records the selected checkpoint; the workers never import
+    MLflow.
     ``checked``: the training `check_training` checked, trusted here.
     """
     cfg, data = checked.config, checked.data
@@ -83,8 +79,8 @@ def fit(checked: CheckedTraining) -> TrainResult:
     recorder = RunRecorder.open(experiment_id, run_name, tracking_uri, params)
     run_id = recorder.run_id
     try:
-        lines = RunEpochLines(cfg.epochs)
-        trainer = build_trainer(checked.checked, callbacks=[lines.callback], mlflow_run_id=run_id)
+        lines = RunEpochLines(cfg.epochs, on_epoch=lambda metrics: recorder.log_epochs([metrics]))
+        trainer = build_trainer(checked.checked, callbacks=[lines.callback])
         with lines:
             result = trainer.fit()
     except (KeyboardInterrupt, SystemExit) as stop:  # Ray Train's SIGINT handler ends in sys.exit

@@ -1,4 +1,5 @@
-"""The collapse warning: VSE++'s loss at 2·B·margin means every similarity ties; the console says so."""
+"""The console's epoch lines: the collapse warning (VSE++'s loss at 2·B·margin means every similarity
+ties), and each reported epoch printed, then handed on (to MLflow in `vse-ray train`)."""
 
 from __future__ import annotations
 
@@ -30,3 +31,16 @@ def test_progress_prints_one_warning_line():
     assert lines[0] == "epoch 1/3: val rsum 10.0, train loss 51.2000, 4.2 s" and len(lines) == 2
     assert "collapse value" in lines[1] and "--warmup-epochs" in lines[1]
     assert len(epoch_lines({**reported, "collapsed": 0.0}, 3, seconds=1.0)) == 1
+
+
+def test_each_reported_epoch_is_printed_then_handed_on(ray_session):
+    import io
+
+    from vse_ray.train.epoch_lines import RunEpochLines
+
+    out, handed = io.StringIO(), []
+    lines = RunEpochLines(2, stream=out, on_epoch=lambda metrics: handed.append((out.getvalue(), metrics)))
+    with lines:
+        lines.queue.put({"epoch": 1, "rsum": 10.0, "train_loss": 1.5})
+    assert out.getvalue().startswith("epoch 1/2: val rsum 10.0, train loss 1.5000")
+    assert handed == [(out.getvalue(), {"epoch": 1, "rsum": 10.0, "train_loss": 1.5})]  # after its line
