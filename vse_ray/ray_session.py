@@ -34,7 +34,9 @@ def ensure_ray(address: str | None = None, **init_kwargs: Any) -> None:
     # Ray Train's controller polls its workers every 2 s by default: a finished run waited up to that long to
     # be seen. The controller of a local instance polls every 0.5 s (a few small calls a second).
     os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")
-    ray.init(address=address, **{"log_to_driver": False, **init_kwargs})
+    # A local instance has no dashboard (13 processes and 1.2 GB of memory that a laptop run spends better);
+    # to watch one, start Ray yourself (`ray start --head`) and give its address.
+    ray.init(address=address, **{"log_to_driver": False, "include_dashboard": False, **init_kwargs})
     start_reaper()
 
 

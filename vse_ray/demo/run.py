@@ -41,7 +41,7 @@ def run_demo(spec: StudySpec, output_dir: str, num_cpus: int = 2, wait: bool = F
     output folder."""
     if num_cpus < 1:
         raise ValueError(f"num_cpus: must be >= 1, got {num_cpus}")
-    ray_options = {"num_cpus": num_cpus, "include_dashboard": False, "object_store_memory": 400 * 1024**2}
+    ray_options = {"num_cpus": num_cpus, "object_store_memory": 400 * 1024**2}
     result = run_study(spec, output_dir, ray_options=ray_options, wait=wait, table_end=EVIDENCE_LINE)
     n_test = (spec.embedded or {})["test_images"]
     chance = chance_levels(n_test, 5 * n_test)

@@ -88,7 +88,7 @@ def _run_claimed(
     print(f"[{spec.name}] Ray, Tune and MLflow logs: {log_path}", flush=True)
     clock = StageClock(spec.name)
     with clock.stage("ray start"):
-        ensure_ray(**{"include_dashboard": False, **(ray_options or {})})
+        ensure_ray(**(ray_options or {}))
     with clock.stage("data"):
         data_dir = prepare_data(spec, out)
     ctx = open_study(spec, out, data_dir, clock.seconds)
