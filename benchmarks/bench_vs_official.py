@@ -94,7 +94,7 @@ REGION_SYSTEMS = ("vse_inf", "scan", "sgraf", "vsrn", "cvse")
 # vse_ray's side: the recipe of the released code's settings (SCAN: scan_bcls_f30k's with SCAN's own loss,
 # the max of hinges), on the benchmark's store: float32 features as the official code reads them (the
 # recipes store float16) and the SVD relevance only (none of these losses reads one)
-STORE = "precompute: {feature_dtype: float32, relevance_sources: [svd]}\n"
+STORE = "precompute: {{feature_dtype: float32, relevance_sources: [svd], vocab_file: {vocab}}}\n"
 RECIPES = {
     "scan": "base: scan_bcls_f30k\ntrain:\n  loss: vsepp\n  loss_params: {margin: 0.2}\n",
     "sgraf": "base: sgraf_sgr_f30k\n",
@@ -193,7 +193,7 @@ def make_data(out: Path, fraction: float, systems: list[str]) -> dict[str, Path]
     paths = {"vse_inf": vse_inf, "vsepp": vsepp, "store_vsepp": stores["pooled"], "cvse_inputs": official}
     for system, recipe in RECIPES.items():
         paths[f"recipe_{system}"] = out / f"recipe_{system}.yaml"
-        paths[f"recipe_{system}"].write_text(f"{recipe}{STORE}")
+        paths[f"recipe_{system}"].write_text(recipe + STORE.format(vocab=regions / "vocab.json"))
     for system in REGION_SYSTEMS:
         paths[f"store_{system}"] = stores["regions"]
         paths.setdefault(system, official)
