@@ -335,7 +335,7 @@ def main() -> None:
             "vse-ray",
             "train",
             "--recipe",
-            _bigru_recipe(out) if args.bigru else "vse_inf_lseh_f30k",
+            _recipe(out, "vse_inf_lseh_f30k", data / "vocab.json", bigru=args.bigru),
             *train_common,
             "--run-name",
             "fs_vse_inf",
@@ -344,7 +344,7 @@ def main() -> None:
             "vse-ray",
             "train",
             "--recipe",
-            "sgraf_sgr_bcls_f30k",
+            _recipe(out, "sgraf_sgr_bcls_f30k", data / "vocab.json"),
             *train_common,
             "--run-name",
             "fs_sgraf",
@@ -404,12 +404,12 @@ def main() -> None:
             file.write(json.dumps(row) + "\n")
 
 
-def _bigru_recipe(out: Path) -> str:
-    """A recipe file: vse_inf_lseh_f30k with BiGRU captions, and without the BERT learning-rate group."""
-    path = out / "vse_inf_lseh_f30k_bigru.yaml"
-    path.write_text(
-        "base: vse_inf_lseh_f30k\ntrain:\n  model_params: {text_encoder: bigru}\n  lr_groups: null\n"
-    )
+def _recipe(out: Path, base: str, vocab: Path, bigru: bool = False) -> str:
+    """A recipe file over `base` that names the vocabulary the store was built with (the recipe/data check
+    asks for it); with `bigru`, BiGRU captions and no BERT learning-rate group."""
+    path = out / f"{base}{'_bigru' if bigru else ''}.yaml"
+    train = "train:\n  model_params: {text_encoder: bigru}\n  lr_groups: null\n" if bigru else ""
+    path.write_text(f"base: {base}\nprecompute: {{vocab_file: {vocab}}}\n{train}")
     return str(path)
 
 
