@@ -18,8 +18,8 @@ def ensure_ray(address: str | None = None, **init_kwargs: Any) -> None:
     Does nothing when this process already holds a Ray instance. ``init_kwargs`` go to ``ray.init``
     (resources of a local instance, e.g. ``num_cpus``). Workers' output stays off the driver's console
     (``log_to_driver=False``; it is in Ray's session logs) and Ray Data's progress is set up as
-    :func:`plain_data_progress` says. Its workers run at the driver's priority, and Ray Train's controller
-    sees a finished run sooner (see below). A local instance started here is watched by
+    :func:`plain_data_progress` says. Its workers run at the driver's priority, and the Ray Train runs it
+    fits see a finished run sooner (see below). A local instance started here is watched by
     :mod:`vse_ray.ray_reaper`: it goes away with this process, even when the process is killed with SIGKILL.
     """
     plain_data_progress()
@@ -32,7 +32,9 @@ def ensure_ray(address: str | None = None, **init_kwargs: Any) -> None:
     # running keeps its own setting, and RAY_worker_niceness set by the user wins.
     os.environ.setdefault("RAY_worker_niceness", "0")
     # Ray Train's controller polls its workers every 2 s by default: a finished run waited up to that long to
-    # be seen. The controller of a local instance polls every 0.5 s (a few small calls a second).
+    # be seen. Ray Train hands this variable from the driver to each run's controller, so every run fitted
+    # from this process polls every 0.5 s (a few small calls a second), on a cluster too, unless the user
+    # set it.
     os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")
     # A local instance has no dashboard (13 processes and 1.2 GB of memory that a laptop run spends better);
     # to watch one, start Ray yourself (`ray start --head`) and give its address.
