@@ -57,7 +57,7 @@ def _ddp_loop(config: dict[str, Any]) -> None:  # pragma: no cover, runs inside 
     rank, world = context.get_world_rank(), context.get_world_size()
     _record_placement(config["out"], rank)
     source = make_loss(cfg.loss, **cfg.loss_params).relevance_source
-    captions = load_captions(cfg.data_dir, "train").select(train_columns(source))
+    captions = load_captions(cfg.data_dir, "train", train_columns(source))
     batches = TableBatches(captions, cfg.batch_size, cfg.seed, rank, world)
     run_training(
         cfg.checked(), RayTrainReporter(), None, WorkerContext(batches, torch.device("cpu"), rank, world)

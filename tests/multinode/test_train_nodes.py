@@ -42,7 +42,7 @@ def test_ddp_on_two_nodes_equals_one_worker_over_the_global_batches(cluster, tin
     distributed = load_checkpoint(result["checkpoint"])
 
     source = make_loss(cfg.loss).relevance_source
-    captions = load_captions(cfg.data_dir, "train").select(train_columns(source))
+    captions = load_captions(cfg.data_dir, "train", train_columns(source))
     shards = [TableBatches(captions, cfg.batch_size, cfg.seed, rank, 2) for rank in range(2)]
     one = dataclasses.replace(cfg, batch_size=2 * cfg.batch_size)
     reporter = LocalReporter(tmp_path / "one")

@@ -38,7 +38,7 @@ def warmup_schedule(spec: StudySpec, data_dir: str) -> dict[int, int]:
     """Warm-up epochs per train size (`StudySpec.warmup_epochs_at` of its number of train captions)."""
     if not spec.warmup_steps:
         return {size: spec.warmup_epochs for size in spec.train_sizes()}
-    table = load_captions(data_dir, "train").select(["image_id"])
+    table = load_captions(data_dir, "train", ["image_id"])
     return {size: spec.warmup_epochs_at(first_images(table, size).num_rows) for size in spec.train_sizes()}
 
 

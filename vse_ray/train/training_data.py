@@ -67,7 +67,7 @@ class TrainingData:
         needs_refs = spec is not None and spec.needs_references
         captions = None
         if with_captions or needs_refs:
-            captions = load_captions(cfg.data_dir, "train").select(train_columns(source))
+            captions = load_captions(cfg.data_dir, "train", train_columns(source))
             captions = select_train_captions(captions, cfg, source)
         images = load_image_store(cfg.data_dir, "train", raw=cfg.finetune)
         check_model_input(

@@ -62,6 +62,20 @@ def test_tables_have_the_documented_schema_and_counts(tiny):
         assert load_captions(str(tiny), split).num_rows == 5 * n
 
 
+def test_load_captions_reads_the_columns_asked_for_whole_and_in_order(tiny):
+    """Training reads a few columns of the train split: only those, one chunk each, sorted by caption_id,
+    equal to the same columns of the whole table; a missing column names the folder."""
+    whole = load_captions(str(tiny), "train")
+    some = load_captions(str(tiny), "train", ["svd", "image_id"])
+    assert some.column_names == ["svd", "image_id"]
+    assert all(some[name].num_chunks == 1 for name in some.column_names)
+    assert some.equals(whole.select(["svd", "image_id"]))
+    ids = whole["caption_id"].to_numpy()
+    assert (ids[1:] > ids[:-1]).all()
+    with pytest.raises(ValueError, match=r"split=train: no column\(s\) \['nope'\]"):
+        load_captions(str(tiny), "train", ["image_id", "nope"])
+
+
 def test_features_are_the_cnn_of_the_rendered_pixels(tiny):
     """Honesty: stored images are the renderer's pixels and features come from them through the CNN."""
     ids, feats = load_features(str(tiny), "val")

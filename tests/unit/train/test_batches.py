@@ -134,7 +134,7 @@ def test_vsepp_batches_carry_no_relevance(train_rows):
 
 
 def test_scene_relevance_is_the_scene_similarity_of_the_batch_images(tiny_data_dir):
-    table = load_captions(str(tiny_data_dir), "train").select(train_columns("scene"))
+    table = load_captions(str(tiny_data_dir), "train", train_columns("scene"))
     images = ImageStore(*load_features(str(tiny_data_dir), "train"))
     rows = {name: table[name].to_numpy(zero_copy_only=False)[::9][:10] for name in table.column_names}
     batch = BatchBuilder(images, "scene")(rows)

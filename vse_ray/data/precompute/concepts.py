@@ -168,7 +168,7 @@ def concepts_of_split(data_dir: str, k: int = DEFAULT_CONCEPTS, at_most: bool = 
         graph = ConceptGraph.load(path)
         if len(graph.words) == k:
             return graph
-    table = load_captions(data_dir, "train").select(["image_id", "tokens"])
+    table = load_captions(data_dir, "train", ["image_id", "tokens"])
     tokens = [np.asarray(t, dtype=np.int64) for t in table["tokens"].to_pylist()]
     return build_concepts(tokens, table["image_id"].to_numpy(), load_vocab(data_dir), k, at_most=at_most)
 
