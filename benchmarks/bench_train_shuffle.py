@@ -5,8 +5,8 @@ alternative, which draws each batch from a window of the split only). Alternated
 printed (target: ≤ 1.05×). Each round counts the first epoch with its read and a second epoch without.
 
 The shards are a split's caption table as precompute writes it (`tokens`, `image_id` and a 384-d `sbert`
-column, `--rows` captions in `--shards` files), or `--data DIR` reads `DIR/captions/split=train` of a
-precompute output.
+column, `--rows` captions in `--shards` Parquet files), or `--data DIR` reads `DIR/captions/split=train` of a
+precompute output of schema version 2 (Parquet captions; version 3 writes Arrow IPC files).
 
     python benchmarks/bench_train_shuffle.py
     python benchmarks/bench_train_shuffle.py --rows 590000 --shards 443 --cpus 8

@@ -31,3 +31,54 @@ def list_column(column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndar
         return np.arange(len(column) + 1, dtype=np.int64) * column.type.list_size, values
     offsets = column.offsets.to_numpy().astype(np.int64)
     return offsets - offsets[0], values
+
+
+class ColumnRows:
+    """Rows of an Arrow column by index, read out of its chunks: nothing is copied until a row is asked for,
+    so a memory-mapped column stays in the file.
+
+    ``rows[index]`` gives what ``column.to_numpy(zero_copy_only=False)[index]`` gives for a one-chunk
+    column, except that a fixed-size list column gives a (k, D) array: a numeric column a numeric array;
+    a list column an object array of 1-D arrays; any other column an object array of Python values.
+    """
+
+    def __init__(self, column: pa.ChunkedArray):
+        chunks = column.chunks or [pa.array([], type=column.type)]
+        self.starts = np.cumsum([0, *(len(chunk) for chunk in chunks)])
+        self.kind = column.type
+        self.chunks: list = [self._view(chunk) for chunk in chunks]
+
+    def _view(self, chunk: pa.Array) -> object:
+        if pa.types.is_fixed_size_list(self.kind):
+            values = chunk.flatten().to_numpy(zero_copy_only=False)
+            return values.reshape(len(chunk), self.kind.list_size)
+        if pa.types.is_list(self.kind):  # offsets index `values`, which ignores the chunk's slice offset
+            return chunk.offsets.to_numpy(), chunk.values.to_numpy(zero_copy_only=False)
+        if pa.types.is_integer(self.kind) or pa.types.is_floating(self.kind):
+            return chunk.to_numpy()
+        return chunk
+
+    def __len__(self) -> int:
+        return int(self.starts[-1])
+
+    def __getitem__(self, index: np.ndarray) -> np.ndarray:
+        index = np.asarray(index, dtype=np.int64)
+        which = np.searchsorted(self.starts, index, side="right") - 1
+        local = index - self.starts[which]
+        if pa.types.is_list(self.kind):
+            out = np.empty(len(index), dtype=object)
+            for row, (c, k) in enumerate(zip(which.tolist(), local.tolist(), strict=True)):
+                offsets, values = self.chunks[c]
+                out[row] = values[offsets[k] : offsets[k + 1]]
+            return out
+        if not isinstance(self.chunks[0], np.ndarray):
+            out = np.empty(len(index), dtype=object)
+            for row, (c, k) in enumerate(zip(which.tolist(), local.tolist(), strict=True)):
+                out[row] = self.chunks[c][k].as_py()
+            return out
+        first = self.chunks[0]
+        out = np.empty((len(index), *first.shape[1:]), dtype=first.dtype)
+        for c in np.unique(which).tolist():
+            mask = which == c
+            out[mask] = self.chunks[c][local[mask]]
+        return out

@@ -139,10 +139,11 @@ def write_tiny_store(root: Path, seed: int = 0, regions: int | None = None, dtyp
             if kind == "features" and regions:
                 noise = rng.normal(size=(n_images, regions, FEATURE_DIM))
                 table = region_table(ids, split, feats[:, None, :] + 0.5 * noise, dtype)
+            if kind == "captions" or regions:  # Arrow IPC, one record batch, as precompute writes them
                 with pa.ipc.new_file(
                     root / kind / f"split={split}" / "part-00000000.arrow", table.schema
                 ) as w:
-                    w.write_table(table.combine_chunks(), max_chunksize=n_images)
+                    w.write_table(table.combine_chunks(), max_chunksize=max(table.num_rows, 1))
                 continue
             pq.write_table(table, root / kind / f"split={split}" / "part-0.parquet")
         if split == "train":

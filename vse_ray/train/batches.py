@@ -9,10 +9,10 @@ from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import torch
 
-from vse_ray.arrow_columns import list_column
+from vse_ray.arrow_columns import ColumnRows, list_column
+from vse_ray.data.store.readers import table_schema
 from vse_ray.data.store.split_data import ImageStore, pad_tokens
 from vse_ray.models.base import AugmentIds
 from vse_ray.relevance import CiderReferences, CiderVectors
@@ -32,10 +32,9 @@ def train_columns(relevance_source: str | None) -> list[str]:
 def check_train_columns(data_dir: str, relevance_source: str | None) -> None:
     """ValueError naming the train captions folder when it lacks a column this relevance source needs."""
     folder = Path(data_dir) / "captions" / "split=train"
-    shard = next(folder.glob("part-*.parquet"), None)
-    if shard is None:
+    if next(folder.glob("part-*.*"), None) is None:
         raise ValueError(f"{folder}: no train captions; run precompute first")
-    have = set(pq.read_schema(shard).names)
+    have = set(table_schema(data_dir, "captions", "train").names)
     missing = [c for c in train_columns(relevance_source) if c not in have]
     if missing:
         source = training_source(relevance_source)
@@ -73,7 +72,7 @@ class TableBatches:
     """
 
     def __init__(self, table: pa.Table, batch_size: int, seed: int, rank: int = 0, world_size: int = 1):
-        self.columns = {name: table[name].to_numpy(zero_copy_only=False) for name in table.column_names}
+        self.columns = {name: ColumnRows(table[name]) for name in table.column_names}
         self.num_rows, self.batch_size, self.seed = table.num_rows, batch_size, seed
         self.rank, self.world_size = rank, world_size
         if self.num_rows // world_size < batch_size:

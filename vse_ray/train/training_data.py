@@ -77,7 +77,7 @@ class TrainingData:
             images.values.shape[1:],
             cfg.model_params,
         )
-        val = load_split(cfg.data_dir, "val", raw=cfg.finetune).first_images(cfg.val_images)
+        val = load_split(cfg.data_dir, "val", raw=cfg.finetune, images=cfg.val_images)
         check_same_image_shape(images, val.images, cfg.data_dir, "val")
         vocab = load_vocab(cfg.data_dir)
         vocab_size = max(vocab.values()) + 1

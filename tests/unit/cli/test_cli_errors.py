@@ -69,11 +69,11 @@ def test_unfinished_precompute_is_refused(store, tmp_path):
 def test_files_are_checked_against_the_manifest(store, tmp_path):
     assert verify_data_dir(store).images == {"train": 96, "val": 20, "test": 20}
     folder = shutil.copytree(store, tmp_path / "f")
-    shard = next((folder / "captions" / "split=train").glob("*.parquet"))
-    shard.rename(shard.with_name("part-9.parquet"))
-    with pytest.raises(ValueError, match=r"missing, e\.g\. captions/split=train/part-0\.parquet"):
+    shard = next((folder / "captions" / "split=train").glob("*.arrow"))
+    shard.rename(shard.with_name("part-9.arrow"))
+    with pytest.raises(ValueError, match=r"missing, e\.g\. captions/split=train/part-00000000\.arrow"):
         verify_data_dir(folder)
-    shard.with_name("part-9.parquet").rename(shard)
+    shard.with_name("part-9.arrow").rename(shard)
     manifest = json.loads((folder / "manifest.json").read_text())
     key = "relevance/val/cider/part-00000000.parquet"
     manifest["shards"][key]["sha256"] = "0" * 64

@@ -87,9 +87,10 @@ def test_karpathy_fields_are_checked_and_ids_are_unique(tmp_path, change, fragme
 
 def test_a_missing_train_caption_is_refused_naming_its_image(store, tmp_path):
     data = _copy(store, tmp_path)
-    shard = sorted((data / "captions" / "split=train").glob("part-*.parquet"))[0]
-    table = pq.read_table(shard)
-    pq.write_table(table.slice(1), shard)  # the first image loses one caption
+    shard = sorted((data / "captions" / "split=train").glob("part-*.arrow"))[0]
+    table = pa.ipc.open_file(shard).read_all()
+    with pa.ipc.new_file(shard, table.schema) as writer:
+        writer.write_table(table.slice(1))  # the first image loses one caption
     manifest = json.loads((data / "manifest.json").read_text())
     (data / "manifest.json").write_text(json.dumps({**manifest, **describe_folder(data)}))
     result = run_cli(["train", "--data", str(data), "--output-dir", str(tmp_path / "out")])
@@ -104,13 +105,20 @@ def test_a_run_name_mlflow_cannot_filter_is_refused_before_ray_starts(store, tmp
     assert not out.exists()
 
 
-@pytest.mark.parametrize("content", [b"garbage", b"PAR1" + b"\0" * 20])
-def test_a_garbage_or_truncated_shard_is_named(store, tmp_path, content):
+@pytest.mark.parametrize(
+    ("table", "content", "kind"),
+    [
+        ("captions", b"garbage", "Arrow IPC"),
+        ("captions", b"ARROW1" + b"\0" * 20, "Arrow IPC"),
+        ("relevance/val/sbert", b"PAR1" + b"\0" * 20, "Parquet"),
+    ],
+)
+def test_a_garbage_or_truncated_shard_is_named(store, tmp_path, table, content, kind):
     data = _copy(store, tmp_path)
-    shard = sorted((data / "captions" / "split=val").glob("part-*.parquet"))[0]
+    shard = sorted((data / table).glob("**/part-*.*"))[0]
     shard.write_bytes(content)
     result = run_cli(["train", "--data", str(data), "--output-dir", str(tmp_path / "out")])
-    one_error_line(result, str(shard), "not a readable Parquet file")
+    one_error_line(result, str(shard), f"not a readable {kind} file")
 
 
 def _precomp_args(folder, out):

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 import pytest
 import torch
@@ -21,7 +22,7 @@ from vse_ray.data.precompute.config import ExecutionOptions, PrecomputeConfig
 from vse_ray.data.precompute.run import precompute
 from vse_ray.data.store.readers import iter_relevance
 from vse_ray.data.store.shards import sha256_file
-from vse_ray.data.store.verify import verify_data_dir
+from vse_ray.data.store.verify import shard_rows, verify_data_dir
 from vse_ray.data.synthetic.dataset import generate_synthetic, synthetic_image
 from vse_ray.data.synthetic.scene import scene_descriptor
 from vse_ray.features import CNNFeatureExtractor
@@ -48,7 +49,7 @@ def test_tables_have_the_documented_schema_and_counts(tiny):
     assert features.schema.field("feature").type == pa.list_(pa.float32(), 256)
     assert features.schema.field("image").type == pa.binary()
     assert features.num_rows == 60 and len(set(features["image_id"].to_pylist())) == 60
-    captions = pq.read_table(tiny / "captions")
+    captions = pads.dataset(tiny / "captions", format="arrow").to_table()  # plain pyarrow, Arrow IPC files
     assert captions.num_rows == 300 and len(set(captions["caption_id"].to_pylist())) == 300
     assert captions.schema.field("tokens").type == pa.list_(pa.int32())
     assert captions.schema.field("sbert").type == pa.list_(pa.float32(), 384)
@@ -62,16 +63,26 @@ def test_tables_have_the_documented_schema_and_counts(tiny):
         assert load_captions(str(tiny), split).num_rows == 5 * n
 
 
-def test_load_captions_reads_the_columns_asked_for_whole_and_in_order(tiny):
-    """Training reads a few columns of the train split: only those, one chunk each, sorted by caption_id,
-    equal to the same columns of the whole table; a missing column names the folder."""
+def test_load_captions_maps_the_files_and_reads_the_columns_asked_for(tiny, tmp_path):
+    """Training reads a few columns of the train split, memory-mapped: nothing of the files is copied into
+    the process. A folder of schema version 2 (Parquet captions, one file out of order here) reads the
+    same table, its columns one chunk each; a missing column names the folder."""
     whole = load_captions(str(tiny), "train")
-    some = load_captions(str(tiny), "train", ["svd", "image_id"])
-    assert some.column_names == ["svd", "image_id"]
-    assert all(some[name].num_chunks == 1 for name in some.column_names)
-    assert some.equals(whole.select(["svd", "image_id"]))
     ids = whole["caption_id"].to_numpy()
-    assert (ids[1:] > ids[:-1]).all()
+    assert (ids[1:] > ids[:-1]).all() and whole["svd"].num_chunks > 1
+    before = pa.total_allocated_bytes()
+    some = load_captions(str(tiny), "train", ["svd", "image_id"])
+    assert pa.total_allocated_bytes() == before  # views of the maps: no buffer allocated
+    assert some.column_names == ["svd", "image_id"]
+    assert some.equals(whole.select(["svd", "image_id"]))
+    older = tmp_path / "captions" / "split=train"
+    older.mkdir(parents=True)
+    shards = sorted((tiny / "captions" / "split=train").glob("part-*.arrow"))
+    for index, shard in enumerate(reversed(shards)):
+        pq.write_table(pa.ipc.open_file(shard).read_all(), older / f"part-{index}.parquet")
+    from_parquet = load_captions(str(tmp_path), "train", ["svd", "image_id"])
+    assert from_parquet.equals(some)
+    assert all(from_parquet[name].num_chunks == 1 for name in from_parquet.column_names)
     with pytest.raises(ValueError, match=r"split=train: no column\(s\) \['nope'\]"):
         load_captions(str(tiny), "train", ["image_id", "nope"])
 
@@ -180,7 +191,7 @@ def test_scene_descriptors_and_relevance_come_from_the_scenes(tiny):
 
 def test_manifest_records_counts_checksums_and_config(tiny):
     manifest = load_manifest(str(tiny))
-    assert manifest["schema_version"] == 2 and manifest["config_hash"] == CONFIG.hash()
+    assert manifest["schema_version"] == 3 and manifest["config_hash"] == CONFIG.hash()
     assert manifest["rows"]["images"] == SIZES and manifest["rows"]["rejects"] == 0
     assert manifest["dims"] == {
         "feature": 256,
@@ -190,12 +201,12 @@ def test_manifest_records_counts_checksums_and_config(tiny):
         "sbert": 384,
         "svd": 16,
     }
-    patterns = ("*/split=*/*.parquet", "relevance/*/*/*.parquet")
+    patterns = ("features/split=*/*.parquet", "captions/split=*/*.arrow", "relevance/*/*/*.parquet")
     files = sorted(str(p.relative_to(tiny)) for g in patterns for p in tiny.glob(g))
     assert sorted(manifest["shards"]) == files
     for name, info in manifest["shards"].items():
         assert sha256_file(tiny / name) == info["sha256"]
-        assert pq.read_metadata(tiny / name).num_rows == info["rows"]
+        assert shard_rows(tiny / name) == info["rows"]
     assert sorted(manifest["relevance"]) == [
         f"{s}/{r}" for s in ("test", "val") for r in ("cider", "sbert", "scene", "svd")
     ]

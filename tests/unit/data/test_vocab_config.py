@@ -11,6 +11,7 @@ from vse_ray.data.precompute.concepts import write_concepts
 from vse_ray.data.precompute.config import PrecomputeConfig
 from vse_ray.data.precompute.manifest import FORMAT, STATE_CONFIG, claim_output
 from vse_ray.data.precompute.vocab import build_vocab, encode
+from vse_ray.data.store.schema import SCHEMA_VERSION
 from vse_ray.data.store.verify import model_files
 from vse_ray.special_tokens import END, START, UNK
 
@@ -74,6 +75,22 @@ def test_changed_config_is_refused_unless_overwrite(tmp_path):
         claim_output(out, PrecomputeConfig(n_train=11), overwrite=False)
     claim_output(out, PrecomputeConfig(n_train=11), overwrite=True)
     assert not (out / "features").exists()
+
+
+def test_a_folder_of_an_earlier_store_layout_is_not_resumed(tmp_path):
+    """Schema version 2 wrote captions as Parquet: resuming its folder would mix the two layouts."""
+    out = tmp_path / "out"
+    claim_output(out, PrecomputeConfig(n_train=10), overwrite=False)
+    record = json.loads((out / STATE_CONFIG).read_text())
+    assert record["schema_version"] == SCHEMA_VERSION
+    del record["schema_version"]  # as version 2 wrote it
+    (out / STATE_CONFIG).write_text(json.dumps(record))
+    (out / "captions").mkdir()
+    with pytest.raises(ValueError, match="layout of schema version 2, .* writes version 3 .*--overwrite"):
+        claim_output(out, PrecomputeConfig(n_train=10), overwrite=False)
+    assert (out / "captions").exists()
+    claim_output(out, PrecomputeConfig(n_train=10), overwrite=True)
+    assert not (out / "captions").exists()
 
 
 @pytest.mark.parametrize("overwrite", [False, True])

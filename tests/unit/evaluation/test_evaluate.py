@@ -60,3 +60,22 @@ def test_k_series_groups_directions_and_variants():
     series = k_series(metrics, "NCS")
     assert set(series) == {"i2t"} and series["i2t"][0].tolist() == [1, 10]
     assert series["i2t"][1].tolist() == [0.1, 0.3]
+
+
+@pytest.mark.parametrize("store", ["tiny_data_dir", "tiny_region_dir"])
+def test_the_first_images_of_a_split_read_only_their_rows(store, request):
+    """Validation on the first n dev images: the same images, captions and relevance as the whole split
+    cut down to them, without reading the other images' rows."""
+    folder = str(request.getfixturevalue(store))
+    whole, part = load_split(folder, "val", raw=False), load_split(folder, "val", raw=False, images=3)
+    ids = whole.images.image_ids[:3]
+    keep = np.flatnonzero(np.isin(whole.caption_image_ids, ids))
+    np.testing.assert_array_equal(part.images.image_ids, ids)
+    np.testing.assert_array_equal(part.images.tensor(ids).numpy(), whole.images.tensor(ids).numpy())
+    np.testing.assert_array_equal(part.caption_ids, whole.caption_ids[keep])
+    assert part.texts == [whole.texts[k] for k in keep] and len(keep) == 15
+    assert all(np.array_equal(a, whole.tokens[k]) for a, k in zip(part.tokens, keep, strict=True))
+    assert sorted(part.relevance) == sorted(whole.relevance) != []
+    for name, matrix in whole.relevance.items():
+        np.testing.assert_array_equal(part.relevance[name], matrix[:3][:, keep])
+    assert load_split(folder, "val", raw=False, images=10_000).caption_ids.shape == whole.caption_ids.shape

@@ -103,4 +103,4 @@ def run_caption_stage(
     res = plan_resources(options.sbert_actors, "sbert_actors", len(todo))
     with pool_placement(res) as placement:
         ds = map_in_actor_pool(ds, CaptionVectorizer, kwargs, res, placement)
-        return write_shards(ds, ledger, todo, captions_table)
+        return write_shards(ds, ledger, todo, captions_table, file_format="arrow")  # read by row

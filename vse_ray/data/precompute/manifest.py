@@ -79,12 +79,18 @@ def check_output(out: Path, config: PrecomputeConfig, overwrite: bool) -> bool:
                 "(--overwrite deletes only vse_ray folders)"
             )
         previous = record["config_hash"]
-        if previous != config.hash():
+        version = record.get("schema_version", 2)  # written since version 3; every earlier folder is 2
+        if previous != config.hash() or version != SCHEMA_VERSION:
             if not overwrite:
                 raise ValueError(
                     f"out folder {out} was written with another config (hash {previous[:12]}); the "
                     f"current config has hash {config.hash()[:12]}. Pass --overwrite to delete it and start "
                     "again, or choose another --out."
+                    if previous != config.hash()
+                    else f"out folder {out} was written in the store layout of schema version {version}, "
+                    f"and this vse_ray writes version {SCHEMA_VERSION} (captions as Arrow IPC files), so "
+                    "it cannot resume or redo it there. Pass --overwrite to delete it and start again, or "
+                    "choose another --out; training still reads the folder as it is."
                 )
             foreign = _foreign_entries(out)
             if foreign:
@@ -102,7 +108,12 @@ def claim_output(out: Path, config: PrecomputeConfig, overwrite: bool) -> None:
     checks of :func:`check_output`)."""
     if check_output(out, config, overwrite):
         shutil.rmtree(out)
-    record = {"format": FORMAT, "config_hash": config.hash(), "config": config.resolved().to_dict()}
+    record = {
+        "format": FORMAT,
+        "schema_version": SCHEMA_VERSION,
+        "config_hash": config.hash(),
+        "config": config.resolved().to_dict(),
+    }
     write_json_atomic(record, out / STATE_CONFIG)
 
 

@@ -23,7 +23,7 @@ from vse_ray.data.sources.image_io import FileImages, SyntheticImages
 from vse_ray.data.sources.karpathy import read_karpathy
 from vse_ray.data.sources.precomp import read_precomp
 from vse_ray.data.sources.source import Source, SplitSource, select_splits
-from vse_ray.data.store.readers import load_vocab
+from vse_ray.data.store.readers import load_vocab, table_schema
 from vse_ray.data.store.shards import sha256_file
 from vse_ray.data.synthetic.dataset import generate_synthetic
 from vse_ray.data.synthetic.scene import scene_descriptor
@@ -103,9 +103,8 @@ def write_rejects(out: Path, rejects: list[dict]) -> None:
 
 
 def _vector_width(out: Path, table: str, column: str) -> int:
-    """Width of a vector column, read from the schema of one train shard."""
-    path = next((out / table / "split=train").glob("part-*.parquet"))
-    return int(pq.read_schema(path).field(column).type.list_size)
+    """Width of a vector column, read from the schema of the train shards."""
+    return int(table_schema(str(out), table, "train").field(column).type.list_size)
 
 
 def feature_dims(out: Path) -> dict:

@@ -26,6 +26,18 @@ def _table_dir(data_dir: str, table: str, split: str) -> Path:
     return path
 
 
+def shard_format(folder: Path) -> str:
+    """The file format of a table folder's shards: "arrow" for Arrow IPC (region features; captions since
+    schema version 3), else "parquet"."""
+    return "arrow" if any(folder.glob("part-*.arrow")) else "parquet"
+
+
+def table_schema(data_dir: str, table: str, split: str) -> pa.Schema:
+    """The schema of a split's ``features`` or ``captions`` table, from its shards' metadata."""
+    folder = _table_dir(data_dir, table, split)
+    return pads.dataset(folder, format=shard_format(folder)).schema
+
+
 def load_manifest(data_dir: str) -> dict:
     """The parsed ``manifest.json``; ValueError when the folder holds no finished precompute."""
     path = Path(data_dir) / "manifest.json"
@@ -51,8 +63,7 @@ def read_features_table(data_dir: str, split: str, columns: list[str]) -> pa.Tab
     """Columns of a split's ``features`` table from its Parquet or Arrow IPC (region) shards;
     ValueError naming the folder when a column is missing."""
     folder = _table_dir(data_dir, "features", split)
-    file_format = "arrow" if any(folder.glob("part-*.arrow")) else "parquet"
-    dataset = pads.dataset(folder, format=file_format)
+    dataset = pads.dataset(folder, format=shard_format(folder))
     missing = [c for c in columns if c not in dataset.schema.names]
     if missing:
         raise ValueError(f"{folder}: no column(s) {missing}; it has {dataset.schema.names}")
@@ -73,24 +84,32 @@ def load_captions(data_dir: str, split: str, columns: Sequence[str] | None = Non
     """The ``captions`` table of a split (only ``columns``, in that order, when given), sorted by
     ``caption_id``; ValueError naming the folder when a column is missing.
 
-    Reads just the columns asked for, and sorts only shards written out of order: a train split's relevance
-    vectors are most of its bytes (3-4 KB a caption, 566k captions in COCO), and a sort copies them all."""
+    Arrow IPC shards are memory-mapped, not read: the table's columns are views of the files, so a
+    training process holds none of the split's vectors (3-4 KB a caption, 566k captions in COCO) in its
+    own memory, and the page cache serves every process of a node. Parquet shards (folders of schema
+    version 2) are read, only the columns asked for, one chunk a column."""
     folder = _table_dir(data_dir, "captions", split)
+    file_format = shard_format(folder)
     read = None
     if columns is not None:
-        have = pads.dataset(folder, format="parquet").schema.names
+        have = pads.dataset(folder, format=file_format).schema.names
         missing = [c for c in columns if c not in have]
         if missing:
             raise ValueError(f"{folder}: no column(s) {missing}; it has {have}")
         read = list(dict.fromkeys(["caption_id", *columns]))
-    table = pq.read_table(folder, columns=read)
-    ids = table["caption_id"].to_numpy()
-    if bool((ids[1:] > ids[:-1]).all()):
+    if file_format == "arrow":
+        shards = [
+            pa.ipc.open_file(pa.memory_map(str(p))).read_all() for p in sorted(folder.glob("part-*.arrow"))
+        ]
+        table = pa.concat_tables(shards).select(read) if read else pa.concat_tables(shards)
+    else:
+        table = pq.read_table(folder, columns=read)
         # one contiguous chunk a column (batches index rows without copies), one column at a time
         for index, name in enumerate(table.column_names):
             table = table.set_column(index, name, table[name].combine_chunks())
-    else:
-        table = table.sort_by("caption_id")  # contiguous too
+    ids = table["caption_id"].to_numpy()
+    if not bool((ids[1:] > ids[:-1]).all()):  # precompute writes them in order: a sort copies every column
+        table = table.sort_by("caption_id")
     return table if columns is None else table.select(list(columns))
 
 
@@ -122,17 +141,29 @@ def iter_relevance(
             yield batch["image_id"].to_numpy(), vectors(batch["relevance"])
 
 
-def load_relevance(data_dir: str, split: str, source: str, chunk_rows: int = 256) -> np.ndarray:
+def load_relevance(
+    data_dir: str,
+    split: str,
+    source: str,
+    chunk_rows: int = 256,
+    rows: int | None = None,
+    columns: np.ndarray | None = None,
+) -> np.ndarray:
     """(n_images, n_captions) float32 matrix (rows: ascending image_id, columns: ascending caption_id),
-    filled chunk by chunk (peak memory: the matrix plus one chunk)."""
+    filled chunk by chunk (peak memory: the matrix plus one chunk); only its first `rows` rows and the
+    `columns` (caption positions) when given."""
     files = sorted(relevance_folder(data_dir, split, source).glob("part-*.parquet"))
     n_rows = sum(pq.read_metadata(f).num_rows for f in files)
+    n_rows = n_rows if rows is None else min(rows, n_rows)
     width = pq.read_schema(files[0]).field("relevance").type.list_size if files else 0
-    out = np.empty((n_rows, width), dtype=np.float32)
+    out = np.empty((n_rows, width if columns is None else len(columns)), dtype=np.float32)
     start = 0
-    for _, rows in iter_relevance(data_dir, split, source, chunk_rows):
-        out[start : start + len(rows)] = rows
-        start += len(rows)
+    for _, block in iter_relevance(data_dir, split, source, chunk_rows):
+        if start >= n_rows:
+            break
+        block = block[: n_rows - start]
+        out[start : start + len(block)] = block if columns is None else block[:, columns]
+        start += len(block)
     return out
 
 

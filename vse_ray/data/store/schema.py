@@ -1,9 +1,9 @@
 """Arrow schemas of the precompute output tables, readable by plain pyarrow.
 
-Layout of a precompute folder (``SCHEMA_VERSION`` 2)::
+Layout of a precompute folder (``SCHEMA_VERSION`` 3)::
 
     manifest.json        written last: ``format`` ("vse_ray.precompute"), schema version, config and its
-                         hash, row counts, rows and sha256 of every Parquet file (``shards``), sha256 of
+                         hash, row counts, rows and sha256 of every shard file (``shards``), sha256 of
                          vocab.json, cider_df.json and tfidf_svd.npz (``files``), relevance shapes, rejects
     vocab.json           {"word": id}; 0=<pad>, 1=<unk>, 2=<start>, 3=<end>; built from train captions only
     cider_df.json        CIDEr document frequencies of the train reference sets (CiderDocFreq.to_dict())
@@ -12,8 +12,9 @@ Layout of a precompute folder (``SCHEMA_VERSION`` 2)::
     rejects.parquet      image_id, split, path, reason of every image that could not be loaded
     features/split=<split>/part-<row>.parquet   FEATURES columns, one row per image (pooled features, pixels)
     features/split=<split>/part-<row>.arrow     the same with a region axis: Arrow IPC files (see below)
-    captions/split=<split>/part-<row>.parquet   CAPTIONS columns, one row per caption (synthetic data: plus
-                                               ``scene``, the descriptor of the caption's image)
+    captions/split=<split>/part-<row>.arrow     CAPTIONS columns, one row per caption (synthetic data: plus
+                                               ``scene``, the descriptor of the caption's image): Arrow IPC
+                                               files (version 2 wrote them as Parquet; still read)
     relevance/<split>/<source>/part-<row>.parquet
                          RELEVANCE columns for val/test, one row per image (ascending image_id) holding its
                          relevance to every caption of the split (ascending caption_id): the rows
@@ -33,6 +34,11 @@ tables are uncompressed Arrow IPC files of one record batch (``pyarrow.ipc.open_
 run of bytes at a fixed offset, so training reads the rows of a batch straight from the file
 (:mod:`vse_ray.data.store.region_rows`) instead of holding the split in memory, which Parquet's compressed,
 encoded pages do not allow. float16 storage halves the size; a value beyond float16's range is an error.
+
+Captions are uncompressed Arrow IPC files too: training memory-maps them
+(:func:`vse_ray.data.store.readers.load_captions`) and reads a batch's rows out of the map, so the train
+split's relevance vectors stay in the page cache, shared by a node's processes, and a process's own memory
+does not grow with the split.
 """
 
 from __future__ import annotations
@@ -43,7 +49,8 @@ import pyarrow as pa
 from vse_ray.arrow_columns import fixed_size_list
 from vse_ray.relevance.sources import SOURCES
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+READABLE_SCHEMA_VERSIONS = (2, 3)  # 2: captions as Parquet files, read into memory
 SPLIT_TYPE = pa.dictionary(pa.int32(), pa.string())
 
 

@@ -20,7 +20,8 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from vse_ray.data.store.schema import SCHEMA_VERSION
+from vse_ray.data.store.readers import shard_format
+from vse_ray.data.store.schema import READABLE_SCHEMA_VERSIONS, SCHEMA_VERSION
 from vse_ray.data.store.shards import sha256_file
 from vse_ray.relevance.sources import MODEL_FILES as SOURCE_FILES
 
@@ -88,10 +89,11 @@ def read_manifest(data_dir: str | Path) -> tuple[dict, str]:
         raise ValueError(f"{path}: expected UTF-8 JSON ({err})") from err
     if not isinstance(manifest, dict):
         raise ValueError(f"{path}: expected a JSON object, got {type(manifest).__name__}")
-    if manifest.get("schema_version") != SCHEMA_VERSION:
+    if manifest.get("schema_version") not in READABLE_SCHEMA_VERSIONS:
         raise ValueError(
             f"{path}: schema_version {manifest.get('schema_version')!r}, this vse_ray reads "
-            f"{SCHEMA_VERSION}; re-run the precompute into a new folder (or with --overwrite)"
+            f"{' and '.join(map(str, READABLE_SCHEMA_VERSIONS))}; re-run the precompute into a new folder "
+            "(or with --overwrite)"
         )
     for key in ("rows", "shards", "files"):
         if key == "files" and key not in manifest:  # written before the manifest listed them
@@ -101,7 +103,7 @@ def read_manifest(data_dir: str | Path) -> tuple[dict, str]:
     return manifest, hashlib.sha256(raw).hexdigest()
 
 
-SHARD_SUFFIXES = (".parquet", ".arrow")  # Parquet tables; Arrow IPC region features (see schema.py)
+SHARD_SUFFIXES = (".parquet", ".arrow")  # Parquet tables; Arrow IPC regions and captions (schema.py)
 
 
 def shard_rows(path: Path) -> int:
@@ -270,8 +272,9 @@ def check_captions_match_images(folder: Path, split: str, per_image: int | None)
     """ValueError naming the image ids of ``split`` whose caption count differs from the others' (or from
     ``per_image``), that have no caption, or that captions point to but the features table lacks."""
     features = folder / "features" / f"split={split}"
-    images = _ids(features, "arrow" if any(features.glob("part-*.arrow")) else "parquet")
-    ids, counts = np.unique(_ids(folder / "captions" / f"split={split}", "parquet"), return_counts=True)
+    captions = folder / "captions" / f"split={split}"
+    images = _ids(features, shard_format(features))
+    ids, counts = np.unique(_ids(captions, shard_format(captions)), return_counts=True)
     expected = per_image or int(np.bincount(counts).argmax())
     problems = [
         ("have no caption", np.setdiff1d(images, ids)),
