@@ -78,6 +78,18 @@ def checkpoint_name(path: Path, run_id: str | None) -> str:
     return f"run {run_id}: artifact {CHECKPOINT_ARTIFACT_DIR}/{CHECKPOINT_FILE}"
 
 
+def check_protocol(protocol: str, coco_ids: str | None) -> None:
+    """ValueError for an unknown protocol, or for ECCV Caption's metrics on 1K folds (they are defined on
+    the 5K test images: its positives span folds)."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol: must be one of {PROTOCOLS}, got {protocol!r}")
+    if coco_ids and protocol == "coco1k":
+        raise ValueError(
+            "--coco-ids: ECCV Caption's metrics are defined on COCO's 5K test images, not on 1K folds; "
+            "use --protocol coco5k (or full) with --coco-ids, and coco1k without it"
+        )
+
+
 def score_split(
     sims: np.ndarray, split: SplitData, protocol: str, metric_kwargs: dict[str, Any]
 ) -> dict[str, float]:
@@ -154,8 +166,7 @@ def evaluate_run(
         ensemble: further runs (ids or checkpoints) whose score matrices are averaged with `run`'s, e.g. the
             SAF run next to an SGR run for SGRAF* (the report and the logged metrics stay with `run`).
     """
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol: must be one of {PROTOCOLS}, got {protocol!r}")
+    check_protocol(protocol, coco_ids)
     block = parse_block(eval_block) if eval_block else None
     uri = resolve_tracking_uri(tracking_uri, output_dir)
     check_server(uri)  # MLflow itself retries an absent server for minutes

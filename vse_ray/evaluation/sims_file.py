@@ -15,7 +15,7 @@ import numpy as np
 from vse_ray.data.store.split_data import load_split
 from vse_ray.data.store.verify import verify_data_dir
 from vse_ray.evaluation.eccv import eccv_positives
-from vse_ray.evaluation.evaluate import PROTOCOLS, EvaluationReport, score_split
+from vse_ray.evaluation.evaluate import EvaluationReport, check_protocol, score_split
 from vse_ray.folder_names import DEFAULT_OUTPUT_DIR
 
 SIMS_ORDER = "rows: the split's images in stored order; columns: its captions sorted by caption_id"
@@ -65,8 +65,7 @@ def evaluate_sims(
         output_dir: Where the report goes.
         coco_ids: JSON mapping image/caption ids to COCO ids: adds the ECCV Caption metrics.
     """
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"protocol: must be one of {PROTOCOLS}, got {protocol!r}")
+    check_protocol(protocol, coco_ids)
     verify_data_dir(data_dir, splits=(split,))
     data = load_split(data_dir, split, raw=False)
     sims = load_sims(sims_path, len(data.images.image_ids), len(data.caption_ids))

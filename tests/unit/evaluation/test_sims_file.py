@@ -67,3 +67,13 @@ def test_help_states_the_order():
     result = CliRunner().invoke(app, ["evaluate", "--help"], terminal_width=200)
     text = " ".join(result.output.split())
     assert "sorted by caption_id" in text and "stored order" in text
+
+
+def test_eccv_on_1k_folds_is_refused_before_anything_is_read(tiny_data_dir, tmp_path):
+    """ECCV Caption's positives span the 5K test images: on 1K folds they would be cut; one line says so."""
+    path = tmp_path / "sims.npy"  # neither file exists: the check comes first
+    args = ["evaluate", "--sims", str(path), "--data", str(tiny_data_dir), "--protocol", "coco1k"]
+    args += ["--coco-ids", str(tmp_path / "ids.json"), "--output-dir", str(tmp_path / "out")]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert "--coco-ids: ECCV Caption's metrics are defined on COCO's 5K test images" in result.output
