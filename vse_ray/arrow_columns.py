@@ -58,6 +58,14 @@ class ColumnRows:
             return chunk.to_numpy()
         return chunk
 
+    @staticmethod
+    def _row(chunk: object, k: int) -> object:
+        """Row `k` of a chunk held as a list column's (offsets, values), or as Arrow values."""
+        if isinstance(chunk, tuple):
+            offsets, values = chunk
+            return values[offsets[k] : offsets[k + 1]]
+        return chunk[k].as_py()  # type: ignore[index]
+
     def __len__(self) -> int:
         return int(self.starts[-1])
 
@@ -65,16 +73,10 @@ class ColumnRows:
         index = np.asarray(index, dtype=np.int64)
         which = np.searchsorted(self.starts, index, side="right") - 1
         local = index - self.starts[which]
-        if pa.types.is_list(self.kind):
+        if not isinstance(self.chunks[0], np.ndarray):  # one object a row
             out = np.empty(len(index), dtype=object)
             for row, (c, k) in enumerate(zip(which.tolist(), local.tolist(), strict=True)):
-                offsets, values = self.chunks[c]
-                out[row] = values[offsets[k] : offsets[k + 1]]
-            return out
-        if not isinstance(self.chunks[0], np.ndarray):
-            out = np.empty(len(index), dtype=object)
-            for row, (c, k) in enumerate(zip(which.tolist(), local.tolist(), strict=True)):
-                out[row] = self.chunks[c][k].as_py()
+                out[row] = self._row(self.chunks[c], k)
             return out
         first = self.chunks[0]
         out = np.empty((len(index), *first.shape[1:]), dtype=first.dtype)

@@ -38,6 +38,15 @@ def table_schema(data_dir: str, table: str, split: str) -> pa.Schema:
     return pads.dataset(folder, format=shard_format(folder)).schema
 
 
+def _dataset_with(folder: Path, columns: Sequence[str]) -> pads.Dataset:
+    """The dataset of a table folder's shards; ValueError naming the folder when a column is missing."""
+    dataset = pads.dataset(folder, format=shard_format(folder))
+    missing = [c for c in columns if c not in dataset.schema.names]
+    if missing:
+        raise ValueError(f"{folder}: no column(s) {missing}; it has {dataset.schema.names}")
+    return dataset
+
+
 def load_manifest(data_dir: str) -> dict:
     """The parsed ``manifest.json``; ValueError when the folder holds no finished precompute."""
     path = Path(data_dir) / "manifest.json"
@@ -62,12 +71,7 @@ def vocab_mismatch(rows: int, data_dir: str, mask_row: bool = False) -> str | No
 def read_features_table(data_dir: str, split: str, columns: list[str]) -> pa.Table:
     """Columns of a split's ``features`` table from its Parquet or Arrow IPC (region) shards;
     ValueError naming the folder when a column is missing."""
-    folder = _table_dir(data_dir, "features", split)
-    dataset = pads.dataset(folder, format=shard_format(folder))
-    missing = [c for c in columns if c not in dataset.schema.names]
-    if missing:
-        raise ValueError(f"{folder}: no column(s) {missing}; it has {dataset.schema.names}")
-    return dataset.to_table(columns=columns)
+    return _dataset_with(_table_dir(data_dir, "features", split), columns).to_table(columns=columns)
 
 
 def load_features(data_dir: str, split: str) -> tuple[np.ndarray, np.ndarray]:
@@ -89,15 +93,11 @@ def load_captions(data_dir: str, split: str, columns: Sequence[str] | None = Non
     own memory, and the page cache serves every process of a node. Parquet shards (folders of schema
     version 2) are read, only the columns asked for, one chunk a column."""
     folder = _table_dir(data_dir, "captions", split)
-    file_format = shard_format(folder)
     read = None
     if columns is not None:
-        have = pads.dataset(folder, format=file_format).schema.names
-        missing = [c for c in columns if c not in have]
-        if missing:
-            raise ValueError(f"{folder}: no column(s) {missing}; it has {have}")
+        _dataset_with(folder, columns)
         read = list(dict.fromkeys(["caption_id", *columns]))
-    if file_format == "arrow":
+    if shard_format(folder) == "arrow":
         shards = [
             pa.ipc.open_file(pa.memory_map(str(p))).read_all() for p in sorted(folder.glob("part-*.arrow"))
         ]
