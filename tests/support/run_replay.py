@@ -17,6 +17,7 @@ after the words, as the official `train.py` adds it, so that the model has the o
 from __future__ import annotations
 
 import json
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,13 +27,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
+from tests.support.local_reporter import LocalReporter
 from tests.support.tiny_store import region_table
+from vse_ray.checkpoint_files import load_checkpoint
 from vse_ray.data.precompute.official_vocab import ReleasedTokenizer, read_vocab_file
 from vse_ray.data.precompute.vocab import encode
 from vse_ray.data.store.verify import describe_folder
 from vse_ray.models import build_model, official_names
 from vse_ray.special_tokens import MASK
 from vse_ray.train.config import TrainConfig
+from vse_ray.train.epoch_loop import WorkerContext, run_training
 from vse_ray.train.optim import build_optimizer
 
 CAPTIONS_PER_IMAGE = 5
@@ -166,4 +170,62 @@ def official_start(rec: Recording, cfg: TrainConfig, model_args: dict[str, Any])
         "optimizer": optimizer.state_dict(),
         "scheduler": scheduler.state_dict(),
         "history": [],
+    }
+
+
+def _perturbed(start: dict[str, Any], seed: int) -> dict[str, Any]:
+    """`start` with every floating-point weight multiplied by (1 + 1e-7·N(0, 1)): a rounding-size change."""
+    draw = torch.Generator().manual_seed(seed)
+    model = {
+        name: value * (1 + 1e-7 * torch.randn(value.shape, generator=draw, dtype=value.dtype))
+        if value.is_floating_point()
+        else value
+        for name, value in start["model"].items()
+    }
+    return {**start, "model": model}
+
+
+def rounding_copies(
+    rec: Recording,
+    cfg: TrainConfig,
+    train_captions: pa.Table,
+    start: dict[str, Any],
+    replayed: LocalReporter,
+    copies: int,
+    skip: tuple[str, ...],
+) -> dict[str, np.ndarray]:
+    """What rounding alone does to the replayed run on this machine: the run again from `copies` perturbed
+    starts (`_perturbed`), per epoch: the largest relative difference of the mean loss and of the weights
+    (max |a − b| / max |b| per tensor, `skip` left out) from `replayed`, and the range of the validation rsum
+    over the replay and its copies (`rsum_low`, `rsum_high`, `rsum_spread`)."""
+    epochs = len(replayed.history)
+    loss_diff, weight_diff = np.zeros(epochs), np.zeros(epochs)
+    rsums = [[m["rsum"] for m in replayed.history]]
+    with tempfile.TemporaryDirectory() as folder:
+        for k in range(1, copies + 1):
+            reporter = LocalReporter(Path(folder) / f"copy{k}")
+            batches = ReplayBatches(rec, train_captions)
+            run_training(
+                cfg.checked(), reporter, _perturbed(start, k), WorkerContext(batches, torch.device("cpu"))
+            )
+            rsums.append([m["rsum"] for m in reporter.history])
+            for e, (ours, base) in enumerate(zip(reporter.history, replayed.history, strict=True)):
+                loss_diff[e] = max(
+                    loss_diff[e], abs(ours["train_loss"] - base["train_loss"]) / base["train_loss"]
+                )
+                a = load_checkpoint(reporter.checkpoints[e])["model"]
+                b = load_checkpoint(replayed.checkpoints[e])["model"]
+                for name in b:
+                    if name in skip or not b[name].is_floating_point() or b[name].ndim == 0:
+                        continue
+                    scale = max(float(b[name].abs().max()), 1e-30)
+                    weight_diff[e] = max(weight_diff[e], float((a[name] - b[name]).abs().max()) / scale)
+    table = np.array(rsums)
+    low, high = table.min(axis=0), table.max(axis=0)
+    return {
+        "loss_diff": loss_diff,
+        "weight_diff": weight_diff,
+        "rsum_low": low,
+        "rsum_high": high,
+        "rsum_spread": high - low,
     }
