@@ -106,14 +106,18 @@ def main() -> None:
         np.save(out / f"{name}_ims.npy", ims)
         lines = [tokenize(c) for k in range(start, stop) for c in data.captions[k]]
         (out / f"{name}_caps.txt").write_text("\n".join(lines) + "\n")
+    size = write_vocab(out)
+    print(f"{out}: {n_train}/{n_dev}/{n_test} images x {args.regions} x {args.dim}, vocabulary {size}")
+
+
+def write_vocab(out: Path) -> int:
+    """`out/vocab.json` from `out/train_caps.txt` in the released codes' format; its size."""
     train_lines = (out / "train_caps.txt").read_text().splitlines()
     words = [w for w in build_vocab(train_lines) if w not in SPECIAL_TOKENS]
     word2idx = {w: i for i, w in enumerate((*VOCAB_SPECIALS, *words))}
     vocab = {"word2idx": word2idx, "idx2word": {str(i): w for w, i in word2idx.items()}, "idx": len(word2idx)}
     (out / "vocab.json").write_text(json.dumps(vocab))
-    print(
-        f"{out}: {n_train}/{n_dev}/{n_test} images x {args.regions} x {args.dim}, vocabulary {len(word2idx)}"
-    )
+    return len(word2idx)
 
 
 if __name__ == "__main__":

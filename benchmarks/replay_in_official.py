@@ -44,6 +44,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--data-dir", help="vse_ray's data folder (role vse_ray)")
     parser.add_argument("--official", help="checkout of woodfrog/vse_infty, branch bigru (role official)")
     parser.add_argument("--data", help="folder holding precomp/ and vocab.json (role official)")
+    parser.add_argument(
+        "--take",
+        choices=("both", "init", "draws"),
+        default="both",
+        help="role official: what it takes of vse_ray's run (init: its initial weights with the official "
+        "loader's own draws; draws: its batches and region masks from the official initial weights)",
+    )
     return parser.parse_args()
 
 
@@ -59,7 +66,7 @@ def record_vse_ray(args: argparse.Namespace, out: Path) -> None:
     from vse_ray.train.batches import BatchBuilder
     from vse_ray.train.config import TrainConfig
 
-    settings = argparse.Namespace(settings=args.settings, epochs=args.epochs)
+    settings = argparse.Namespace(settings=args.settings, epochs=args.epochs, dataset="replay")
     checked = TrainConfig(**vse_ray_config(Path(args.data_dir), out, args.seed, settings)).checked()
     cfg = checked.config
     arrays: dict[str, np.ndarray] = {}
@@ -156,25 +163,29 @@ def play_official(args: argparse.Namespace, out: Path) -> None:
     )  # fmt: skip
     run = build(official)
     for prefix, part in (("img_enc.", run.model.img_enc), ("txt_enc.", run.model.txt_enc)):
+        if args.take == "draws":
+            break
         state = part.state_dict()
         for name in state:
             ours = official_names.VSE_INF_BIGRU.ours(prefix + name)
-            if ours is not None:
-                state[name] = torch.from_numpy(rec[f"init/{ours}"])
+            if ours is not None:  # no `<mask>` row in vse_ray without augmentation
+                value = torch.from_numpy(rec[f"init/{ours}"])
+                state[name] = torch.cat([value, state[name][len(value) :]]) if value.ndim else value
         part.load_state_dict(state)
     losses: list[float] = []
     forward_loss = run.model.forward_loss
     run.model.forward_loss = lambda *a, **k: _kept(forward_loss(*a, **k), losses, run.model.img_enc.training)
     images = np.load(Path(args.data) / "precomp" / "train_ims.npy")
-    loader = RecordedBatches(rec, run, images)
+    recorded = RecordedBatches(rec, run, images)
+    loader = run.train_loader if args.take == "init" else recorded
     arrays: dict[str, np.ndarray] = {}
     val = []
     for epoch in range(args.epochs):
-        loader.epoch = epoch
+        recorded.epoch = epoch
         val.append(train_epoch(run, epoch, loader))
         for prefix, part in (("img_enc.", run.model.img_enc), ("txt_enc.", run.model.txt_enc)):
             arrays.update({f"epoch{epoch + 1}/{prefix}{n}": v.numpy() for n, v in part.state_dict().items()})
-        a, b = loader.bounds[epoch], loader.bounds[epoch + 1]
+        a, b = recorded.bounds[epoch], recorded.bounds[epoch + 1]
         print(
             f"epoch {epoch + 1}: val rsum official {val[-1]:.1f}, vse_ray {rec['val_rsum'][epoch]:.1f}; "
             f"mean loss official {np.mean(losses[a:b]):.4f}, vse_ray {rec['losses'][a:b].mean():.4f}",
@@ -183,7 +194,7 @@ def play_official(args: argparse.Namespace, out: Path) -> None:
     test = final_test_rsum(run)
     print(f"test rsum official {test:.1f}, vse_ray {float(rec['test_rsum']):.1f}", flush=True)
     arrays |= {"losses": np.array(losses), "val_rsum": np.array(val), "test_rsum": np.array(test)}
-    np.savez_compressed(out / f"official_s{args.seed}.npz", **arrays)
+    np.savez_compressed(out / f"official_{args.take}_s{args.seed}.npz", **arrays)
 
 
 def _kept(loss: torch.Tensor, losses: list[float], training: bool) -> torch.Tensor:

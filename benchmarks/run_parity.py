@@ -36,6 +36,15 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 SIDES = ("official", "vse_ray")
+# Datasets of different kinds (name: maker script and its options), each made once under `--out`.
+DATASETS = {
+    # rendered-scene attributes in every signal region, captions of five attributes, width 256
+    "scenes": ("make_region_dataset.py", ["--noise", "2.5"]),
+    # the same scenes at the width of bottom-up features
+    "scenes_2048": ("make_region_dataset.py", ["--noise", "2.5", "--dim", "2048"]),
+    # 1-3 objects among pure-noise regions, template captions: many captions identical across images
+    "objects": ("make_objects_dataset.py", []),
+}
 
 
 def parse_args() -> argparse.Namespace:
@@ -46,19 +55,21 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--seed-list", type=int, nargs="+", help="these seeds instead (run in this order)")
     parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--settings", choices=("adam", "released"), default="adam")
-    parser.add_argument("--noise", type=float, default=2.5, help="region noise std of the dataset")
+    parser.add_argument("--dataset", choices=sorted(DATASETS), default="scenes", help="see DATASETS")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each)")
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES))
     return parser.parse_args()
 
 
-def make_data(out: Path, noise: float) -> tuple[Path, Path]:
-    """The precomp folder (as the official code reads it) and vse_ray's folder precomputed from its files."""
-    precomp = out / f"regions_noise{noise}"
+def make_data(out: Path, dataset: str) -> tuple[Path, Path]:
+    """The precomp folder (as the official code reads it, with its vocabulary file) and vse_ray's folder,
+    precomputed from the same files as a new user would: `precompute --dataset precomp`, vse_ray's own
+    vocabulary."""
+    precomp = out / dataset
     if not (precomp / "vocab.json").exists():
-        maker = [sys.executable, str(HERE / "make_region_dataset.py")]
-        subprocess.run([*maker, "--out", str(precomp), "--noise", f"{noise}"], check=True)
-    official = out / f"official_noise{noise}"
+        script, options = DATASETS[dataset]
+        subprocess.run([sys.executable, str(HERE / script), "--out", str(precomp), *options], check=True)
+    official = out / f"official_{dataset}"
     (official / "precomp").mkdir(parents=True, exist_ok=True)
     for file in precomp.iterdir():
         link = official / "precomp" / file.name
@@ -66,12 +77,12 @@ def make_data(out: Path, noise: float) -> tuple[Path, Path]:
             link.symlink_to(file)
     if not (official / "vocab.json").exists():
         (official / "vocab.json").symlink_to(precomp / "vocab.json")
-    store = out / f"vse_ray_noise{noise}"
+    store = out / f"vse_ray_{dataset}"
     if not (store / "manifest.json").exists():
         subprocess.run(
             [
                 *("vse-ray", "precompute", "--dataset", "precomp", "--precomp-dir", str(precomp)),
-                *("--vocab", str(precomp / "vocab.json"), "--relevance", "svd", "--out", str(store)),
+                *("--relevance", "svd", "--out", str(store)),
             ],
             check=True,
         )
@@ -129,13 +140,13 @@ def vse_ray_config(store: Path, out: Path, seed: int, args: argparse.Namespace) 
         "word_dim": 300,
         "embed_dim": 256,
         "seed": seed,
-        "output_dir": str(out / "vse_ray_runs"),
+        "output_dir": str(out / args.dataset / "vse_ray_runs"),
     }
 
 
 def run_one(side: str, seed: int, args: argparse.Namespace, official: Path, store: Path, out: Path) -> dict:
     """One seed's run on one side, cached as `<out>/<settings>/<side>_s<seed>.json`."""
-    result = out / args.settings / f"{side}_s{seed}.json"
+    result = out / args.dataset / args.settings / f"{side}_s{seed}.json"
     if result.exists():
         return json.loads(result.read_text())
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -159,7 +170,7 @@ def run_one(side: str, seed: int, args: argparse.Namespace, official: Path, stor
 
 def report(runs: dict[str, list[dict]], args: argparse.Namespace) -> str:
     """The Markdown report: per seed, means, sds and the three targets."""
-    lines = [f"# Run parity, VSE∞ BiGRU, settings `{args.settings}`, noise {args.noise}", ""]
+    lines = [f"# Run parity, VSE∞ BiGRU, dataset `{args.dataset}`, settings `{args.settings}`", ""]
     header = " | ".join(f"val e{e + 1}" for e in range(args.epochs))
     lines += [f"| side | seed | test rsum | {header} |", "|---" * (3 + args.epochs) + "|"]
     for side, records in runs.items():
@@ -194,15 +205,15 @@ def main() -> None:
     args = parse_args()
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    official, store = make_data(out, args.noise)
+    official, store = make_data(out, args.dataset)
     seeds = args.seed_list or range(args.seeds)
     jobs = [(side, seed) for seed in seeds for side in args.sides]
     with ThreadPoolExecutor(args.jobs) as pool:
         done = list(pool.map(lambda job: run_one(*job, args, official, store, out), jobs))
     runs = {side: [r for (s, _), r in zip(jobs, done, strict=True) if s == side] for side in args.sides}
     text = report(runs, args)
-    (out / f"run_parity_{args.settings}.md").write_text(text)
-    (out / f"run_parity_{args.settings}.json").write_text(json.dumps(runs, indent=1))
+    (out / f"run_parity_{args.dataset}_{args.settings}.md").write_text(text)
+    (out / f"run_parity_{args.dataset}_{args.settings}.json").write_text(json.dumps(runs, indent=1))
     print(text)
 
 
