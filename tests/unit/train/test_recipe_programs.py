@@ -41,7 +41,7 @@ STEPS_500 = {"f30k": 500, "coco": 500, "iaprtc12": 0}  # IAPR TC-12: 140 steps a
 PROGRAMS = {
     "vsepp": Program(
         "fartashf/vsepp abe382f: data.py (Flickr30K: every dev caption; COCO: coco_dev_ids[:5000]), train.py "
-        "(mid-epoch validation discarded), README (30 epochs; fine-tuning 15)",
+        "(30 epochs; mid-epoch validation discarded); the fine-tuned rows 15 more (vsepp.md Sec. 3.2)",
         {"f30k": 30, "coco": 30, "ft": 15},
         {"f30k": 1014, "coco": 1000},
         EPOCH_ENDS,
