@@ -1,0 +1,225 @@
+"""Every recipe against the released program it follows: the validation images, the checkpoint rule and the
+epoch count.
+
+Each `Program` row was read in its repository (files and commit in ``read``). vse_ray keeps the best
+validation rsum of a run, validating after each epoch and every ``val_every`` steps; a program that keeps its
+checkpoint by another measure, or counts its steps otherwise, must be listed by every recipe that follows it
+(``listed``: keys of its ``deviations:`` entries). The SCAN-style ``PrecompDataset`` loaders set the dev
+split's length to 5,000 captions: validation sees the first 1,000 of Flickr30K's 1,014 dev images
+(``val_images: 1000``), and LSEH's IAPR TC-12 loaders the first 1,000 dev captions, all 1,000 images.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from vse_ray.train.recipe import load_recipe, read_recipe, recipe_names
+
+DEV_IMAGES = {"f30k": 1014, "coco": 5000, "iaprtc12": 1000}  # the dev split a recipe's data holds
+PRECOMP = {"f30k": 1000, "coco": 1000, "iaprtc12": 1000}  # the first 5,000 (IAPR TC-12: 1,000) dev captions
+
+
+@dataclass(frozen=True)
+class Program:
+    """A released training program: what it validates on, when it keeps a checkpoint, how long it trains."""
+
+    read: str  # where this row was read
+    epochs: dict[str, int]  # per dataset, "dataset/module" or "ft" (a second stage)
+    val_images: dict[str, int]  # images validated on, per dataset
+    val_every: dict[str, int]  # vse_ray's val_every for its mid-epoch selection (0: epoch ends only)
+    listed: tuple[str, ...] = ()  # deviation keys for what vse_ray does otherwise
+    val_listed: str = ""  # the deviation key that lists other validation images
+
+
+EPOCH_ENDS = {"f30k": 0, "coco": 0, "iaprtc12": 0}
+STEPS_500 = {"f30k": 500, "coco": 500, "iaprtc12": 0}  # IAPR TC-12: 140 steps an epoch, listed (val_steps)
+
+PROGRAMS = {
+    "vsepp": Program(
+        "fartashf/vsepp abe382f: data.py (Flickr30K: every dev caption; COCO: coco_dev_ids[:5000]), train.py "
+        "(30 epochs; mid-epoch validation discarded); the fine-tuned rows 15 more (vsepp.md Sec. 3.2)",
+        {"f30k": 30, "coco": 30, "ft": 15},
+        {"f30k": 1014, "coco": 1000},
+        EPOCH_ENDS,
+    ),
+    "ladder": Program(
+        "cdluminate/ladderloss b37ad78 Code/thCapRank.py: 1,000 validation images of a seeded split with "
+        "their first caption, R@1 + R@5 + R@10 at step 0, every 512 global steps and at the end; --maxepoch "
+        "30, fine-tuning 15",
+        {"f30k": 30, "coco": 30, "ft": 15},
+        {"f30k": 1000, "coco": 1000},
+        {"f30k": 512, "coco": 512},
+        listed=("selection",),
+        val_listed="split",
+    ),
+    "ladder_bcls": Program(
+        "the ladder code as above at BCLS's stated settings (bcls_kendall.md Sec. IV-A: 20 epochs)",
+        {"f30k": 20, "coco": 20},
+        {"f30k": 1000, "coco": 1000},
+        {"f30k": 512, "coco": 512},
+        listed=("selection",),
+        val_listed="split",
+    ),
+    "vse_infty": Program(
+        "woodfrog/vse_infty c9943b2 train_region.sh (25 epochs), train.py; lib/datasets/image_caption.py "
+        "d2a2221 (no IAPR TC-12 reader: the LMH1 row validates on its 1,000 dev images)",
+        {"f30k": 25, "coco": 25, "iaprtc12": 25},
+        PRECOMP,
+        EPOCH_ENDS,
+    ),
+    "vse_infty_lseh": Program(
+        "yangong23/VSEnetworksLSEH VSEinfty_LSEH/train.py 5985980 (mid-epoch validation discarded), "
+        "arguments.py (30 epochs), lib/datasets/image_caption.py 5985980; IAPRTC12/ 06ac977",
+        {"f30k": 30, "coco": 30, "iaprtc12": 30},
+        PRECOMP,
+        EPOCH_ENDS,
+    ),
+    "vsepp_lseh": Program(
+        "yangong23/VSEnetworksLSEH VSEpp_LSEH/train.py 9b3db21 (30 epochs; rsum every 500 global steps and "
+        "at epoch ends), data.py ace0e0d; IAPRTC12/data.py 32ee520",
+        {"f30k": 30, "coco": 30, "iaprtc12": 30},
+        PRECOMP,
+        STEPS_500,
+        listed=("selection", "val_steps"),
+    ),
+    "vsrn": Program(
+        "KunpengLi1994/VSRN 777ae74 train.py (30 epochs; R@1 + R@5 every 500 global steps and at epoch "
+        "ends), data.py 5fb66f3; yangong23/VSEnetworksLSEH VSRN_LSEH/train.py 6389bfd, data.py 3cdec5a",
+        {"f30k": 30, "coco": 30, "iaprtc12": 30},
+        PRECOMP,
+        STEPS_500,
+        listed=("selection", "val_steps"),
+    ),
+    "sgraf": Program(
+        "Paranioar/SGRAF 50d0c6f README (Flickr30K: SGR 40 epochs, SAF 30; COCO 20; LMH1 on IAPR TC-12: the "
+        "Flickr30K ones), train.py (mid-epoch validation discarded), data.py 939af22",
+        {"f30k/sgr": 40, "f30k/saf": 30, "coco": 20, "iaprtc12/sgr": 40, "iaprtc12/saf": 30},
+        PRECOMP,
+        EPOCH_ENDS,
+    ),
+    "sgraf_lseh": Program(
+        "yangong23/VSEnetworksLSEH SGRAF_LSEH/train.py a0952e6, data.py 183f8ff, the README's commands "
+        "(Flickr30K: SGR 40 epochs, SAF 30; COCO 20); IAPRTC12/opts.py b1db4fb (40), data.py 259bfb0",
+        {"f30k/sgr": 40, "f30k/saf": 30, "coco": 20, "iaprtc12": 40},
+        PRECOMP,
+        EPOCH_ENDS,
+    ),
+    "bcls": Program(
+        "BCLS's stated settings (bcls_kendall.md Sec. IV-A: 20 epochs) on SGRAF's (939af22) and SCAN's "
+        "(kuanghuei/SCAN 053693f) data.py and train.py (rsum at epoch ends)",
+        {"f30k": 20, "coco": 20},
+        PRECOMP,
+        EPOCH_ENDS,
+    ),
+    "cvse": Program(
+        "BruceW91/CVSE data.py d4a0b4e, train_f30k.py 1dc771f (50 epochs), train_coco.py 443f0cd (30); "
+        "mid-epoch validation discarded",
+        {"f30k": 50, "coco": 30},
+        PRECOMP,
+        EPOCH_ENDS,
+    ),
+    "sam_cvse": Program(
+        "AndresPMD/semantic_adaptive_margin 554fef3 data.py, train_f30k.py (50 epochs), train_coco.py (30): "
+        "--use_metric keeps the epoch end with the best NCS sum; mid-epoch validation discarded",
+        {"f30k": 50, "coco": 30},
+        PRECOMP,
+        EPOCH_ENDS,
+        listed=("selection",),
+    ),
+    "gsmn": Program(
+        "CrossmodalGroup/GSMN dcc0f61 README (Flickr30K 30 epochs, COCO 20), train.py (mid-epoch validation "
+        "discarded), data.py",
+        {"f30k": 30, "coco": 20},
+        PRECOMP,
+        EPOCH_ENDS,
+    ),
+}
+
+FOLLOWS = [  # (recipe name pattern, program): the first match
+    (r"^vsepp_bcls_", "ladder_bcls"),
+    (r"_bcls_", "bcls"),
+    (r"^(cvsepp|vsepp_ladder)_", "ladder"),
+    (r"^vsepp_(lseh|lmh1|lmh2)_", "vsepp_lseh"),
+    (r"^(vsepp|vse0)_", "vsepp"),
+    (r"^vse_inf_(lseh|lmh2)_", "vse_infty_lseh"),
+    (r"^vse_inf_", "vse_infty"),
+    (r"^vsrn_", "vsrn"),
+    (r"^sgraf_(sgr|saf)_(lseh|lmh2)_", "sgraf_lseh"),
+    (r"^(sgraf|sgr|saf)_", "sgraf"),
+    (r"^cvse_baseline_", "cvse"),
+    (r"^cvse_", "sam_cvse"),
+    (r"^gsmn_", "gsmn"),
+]
+
+
+def _program(name: str) -> Program:
+    return PROGRAMS[next(program for pattern, program in FOLLOWS if re.search(pattern, name))]
+
+
+def _dataset(name: str) -> str:
+    return "iaprtc12" if "_iaprtc12" in name else "coco" if "_coco" in name else "f30k"
+
+
+def _listed(recipe: str) -> set[str]:
+    return {next(iter(d)) for d in read_recipe(recipe)[1].get("deviations") or [] if isinstance(d, dict)}
+
+
+def _against_program(recipe: str) -> list[str]:
+    """What recipe `recipe` (a shipped name or a path, the program read from its name) does otherwise than its
+    program and does not list: the validation images, when it validates, what it keeps, its epochs."""
+    name = Path(recipe).stem
+    loaded, program, dataset = load_recipe(recipe, "<data>"), _program(name), _dataset(name)
+    config, listed = loaded.config, _listed(recipe)
+    found = []
+    validated = config.val_images or DEV_IMAGES[dataset]
+    if validated != program.val_images[dataset] and program.val_listed not in listed:
+        found.append(f"validates on {validated} images, the program on {program.val_images[dataset]}")
+    if config.val_every != program.val_every[dataset]:
+        found.append(f"val_every {config.val_every}, the program's {program.val_every[dataset]}")
+    if config.patience:
+        found.append("stops early (patience), the program trains every epoch")
+    if not set(program.listed) <= listed:
+        found.append(f"does not list {sorted(set(program.listed) - listed)}")
+    module = f"{dataset}/{config.model_params.get('module')}"
+    key = "ft" if loaded.init_from else module if module in program.epochs else dataset
+    if config.epochs != program.epochs[key]:
+        found.append(f"trains {config.epochs} epochs, the program {program.epochs[key]}")
+    return [f"{name}: {f} ({program.read})" for f in found]
+
+
+def test_every_recipe_follows_a_program():
+    assert all(any(re.search(p, name) for p, _ in FOLLOWS) for name in recipe_names())
+
+
+@pytest.mark.parametrize("name", recipe_names())
+def test_every_recipe_validates_selects_and_trains_as_its_program(name):
+    """The validation images, the checkpoint rule (when it validates, what it keeps) and the epoch count of
+    the program the recipe follows, or the deviation that lists what vse_ray cannot express."""
+    assert _against_program(name) == []
+
+
+@pytest.mark.parametrize(
+    ("train", "found"),
+    [
+        ("{val_images: 0}", "validates on 1014 images, the program on 1000"),
+        ("{val_every: 1000}", "val_every 1000, the program's 0"),
+        ("{epochs: 30}", "trains 30 epochs, the program 40"),
+        ("{patience: 3}", "stops early"),
+    ],
+)
+def test_the_check_catches_a_recipe_that_validates_or_trains_otherwise(tmp_path, train, found):
+    """A SCAN-style Flickr30K row left at val_images 0 validates on all 1,014 dev images: caught, as are
+    another validation interval, patience and epoch count."""
+    path = tmp_path / "sgr_sam_f30k.yaml"
+    path.write_text(f"base: sgr_sam_f30k\ntrain: {train}\n")
+    assert [found in line for line in _against_program(str(path))] == [True]
+
+
+def test_the_check_wants_the_programs_own_selection_listed(tmp_path):
+    path = tmp_path / "vsrn_sam_f30k.yaml"
+    path.write_text("base: vsrn_sam_f30k\ndeviations: [{selection: null}]\n")
+    assert "does not list ['selection']" in " ".join(_against_program(str(path)))
