@@ -15,6 +15,12 @@ the other way, for one seed of `run_parity.py`'s setting:
   with its own model, loss, AdamW, warm-up switch, training loop and validation; it writes
   `<out>/official_s<seed>.npz` and prints both runs' validation rsum and mean loss per epoch and test rsum.
 
+- `--role init`: the official run of `--seed` (its own loader, its own draws) from the initial weights vse_ray
+  draws for that seed (`build_model` after `torch.manual_seed(seed)`, as `run_training` builds it), or with
+  `--init official` from its own: over many seeds, the two give each law of initial weights's outcomes on the
+  same draws, without recording a vse_ray run. It prints one JSON line (validation rsum of each epoch, test
+  rsum).
+
     python benchmarks/replay_in_official.py --role vse_ray --out runs/replay --seed 2 \\
         --data-dir runs/parity/vse_ray_noise2.5
     python benchmarks/replay_in_official.py --role official --out runs/replay --seed 2 \\
@@ -36,7 +42,7 @@ HERE = Path(__file__).resolve().parent
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--role", choices=("vse_ray", "official"), required=True)
+    parser.add_argument("--role", choices=("vse_ray", "official", "init"), required=True)
     parser.add_argument("--out", required=True, help="folder of the recordings")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--epochs", type=int, default=8)
@@ -44,6 +50,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--data-dir", help="vse_ray's data folder (role vse_ray)")
     parser.add_argument("--official", help="checkout of woodfrog/vse_infty, branch bigru (role official)")
     parser.add_argument("--data", help="folder holding precomp/ and vocab.json (role official)")
+    parser.add_argument("--init", choices=("vse_ray", "official"), default="vse_ray", help="role init")
     parser.add_argument(
         "--take",
         choices=("both", "init", "draws"),
@@ -154,24 +161,14 @@ def play_official(args: argparse.Namespace, out: Path) -> None:
     """The official code on the draws of `<out>/vse_ray_s<seed>.npz`."""
     from official_vse_inf import build, final_test_rsum, train_epoch
 
-    from vse_ray.models import official_names
-
     rec = dict(np.load(out / f"vse_ray_s{args.seed}.npz"))
     official = argparse.Namespace(
         official=args.official, data=args.data, seed=args.seed, epochs=args.epochs, embed=256, word_dim=300,
         lr=5e-4, warmup_epochs=1, adam=args.settings == "adam", caption_aug=False,
     )  # fmt: skip
     run = build(official)
-    for prefix, part in (("img_enc.", run.model.img_enc), ("txt_enc.", run.model.txt_enc)):
-        if args.take == "draws":
-            break
-        state = part.state_dict()
-        for name in state:
-            ours = official_names.VSE_INF_BIGRU.ours(prefix + name)
-            if ours is not None:  # no `<mask>` row in vse_ray without augmentation
-                value = torch.from_numpy(rec[f"init/{ours}"])
-                state[name] = torch.cat([value, state[name][len(value) :]]) if value.ndim else value
-        part.load_state_dict(state)
+    if args.take != "draws":
+        _load_ours(run, {k.split("/", 1)[1]: v for k, v in rec.items() if k.startswith("init/")})
     losses: list[float] = []
     forward_loss = run.model.forward_loss
     run.model.forward_loss = lambda *a, **k: _kept(forward_loss(*a, **k), losses, run.model.img_enc.training)
@@ -197,6 +194,49 @@ def play_official(args: argparse.Namespace, out: Path) -> None:
     np.savez_compressed(out / f"official_{args.take}_s{args.seed}.npz", **arrays)
 
 
+def play_initial_weights(args: argparse.Namespace) -> None:
+    """The official run of `args.seed` from vse_ray's initial weights for that seed (or its own)."""
+    import json
+
+    from official_vse_inf import build, final_test_rsum, train_epoch
+
+    from vse_ray.models import build_model
+
+    official = argparse.Namespace(
+        official=args.official, data=args.data, seed=args.seed, epochs=args.epochs, embed=256, word_dim=300,
+        lr=5e-4, warmup_epochs=1, adam=args.settings == "adam", caption_aug=args.settings == "released",
+    )  # fmt: skip
+    run = build(official)
+    if args.init == "vse_ray":
+        drawn = torch.get_rng_state()  # the official draws go on from where its own model left the stream
+        torch.manual_seed(args.seed)
+        vocab_size = run.opt.vocab_size - (args.settings == "adam")  # `<mask>` only with augmentation
+        model = build_model(
+            "vse_inf", vocab_size=vocab_size, feature_dim=run.opt.img_dim, word_dim=300, embed_dim=256
+        )
+        torch.set_rng_state(drawn)
+        _load_ours(run, {n: v.numpy() for n, v in model.state_dict().items()})
+    val = [train_epoch(run, epoch, run.train_loader) for epoch in range(args.epochs)]
+    print(
+        json.dumps({"seed": args.seed, "init": args.init, "val_rsum": val, "test_rsum": final_test_rsum(run)})
+    )
+
+
+def _load_ours(run: types.SimpleNamespace, weights: dict[str, np.ndarray]) -> None:
+    """vse_ray's weights (by its names) into the official encoders; rows vse_ray has not (`<mask>` without
+    caption augmentation) keep the official values."""
+    from vse_ray.models import official_names
+
+    for prefix, part in (("img_enc.", run.model.img_enc), ("txt_enc.", run.model.txt_enc)):
+        state = part.state_dict()
+        for name in state:
+            ours = official_names.VSE_INF_BIGRU.ours(prefix + name)
+            if ours is not None:
+                value = torch.from_numpy(weights[ours])
+                state[name] = torch.cat([value, state[name][len(value) :]]) if value.ndim else value
+        part.load_state_dict(state)
+
+
 def _kept(loss: torch.Tensor, losses: list[float], training: bool) -> torch.Tensor:
     """`loss`, noted in `losses` when it is a training step's."""
     if training:
@@ -211,6 +251,8 @@ def main() -> None:
     sys.path.insert(0, str(HERE))
     if args.role == "vse_ray":
         record_vse_ray(args, out)
+    elif args.role == "init":
+        play_initial_weights(args)
     else:
         play_official(args, out)
 
