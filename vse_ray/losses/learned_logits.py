@@ -1,7 +1,7 @@
 """The learned logit scale (and bias) of the contrastive losses, kept as open_clip keeps them.
 
 CLIP (Radford et al. 2021, Sec. 2.5) learns the temperature of its softmax as a log-parameterised scale,
-t = exp(logit_scale), started at 1/0.07 and clipped at 100; SigLIP (Zhai et al. 2023, Sec. 3.1, Algorithm 1)
+t = exp(logit_scale), started at 1/0.07 and clipped at 100; SigLIP (Zhai et al. 2023, Algorithm 1)
 learns t' = log t with a bias b, started at t = 10 and b = -10. Here the loss module holds them as its own
 parameters: the run's optimiser trains them (their own group, without weight decay, as open_clip excludes
 them), its checkpoints save them with the loss's ``state_dict``, `after_step` clamps the scale to

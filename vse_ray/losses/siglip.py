@@ -11,7 +11,7 @@ from vse_ray.losses.targets import graded_weights, positive_pairs
 
 
 class SigLIPLoss(LearnedLogitsLoss):
-    """The sigmoid loss of SigLIP (Zhai et al. 2023, eq. 1 and Algorithm 1), one binary term per pair:
+    """The sigmoid loss of SigLIP (Zhai et al. 2023, Algorithm 1), one binary term per pair:
 
         loss(i) = -Σ_j [y_ij log σ(z_ij) + (1 - y_ij) log σ(-z_ij)],    z_ij = t · s_ij + b,
 
