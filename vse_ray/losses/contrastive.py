@@ -42,7 +42,10 @@ class InfoNCELoss(LearnedLogitsLoss):
         )
 
     def query_loss(self, sims: Tensor, relevance: Tensor | None, candidates: Tensor) -> Tensor:
+        log_probs = self.logits(sims).log_softmax(-1)
+        # half of each direction's cross-entropy: the base sums the two directions per pair
+        if self.targets == "hard":  # T = the identity: the diagonal, without a (B, B) product
+            return -log_probs.diagonal(dim1=-2, dim2=-1) / 2
         positives = positive_pairs(self.targets, candidates).to(sims.dtype)
         targets = target_distribution(positives, self.soft_weights(relevance), self.soft_weight)
-        # half of each direction's cross-entropy: the base sums the two directions per pair
-        return -(targets * self.logits(sims).log_softmax(-1)).sum(-1) / 2
+        return -(targets * log_probs).sum(-1) / 2
