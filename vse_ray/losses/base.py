@@ -119,6 +119,10 @@ class BaseVSELoss(nn.Module):
     def after_step(self) -> None:
         """Keep the loss's own learned parameters in range after an optimiser step (none here)."""
 
+    def learned_values(self) -> dict[str, float]:
+        """The loss's own learned values by name, reported each epoch (none here)."""
+        return {}
+
     def _check_inputs(
         self, img_emb: Tensor, txt_emb: Tensor, relevance: Tensor | None, image_ids: Tensor | None
     ) -> None:

@@ -84,6 +84,11 @@ class LearnedLogitsLoss(BaseVSELoss):
             if self.logit_bias is not None and "logit_bias" in learned:
                 self.logit_bias.fill_(float(learned["logit_bias"]))
 
+    def learned_values(self) -> dict[str, float]:
+        """t = exp(``logit_scale``) and b (when the loss has a bias): what a fine-tuning run watches drift."""
+        values = {"logit_scale": self.logit_scale.exp().item()}
+        return values if self.logit_bias is None else {**values, "logit_bias": self.logit_bias.item()}
+
     def after_step(self) -> None:
         """Clamp ln t to [0, ln 100] after an optimiser step, as open_clip does."""
         with torch.no_grad():

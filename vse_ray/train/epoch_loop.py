@@ -327,6 +327,7 @@ def run_training(
         lr = cfg.lr * group["lr"] / group["initial_lr"]  # the base rate, whatever the groups' multipliers
         scheduler.step()
         metrics: dict[str, Any] = {"epoch": epoch, "train_loss": train_loss, "lr": lr}
+        metrics.update(loss_fn.learned_values())  # the logit scale (and bias) of infonce and siglip
         collapse = getattr(epoch_loss, "collapse_value", lambda _: None)(cfg.batch_size * _gathered(net, ctx))
         if collapse is not None:
             metrics["collapsed"] = float(train_loss >= COLLAPSE_SHARE * collapse)

@@ -41,6 +41,7 @@ def test_logit_scale_trains_saves_and_resumes_exactly(clip_cfg, tmp_path):
     resumed = _run(clip_cfg, tmp_path, "resumed", load_checkpoint(first.checkpoints[0]))
     assert resumed.history == straight.history[1:]
     assert _scale(resumed) == _scale(straight)
+    assert straight.history[-1]["logit_scale"] == pytest.approx(math.exp(_scale(straight)))
 
 
 def test_siglip_trains_its_scale_and_bias(tiny_cfg, tmp_path):
