@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 from torch import Tensor, nn
@@ -111,6 +111,17 @@ class BaseVSELoss(nn.Module):
     def query_loss(self, sims: Tensor, relevance: Tensor | None, candidates: Tensor) -> Tensor:
         """Loss per query (..., Q) from query-major sims, relevance and negatives mask, each (..., Q, C)."""
         raise NotImplementedError
+
+    def start_from(self, learned: Mapping[str, float]) -> None:
+        """Start the loss's own learned parameters from a model's values by name (a CLIP checkpoint's
+        ``logit_scale``); a loss without any ignores them."""
+
+    def after_step(self) -> None:
+        """Keep the loss's own learned parameters in range after an optimiser step (none here)."""
+
+    def learned_values(self) -> dict[str, float]:
+        """The loss's own learned values by name, reported each epoch (none here)."""
+        return {}
 
     def _check_inputs(
         self, img_emb: Tensor, txt_emb: Tensor, relevance: Tensor | None, image_ids: Tensor | None

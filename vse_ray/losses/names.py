@@ -12,5 +12,7 @@ LOSS_CLASSES: dict[str, str] = {
     "sam": "vse_ray.losses.sam:SAMLoss",
     "bcls": "vse_ray.losses.bcls:BCLSLoss",
     "lseh": "vse_ray.losses.lseh:LSEHLoss",
+    "infonce": "vse_ray.losses.contrastive:InfoNCELoss",
+    "siglip": "vse_ray.losses.siglip:SigLIPLoss",
 }
 LOSS_NAMES: tuple[str, ...] = tuple(LOSS_CLASSES)

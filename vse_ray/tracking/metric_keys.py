@@ -24,6 +24,8 @@ EPOCH_KEYS = {
     "train_loss": "train/loss",
     "lr": "train/lr",
     "collapsed": "train/collapsed",
+    "logit_scale": "train/logit_scale",  # t = exp(ln t) of a loss that learns it (infonce, siglip)
+    "logit_bias": "train/logit_bias",
     "time_total_s": "train/seconds",
     "val_step": "val/step",
 }

@@ -29,8 +29,8 @@ from vse_ray.tracking import metric_keys
 from vse_ray.train.batches import BatchBuilder, BatchSource, TableBatches, TrainBatch
 from vse_ray.train.caption_aug import CaptionAugment
 from vse_ray.train.config import CheckedConfig, TrainConfig, fields_where
-from vse_ray.train.gather import gather_rows, gather_with_local_grad, relevance_columns
-from vse_ray.train.optim import build_optimizer, milestones
+from vse_ray.train.gather import gather_rows, gather_with_local_grad, relevance_columns, share_loss_gradients
+from vse_ray.train.optim import build_optimizer, load_optimizer_state, milestones
 from vse_ray.train.reporter import Reporter
 from vse_ray.train.step_validation import StepValidation
 from vse_ray.train.streams import caption_rng, region_rng, seed_step_torch
@@ -82,7 +82,9 @@ def train_step(
 
     With `world_size` > 1 (embedding models: see `gathers`) the similarities and the loss span the global
     batch (`vse_ray.train.gather`) and the loss is scaled by `world_size` for backward, so DDP's averaged
-    gradient is the one-process gradient of that batch.
+    gradient is the one-process gradient of that batch. The loss's own learned parameters (a logit scale)
+    get that gradient too (`share_loss_gradients`), are clipped with the model's, and are kept in range after
+    the update (`after_step`), as open_clip clamps its logit scale.
     """
     options: dict[str, Any] = {} if batch.region_keep is None else {"region_keep": batch.region_keep}
     if world_size > 1:
@@ -95,8 +97,10 @@ def train_step(
     if not torch.isfinite(loss):
         return loss.detach()
     output.objective(run_loss, world_size).backward()
-    nn.utils.clip_grad_norm_(clipped_parameters(model), grad_clip)
+    share_loss_gradients(loss_fn.parameters(), world_size)
+    nn.utils.clip_grad_norm_([*clipped_parameters(model), *loss_fn.parameters()], grad_clip)
     optimizer.step()
+    loss_fn.after_step()
     return loss.detach()
 
 
@@ -263,6 +267,7 @@ def run_training(
         context: Batches/device/rank of this worker; default: single process over the local train split.
     """
     cfg = valid.config
+    resumed = start_state is not None  # this run's own checkpoint, not a shared warm-up's
     if start_state is None and cfg.init_checkpoint:
         start_state = warmup_state(cfg)
     torch.manual_seed(cfg.seed)
@@ -278,13 +283,16 @@ def run_training(
     warmup_fn = make_loss(cfg.warmup_loss, **cfg.warmup_params).to(ctx.device)
     if start_state is None and cfg.init_weights:  # a resumed or warm-up start holds these weights already
         load_init_weights(model, cfg.init_weights)
-    optimizer, scheduler = build_optimizer(cfg, model)
+    loss_fn.start_from(getattr(model, "learned_logits", {}))  # a CLIP checkpoint's logit scale (and bias)
+    optimizer, scheduler = build_optimizer(cfg, model, loss_fn)
     histogram = RelevanceHistogram(source) if source and ctx.rank == 0 else None
     history: list[dict[str, Any]] = []
     first_epoch = 1
     if start_state is not None:
         model.load_state_dict(start_state["model"])
-        optimizer.load_state_dict(start_state["optimizer"])
+        if resumed and start_state.get("loss"):
+            loss_fn.load_state_dict(start_state["loss"])
+        load_optimizer_state(optimizer, start_state["optimizer"])
         scheduler.load_state_dict(start_state["scheduler"])
         scheduler.milestones = Counter(milestones(cfg))  # this run's schedule, not its warm-up's (shorter)
         history = list(start_state["history"])
@@ -319,6 +327,7 @@ def run_training(
         lr = cfg.lr * group["lr"] / group["initial_lr"]  # the base rate, whatever the groups' multipliers
         scheduler.step()
         metrics: dict[str, Any] = {"epoch": epoch, "train_loss": train_loss, "lr": lr}
+        metrics.update(loss_fn.learned_values())  # the logit scale (and bias) of infonce and siglip
         collapse = getattr(epoch_loss, "collapse_value", lambda _: None)(cfg.batch_size * _gathered(net, ctx))
         if collapse is not None:
             metrics["collapsed"] = float(train_loss >= COLLAPSE_SHARE * collapse)
@@ -339,6 +348,7 @@ def run_training(
         state = {
             "epoch": epoch,
             "model": model.state_dict(),
+            "loss": loss_fn.state_dict(),  # its learned logit scale and bias, if any
             "selected_model": selected_weights,
             "optimizer": optimizer.state_dict(),
             "scheduler": scheduler.state_dict(),

@@ -6,10 +6,17 @@ relevance is built from, then computes the same (W·B)×(W·B) loss as one proce
 (rank 0's rows first). Gradient reaches only this worker's slice (the others are gathered without graph), so
 the loss is multiplied by `world_size` before `backward`: DDP's gradient average then equals the gradient of
 one process over the global batch (sum over ranks of each slice's part, see `test_gather.py`).
+
+This is exact for every loss of the global similarity matrix, the contrastive ones included: open_clip's
+`gather_with_grad=True, local_loss=True` gives each worker's embeddings the same gradient (all-gather with
+autograd, each worker's rows of the loss), here without a collective in backward. A loss's own learned
+parameters (a logit scale) lie outside DDP and see the whole loss on every worker: `share_loss_gradients`
+averages their gradient over the workers and undoes the objective's × W.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -39,3 +46,22 @@ def gather_with_local_grad(local: Tensor, rank: int, world_size: int) -> Tensor:
     dist.all_gather(parts, local.detach().contiguous())
     parts[rank] = local
     return torch.cat(parts)
+
+
+def share_loss_gradients(params: Iterable[Tensor], scale: int) -> None:
+    """Make the gradients of a loss's own parameters (outside DDP) those of one process over the batch.
+
+    Under a process group they are averaged over the workers, as DDP averages the model's, which keeps the
+    workers' copies equal; then divided by `scale`, the objective's factor (the number of workers whose pairs
+    one loss spans, see `train_step`): the global-batch loss reaches these parameters in full on every worker.
+    """
+    grads = [p.grad for p in params if p.grad is not None]
+    workers = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+    if not grads or workers * scale == 1:
+        return
+    flat = torch.cat([g.reshape(-1) for g in grads])
+    if workers > 1:
+        dist.all_reduce(flat)
+    flat /= workers * scale
+    for grad, part in zip(grads, flat.split([g.numel() for g in grads]), strict=True):
+        grad.copy_(part.view_as(grad))

@@ -12,11 +12,13 @@ EXPECTED_SOURCES = {
     "sam": "cider",
     "bcls": "sbert",
     "lseh": "svd",
+    "infonce": "sbert",  # the graded targets' default; hard and multi use none
+    "siglip": "sbert",
 }
 
 
 def test_names_and_relevance_sources():
-    assert LOSS_NAMES == ("vse0", "vsepp", "ladder", "ladder_auto", "sam", "bcls", "lseh")
+    assert LOSS_NAMES == tuple(EXPECTED_SOURCES)
     for name in LOSS_NAMES:
         loss = make_loss(name)
         assert isinstance(loss, BaseVSELoss) and type(loss).relevance_source == EXPECTED_SOURCES[name]
@@ -37,7 +39,7 @@ def test_mean_is_sum_over_batch():
     img, txt = unit_batch(5, 4, torch.float64)
     rel = relevance_batch(5, torch.float64)
     for name in LOSS_NAMES:
-        total = make_loss(name)(img, txt, rel)
+        total = make_loss(name, reduction="sum")(img, txt, rel)
         torch.testing.assert_close(make_loss(name, reduction="mean")(img, txt, rel) * 5, total)
 
 

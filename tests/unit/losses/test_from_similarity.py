@@ -18,6 +18,10 @@ VARIANTS = [(name, {}) for name in LOSS_NAMES] + [
     ("sam", {"sampling": "hn", "triplet": False}),
     ("bcls", {"kendall": "full"}),
     ("vsepp", {"reduction": "none"}),
+    ("infonce", {"targets": "multi"}),
+    ("infonce", {"targets": "graded"}),
+    ("siglip", {"targets": "multi"}),
+    ("siglip", {"targets": "graded"}),
 ]
 IMAGE_IDS = torch.tensor([0, 0, 1, 2, 3, 3, 4, 5])
 

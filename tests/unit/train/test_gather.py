@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -70,26 +71,33 @@ def _epoch(cfg: TrainConfig, loss: str, batches: list[dict], rank: int, world: i
     }
 
 
-def _worker(rank: int, world: int, cfg_dict: dict, store: str, out: str) -> None:
+def _worker(rank: int, world: int, results: Callable, cfg_dict: dict, store: str, out: str) -> None:
     dist.init_process_group("gloo", init_method=f"file://{store}", rank=rank, world_size=world)
     try:
         cfg = TrainConfig.from_dict(cfg_dict)
-        batches = _global_batches(cfg)
-        results = {loss: _epoch(cfg, loss, batches, rank, world) for loss in LOSSES}
-        torch.save(results, Path(out) / f"rank{rank}.pt")
+        torch.save(results(cfg, _global_batches(cfg), rank, world), Path(out) / f"rank{rank}.pt")
     finally:
         dist.destroy_process_group()
 
 
-@pytest.fixture(scope="module")
-def two_worker_results(tiny_data_dir, tmp_path_factory) -> tuple[TrainConfig, list[dict]]:
-    out = tmp_path_factory.mktemp("gather")
+def run_two_workers(results: Callable, data_dir: Path, out: Path) -> tuple[TrainConfig, list[dict]]:
+    """`results(cfg, global_batches, rank, world)` of each of 2 Gloo workers (a module-level function)."""
     cfg = TrainConfig(
-        data_dir=str(tiny_data_dir), batch_size=HALF, word_dim=16, embed_dim=32, grad_clip=1e6, seed=0
+        data_dir=str(data_dir), batch_size=HALF, word_dim=16, embed_dim=32, grad_clip=1e6, seed=0
     )
     with tempfile.TemporaryDirectory() as store_dir:
-        mp.spawn(_worker, args=(2, cfg.to_dict(), f"{store_dir}/store", str(out)), nprocs=2, join=True)
+        args = (2, results, cfg.to_dict(), f"{store_dir}/store", str(out))
+        mp.spawn(_worker, args=args, nprocs=2, join=True)
     return cfg, [torch.load(out / f"rank{r}.pt") for r in range(2)]
+
+
+def _every_loss(cfg: TrainConfig, batches: list[dict], rank: int, world: int) -> dict:
+    return {loss: _epoch(cfg, loss, batches, rank, world) for loss in LOSSES}
+
+
+@pytest.fixture(scope="module")
+def two_worker_results(tiny_data_dir, tmp_path_factory) -> tuple[TrainConfig, list[dict]]:
+    return run_two_workers(_every_loss, tiny_data_dir, tmp_path_factory.mktemp("gather"))
 
 
 @pytest.mark.parametrize("loss", LOSSES)

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from vse_ray.train.config import TrainConfig
-from vse_ray.train.optim import build_optimizer, milestones
+from vse_ray.train.optim import LOSS_GROUP, build_optimizer, load_optimizer_state, milestones
 
 
 class _Net(nn.Module):
@@ -72,3 +72,34 @@ def test_a_zero_multiplier_freezes_the_parameters():
     opt, _ = build_optimizer(_cfg(lr_groups={"image_encoder.": 0.0}), net)
     assert [g["name"] for g in opt.param_groups] == [""]
     assert not any(p.requires_grad for p in net.image_encoder.parameters())
+
+
+def test_a_loss_with_learned_parameters_trains_them_last_without_weight_decay():
+    from vse_ray.losses import make_loss
+
+    net, loss = _Net(), make_loss("siglip")
+    opt, _ = build_optimizer(_cfg(lr=1e-3, weight_decay=0.1), net, loss)
+    assert [g["name"] for g in opt.param_groups] == ["", LOSS_GROUP]
+    assert opt.param_groups[-1]["params"] == [loss.logit_scale, loss.logit_bias]
+    assert opt.param_groups[-1]["weight_decay"] == 0.0 and opt.param_groups[-1]["lr"] == 1e-3
+    assert [g["name"] for g in build_optimizer(_cfg(), net, make_loss("vsepp"))[0].param_groups] == [""]
+
+
+@pytest.mark.parametrize(
+    ("saved_loss", "own_loss"), [("vsepp", "siglip"), ("infonce", "siglip"), ("siglip", "vsepp")]
+)
+def test_optimizer_state_of_another_losss_run_restores_the_model_groups(saved_loss, own_loss):
+    from vse_ray.losses import make_loss
+
+    net = _Net()
+    saved_opt, _ = build_optimizer(_cfg(), net, make_loss(saved_loss))
+    sum(p.sum() for p in net.parameters()).backward()
+    saved_opt.step()
+    own, _ = build_optimizer(_cfg(), net, make_loss(own_loss))
+    load_optimizer_state(own, saved_opt.state_dict())
+    for param in net.parameters():
+        assert torch.equal(own.state[param]["exp_avg"], saved_opt.state[param]["exp_avg"])
+    assert [g["name"] for g in own.param_groups][-1] == (LOSS_GROUP if own_loss == "siglip" else "")
+    same, _ = build_optimizer(_cfg(), net, make_loss(saved_loss))
+    load_optimizer_state(same, saved_opt.state_dict())  # a resumed run: every group as saved
+    assert same.state_dict()["param_groups"] == saved_opt.state_dict()["param_groups"]
