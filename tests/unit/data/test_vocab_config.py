@@ -138,6 +138,46 @@ def test_overwrite_keeps_foreign_files_inside_a_vse_ray_folder(tmp_path):
     assert (out / "notes.txt").read_text() == "mine"
 
 
+@pytest.mark.parametrize(
+    "name", ["logs/notes.txt", "relevance/mine/results.csv", "features/README.txt", "_state/mine.json"]
+)
+def test_overwrite_keeps_foreign_files_in_the_folders_a_precompute_writes(tmp_path, name):
+    out = tmp_path / "out"
+    claim_output(out, PrecomputeConfig(n_train=10), overwrite=False)
+    write_tiny_store(out)
+    (out / name).parent.mkdir(parents=True, exist_ok=True)
+    (out / name).write_text("mine")
+    with pytest.raises(ValueError, match=f"also holds {name}, which vse_ray did not write"):
+        claim_output(out, PrecomputeConfig(n_train=11), overwrite=True)
+    assert (out / name).read_text() == "mine" and (out / "manifest.json").is_file()
+
+
+def test_overwrite_keeps_a_link_under_a_name_vse_ray_writes(tmp_path):
+    out = tmp_path / "out"
+    claim_output(out, PrecomputeConfig(n_train=10), overwrite=False)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("mine")
+    (out / "features").symlink_to(tmp_path / "mine")
+    with pytest.raises(ValueError, match="also holds features, which vse_ray did not write"):
+        claim_output(out, PrecomputeConfig(n_train=11), overwrite=True)
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "mine"
+
+
+def test_overwrite_deletes_the_hidden_temporaries_of_an_interrupted_precompute(tmp_path):
+    out = tmp_path / "out"
+    claim_output(out, PrecomputeConfig(n_train=10), overwrite=False)
+    for name in (
+        "captions/split=val/.part-00000100.arrow.77.tmp",
+        "relevance/val/.cider.123.tmp/.part-00000000.parquet.5.tmp",
+        "_state/features/.val-00000000.json.9.tmp",
+        ".tfidf_svd.5.tmp.npz",
+    ):
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text("partial")
+    claim_output(out, PrecomputeConfig(n_train=11), overwrite=True)
+    assert [p.name for p in out.iterdir()] == ["_state"]
+
+
 def test_overwrite_deletes_every_file_a_precompute_writes_and_the_manifest_lists_concepts(tmp_path):
     out = tmp_path / "out"
     claim_output(out, PrecomputeConfig(n_train=10), overwrite=False)
