@@ -39,7 +39,7 @@ from vse_ray.config_fields import default_of
 from vse_ray.folder_names import check_plain_name
 from vse_ray.losses import LOSS_NAMES, make_loss
 from vse_ray.relevance.sources import ORACLE_SOURCES, SHUFFLED_SOURCES
-from vse_ray.resources import load_yaml, parse_yaml
+from vse_ray.resources import load_yaml, parse_yaml, shown_key
 from vse_ray.train.config import TrainConfig, fields_where
 from vse_ray.tune.space_checks import tunable_fields
 
@@ -277,7 +277,7 @@ def study_from_yaml(raw: Any, source: str) -> StudySpec:
     names = {f.name for f in dataclasses.fields(StudySpec)} - {"source"}
     unknown = sorted(set(raw) - names)
     if unknown:
-        raise ValueError(f"{source}: {unknown[0]}: unknown key; expected some of {sorted(names)}")
+        raise ValueError(f"{source}: {shown_key(unknown[0])}: unknown key; expected some of {sorted(names)}")
     if "warmup_steps" in raw and "warmup_epochs" in raw:
         raise ValueError(f"{source}: warmup_steps: give the warm-up in steps or in epochs, not both")
     if "warmup_steps" in raw:
