@@ -143,6 +143,12 @@ class StudySpec:
         `warmup_epochs` defaults to the file's."""
         warm = self.warmup_epochs if warmup_epochs is None else warmup_epochs
         shared = {k: v for k, v in self.train.items() if k not in ("lr_update", "lr_milestones")}
+        milestones = self.lr_milestones(warm)
+        if 0 in milestones:  # a decay right after no warm-up: the run starts at the decayed rate
+            factor = float(shared.get("lr_factor", default_of(TrainConfig, "lr_factor")))
+            lr = float(shared.get("lr", default_of(TrainConfig, "lr")))
+            shared["lr"] = lr * factor ** milestones.count(0)
+            milestones = tuple(m for m in milestones if m > 0) or (warm + self.epochs,)
         return TrainConfig(
             data_dir=data_dir,
             **shared,
@@ -150,7 +156,7 @@ class StudySpec:
             loss_params=dict(variant.params),
             epochs=warm + self.epochs,
             warmup_epochs=warm,
-            lr_milestones=self.lr_milestones(warm),
+            lr_milestones=milestones,
             seed=seed,
             train_images=train_images,
             shuffle_relevance=variant.kind == "shuffled",
