@@ -18,9 +18,13 @@ from mlflow import MlflowClient
 from tests.support.cli import run_cli
 from tests.support.driver_process import Driver
 from tests.support.tiny_commands import study_file, sweep_args
+from tests.support.tiny_store import tiny_config
 from vse_ray.cli.errors import RESUME_HINTS
 from vse_ray.study.summary import ROW_TAG
-from vse_ray.tracking.metric_keys import VAL_RSUM
+from vse_ray.tracking.metric_keys import EPOCH_KEYS, VAL_RSUM
+from vse_ray.tracking.recorder import RunRecorder
+from vse_ray.train.preflight import check_training
+from vse_ray.train.trainer import fit
 from vse_ray.tune.mlflow_trials import PARENT_TAG
 
 pytestmark = pytest.mark.ray
@@ -109,3 +113,26 @@ def test_a_study_stopped_by_ctrl_c_then_killed_resumes_to_the_end(ray_session, t
     assert len(trial_folders) == 2
     for trial_folder in trial_folders:  # vsepp's epoch 2, shown before Ctrl-C, was kept, not trained again
         assert _epochs_trained(trial_folder).count(2) == 1, trial_folder
+
+
+def test_an_epoch_checkpointed_but_not_logged_by_a_killed_train_reaches_mlflow(
+    ray_session, tiny_data_dir, tmp_path, mlflow_uri, monkeypatch
+):
+    """A driver killed between an epoch's checkpoint and its live MLflow log (the workers run ahead of the
+    driver's log by up to a second) left the epoch out of MLflow, and the rerun resumed after it. Here the
+    live log of epoch 2 is lost; every epoch the checkpoint holds still reaches MLflow, once."""
+    live = RunRecorder.log_epochs
+    lost: list[int] = []
+
+    def loses_epoch_2(self, history):
+        kept = [m for m in history if m["epoch"] != 2 or lost]
+        lost.extend(m["epoch"] for m in history if m not in kept)
+        return live(self, kept)
+
+    monkeypatch.setattr(RunRecorder, "log_epochs", loses_epoch_2)
+    cfg = tiny_config(tiny_data_dir, tmp_path / "out", epochs=2, num_workers=1, tracking_uri=mlflow_uri)
+    result = fit(check_training(cfg.checked()))
+    assert lost == [2]
+    client = MlflowClient(mlflow_uri)
+    for key in (VAL_RSUM, EPOCH_KEYS["train_loss"]):
+        assert sorted(m.step for m in client.get_metric_history(result.run_id, key)) == [1, 2], key

@@ -68,8 +68,8 @@ def fit(checked: CheckedTraining) -> TrainResult:
     """Train on Ray Train; log params, per-epoch metrics (each epoch once) and artifacts to MLflow.
 
     The driver alone writes to MLflow: it opens and closes the run, logs each epoch as Ray Train reports it
-    (with its console line, `RunEpochLines`), and records the selected checkpoint; the workers never import
-    MLflow.
+    (with its console line, `RunEpochLines`) and at the end every epoch of the checkpoint's history that the
+    run lacks, and records the selected checkpoint; the workers never import MLflow.
     ``checked``: the training `check_training` checked, trusted here.
     """
     cfg, data = checked.config, checked.data
@@ -94,6 +94,9 @@ def fit(checked: CheckedTraining) -> TrainResult:
         raise RuntimeError(f"run {run_name}: Ray Train returned no checkpoint")
     with result.checkpoint.as_directory() as latest_dir:
         latest = load_checkpoint(latest_dir)
+    # Every epoch the checkpoint holds, once: a driver killed after an epoch's checkpoint and before its
+    # live log lost that epoch in MLflow, and the rerun resumes after it.
+    recorder.log_epochs(latest["history"])
     best_checkpoint, best_metrics = max(result.best_checkpoints, key=lambda item: item[1]["rsum"])
     best_dir = _local_dir(best_checkpoint)
     recorder.record_checkpoint(best_dir, best_metrics, latest["history"], cfg.to_dict())
