@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import pickle
 import re
+import shutil
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -116,3 +117,15 @@ def load_checkpoint(
     if missing:
         raise ValueError(f"{name}: missing keys {missing}")
     return state
+
+
+def remove_partial_checkpoints(run_folder: Path) -> list[Path]:
+    """Remove the ``checkpoint_*`` folders of a run folder whose ``model.pt`` is missing, empty or cut short
+    (a full disk during Ray Train's copy); returns the files they held (sorted), for the error to name."""
+    removed = []
+    for folder in sorted(run_folder.glob("checkpoint_*")):
+        path = folder / CHECKPOINT_FILE
+        if folder.is_dir() and (not path.is_file() or not path.stat().st_size or _not_torch_file(path)):
+            shutil.rmtree(folder)
+            removed.append(path)
+    return removed

@@ -108,6 +108,9 @@ def _run_claimed(
     except KeyboardInterrupt:
         RunRecorder(ctx.parent_run_id, ctx.tracking_uri).finish("KILLED")
         raise
+    except Exception:  # a full disk (`fit_trials`): the rerun resumes
+        RunRecorder(ctx.parent_run_id, ctx.tracking_uri).finish("FAILED", "error")
+        raise
     clock.stop()
     return write_summary(ctx, trained, tested)
 
