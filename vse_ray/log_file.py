@@ -98,6 +98,7 @@ def route_library_logs(output_dir: str | Path) -> Path:
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # with verbose=0: no experiment boxes on the console
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")  # its "🏃 View run" lines
     return path
 
 
