@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import pickle
 import re
+import shutil
+import warnings
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,6 +16,8 @@ import torch
 
 CHECKPOINT_FILE = "model.pt"
 CHECKPOINT_FORMAT = "vse_ray.checkpoint/1"
+# The legacy torch.save format pickles this number first (pickle's LONG1 opcode, 10 bytes, little-endian).
+LEGACY_MAGIC = b"\x8a\x0a" + (0x1950A86A20F9469CFC6C).to_bytes(10, "little")
 REQUIRED_KEYS = ("epoch", "model", "optimizer", "scheduler", "config", "history", "model_name", "model_args")
 
 
@@ -62,7 +66,8 @@ def load_torch_file(
     if problem:
         raise ValueError(f"{name}: expected a torch.save file, found {problem}")
     try:
-        with torch.serialization.safe_globals(list(allowed_types)):
+        with torch.serialization.safe_globals(list(allowed_types)), warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Detected pickle protocol")  # a guess; the error says more
             return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:
         found = re.search(r"GLOBAL ([\w.]+)", str(err))
@@ -85,12 +90,12 @@ def _not_torch_file(path: Path) -> str | None:
     """What `path` is instead of a torch.save file, or None when it starts as one: a zip archive (the
     format since PyTorch 1.6) or a pickle (the legacy format)."""
     with path.open("rb") as f:
-        head = f.read(4)
+        head = f.read(32)
     if head.startswith(b"PK\x03\x04"):
         return None if zipfile.is_zipfile(path) else "a truncated zip archive (no central directory)"
     if head[:1] == b"\x80":  # pickle protocol 2+ opcode, the legacy format's first byte
-        return None
-    return f"a file that starts with {head!r}"
+        return None if LEGACY_MAGIC in head else "a pickle file that torch.save did not write (pickle.dump?)"
+    return f"a file that starts with {head[:4]!r}"
 
 
 def load_checkpoint(
@@ -116,3 +121,15 @@ def load_checkpoint(
     if missing:
         raise ValueError(f"{name}: missing keys {missing}")
     return state
+
+
+def remove_partial_checkpoints(run_folder: Path) -> list[Path]:
+    """Remove the ``checkpoint_*`` folders of a run folder whose ``model.pt`` is missing, empty or cut short
+    (a full disk during Ray Train's copy); returns the files they held (sorted), for the error to name."""
+    removed = []
+    for folder in sorted(run_folder.glob("checkpoint_*")):
+        path = folder / CHECKPOINT_FILE
+        if folder.is_dir() and (not path.is_file() or not path.stat().st_size or _not_torch_file(path)):
+            shutil.rmtree(folder)
+            removed.append(path)
+    return removed

@@ -25,6 +25,15 @@ LIBRARY_LOGGERS = (
 HANDLER_NAME = "vse_ray.log_file"  # the file handler route_library_logs adds, found again by this name
 
 
+class _LogFile(logging.FileHandler):
+    """The log file. A record it cannot write (a full disk) is dropped, not printed to the console as
+    Python's ``--- Logging error ---`` traceback: the command's own error names the full disk."""
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handleError(record)
+
+
 def log_path(output_dir: str | Path) -> Path:
     """`<output_dir>/logs/vse_ray.log`, its folder created."""
     path = Path(output_dir).expanduser().resolve() / "logs" / "vse_ray.log"
@@ -72,7 +81,7 @@ def route_library_logs(output_dir: str | Path) -> Path:
     """
     _import_logging_libraries()
     path = log_path(output_dir)
-    handler = logging.FileHandler(path)
+    handler = _LogFile(path)
     handler.set_name(HANDLER_NAME)
     handler.setLevel(logging.INFO)  # Ray Data's logger passes DEBUG records (e.g. the whole DataContext)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
@@ -89,6 +98,7 @@ def route_library_logs(output_dir: str | Path) -> Path:
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # with verbose=0: no experiment boxes on the console
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    os.environ.setdefault("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")  # its "🏃 View run" lines
     return path
 
 

@@ -1,26 +1,39 @@
-"""A sweep and a study stopped by Ctrl-C, then killed (SIGKILL) mid-run, then run again to the end.
+"""Faults a careless user or a busy machine brings, from outside the commands.
 
-Each command runs as its own driver process on the shared Ray instance. After each stop the run's folder is
+A sweep and a study stopped by Ctrl-C, then killed (SIGKILL) mid-run, then run again to the end: each
+command runs as its own driver process on the shared Ray instance. After each stop the run's folder is
 free again (the next command is not refused as "in use"), the rerun resumes, and at the end nothing is lost
 or mixed: one MLflow parent run, every epoch of every trial logged once, no run left RUNNING. The consoles
 carry vse_ray's lines only. An epoch the console showed before Ctrl-C is not trained again.
+
+A full disk during each write: a checkpoint (`train`, `sweep`, `study`, through the workers' fault hook), the
+MLflow store (`train`) and the data store (`precompute`): one line naming the file, the MLflow runs FAILED,
+no file cut short left behind, and the same command run again after freeing space ends the run.
 """
 
 from __future__ import annotations
 
 import csv
 import signal
+import sqlite3
 from pathlib import Path
 
 import pytest
+import torch
 from mlflow import MlflowClient
 
 from tests.support.cli import run_cli
 from tests.support.driver_process import Driver
 from tests.support.tiny_commands import study_file, sweep_args
+from tests.support.tiny_store import tiny_config
+from tests.support.worker_faults import request_disk_full
 from vse_ray.cli.errors import RESUME_HINTS
+from vse_ray.data.store.verify import verify_data_dir
 from vse_ray.study.summary import ROW_TAG
-from vse_ray.tracking.metric_keys import VAL_RSUM
+from vse_ray.tracking.metric_keys import EPOCH_KEYS, VAL_RSUM
+from vse_ray.tracking.recorder import RunRecorder
+from vse_ray.train.preflight import check_training
+from vse_ray.train.trainer import fit
 from vse_ray.tune.mlflow_trials import PARENT_TAG
 
 pytestmark = pytest.mark.ray
@@ -109,3 +122,141 @@ def test_a_study_stopped_by_ctrl_c_then_killed_resumes_to_the_end(ray_session, t
     assert len(trial_folders) == 2
     for trial_folder in trial_folders:  # vsepp's epoch 2, shown before Ctrl-C, was kept, not trained again
         assert _epochs_trained(trial_folder).count(2) == 1, trial_folder
+
+
+def test_an_epoch_checkpointed_but_not_logged_by_a_killed_train_reaches_mlflow(
+    ray_session, tiny_data_dir, tmp_path, mlflow_uri, monkeypatch
+):
+    """A driver killed between an epoch's checkpoint and its live MLflow log (the workers run ahead of the
+    driver's log by up to a second) left the epoch out of MLflow, and the rerun resumed after it. Here the
+    live log of epoch 2 is lost; every epoch the checkpoint holds still reaches MLflow, once."""
+    live = RunRecorder.log_epochs
+    lost: list[int] = []
+
+    def loses_epoch_2(self, history):
+        kept = [m for m in history if m["epoch"] != 2 or lost]
+        lost.extend(m["epoch"] for m in history if m not in kept)
+        return live(self, kept)
+
+    monkeypatch.setattr(RunRecorder, "log_epochs", loses_epoch_2)
+    cfg = tiny_config(tiny_data_dir, tmp_path / "out", epochs=2, num_workers=1, tracking_uri=mlflow_uri)
+    result = fit(check_training(cfg.checked()))
+    assert lost == [2]
+    client = MlflowClient(mlflow_uri)
+    for key in (VAL_RSUM, EPOCH_KEYS["train_loss"]):
+        assert sorted(m.step for m in client.get_metric_history(result.run_id, key)) == [1, 2], key
+
+
+def _runs(out: Path, experiment: str) -> list:
+    client = MlflowClient(f"sqlite:///{out / 'mlflow.db'}")
+    return client.search_runs([client.get_experiment_by_name(experiment).experiment_id])
+
+
+def _on_a_full_disk(args: list[str], worker_faults: Path, tmp_path: Path, folder: Path) -> None:
+    """Run ``vse-ray ARGS`` while every checkpoint copy fills the disk: one line naming the checkpoint file
+    under ``folder``, and no checkpoint cut short left there."""
+    request = request_disk_full(worker_faults, tmp_path / "full.txt")
+    try:
+        result = run_cli(args)
+    finally:
+        request.unlink()  # space freed
+    assert (tmp_path / "full.txt").exists()  # the disk filled at a checkpoint
+    assert result.exit_code == 2, result.output
+    error = result.output.splitlines()[-2]
+    assert error.startswith(f"error: no space left on device writing {folder}/"), result.output
+    assert error.endswith("/model.pt: free space and run the same command again to resume"), error
+    assert "Traceback" not in result.output and "Logging error" not in result.output
+    for checkpoint in folder.rglob("checkpoint_*/model.pt"):
+        torch.load(checkpoint, weights_only=True)  # whole, or it would not load
+
+
+def test_a_train_that_fills_the_disk_at_a_checkpoint_is_one_line_then_resumes(
+    ray_session, worker_faults, tiny_data_dir, tmp_path
+):
+    out = tmp_path / "out"
+    args = ["train", "--data", str(tiny_data_dir), "--output-dir", str(out), "--epochs", "2"]
+    args += ["--batch-size", "16", "--set", "word_dim=16", "--set", "embed_dim=32", "--max-failures", "0"]
+    _on_a_full_disk(args, worker_faults, tmp_path, out / "ray_results")
+    (run,) = _runs(out, tiny_data_dir.name)
+    assert run.info.status == "FAILED"
+
+    result = run_cli(args)  # the same command trains the run to its end
+    assert result.exit_code == 0, result.output
+    (run,) = _runs(out, tiny_data_dir.name)
+    assert run.info.status == "FINISHED"
+    _epochs_logged_once(MlflowClient(f"sqlite:///{out / 'mlflow.db'}"), [run], [1, 2])
+
+
+def test_a_sweep_that_fills_the_disk_at_a_checkpoint_is_one_line_then_resumes(
+    ray_session, worker_faults, tiny_data_dir, tmp_path
+):
+    out = tmp_path / "out"
+    args = sweep_args(tiny_data_dir, tmp_path, "--num-samples", "1", "--epochs", "2")
+    _on_a_full_disk(args, worker_faults, tmp_path, out / "ray_results" / "tiny")
+    assert {run.info.status for run in _runs(out, tiny_data_dir.name)} == {"FAILED"}  # parent and trial
+
+    result = run_cli(args)
+    assert result.exit_code == 0, result.output
+    assert "Sweep tiny: 1/1 trials ended, 0 failed" in result.output
+
+
+def test_a_study_that_fills_the_disk_at_a_checkpoint_is_one_line_then_resumes(
+    ray_session, worker_faults, tiny_data_dir, tmp_path
+):
+    out = tmp_path / "out"
+    args = ["study", str(study_file(tiny_data_dir, tmp_path, epochs=1)), "--output-dir", str(out)]
+    _on_a_full_disk(args, worker_faults, tmp_path, out / "ray_results")
+    assert {run.info.status for run in _runs(out, "study-tiny")} == {"FAILED"}
+
+    result = run_cli(args)
+    assert result.exit_code == 0, result.output
+    assert {run.info.status for run in _runs(out, "study-tiny")} == {"FINISHED"}
+
+
+def test_a_train_whose_mlflow_store_fills_the_disk_is_one_line(
+    ray_session, tiny_data_dir, tmp_path, monkeypatch
+):
+    out = tmp_path / "out"
+    log_batch = MlflowClient.log_batch
+
+    def full(self, run_id, metrics=(), *args, **kwargs):  # an epoch's metrics no longer fit
+        if metrics and any(m.key == VAL_RSUM for m in metrics):
+            raise sqlite3.OperationalError("database or disk is full")
+        return log_batch(self, run_id, metrics, *args, **kwargs)
+
+    monkeypatch.setattr(MlflowClient, "log_batch", full)
+    args = ["train", "--data", str(tiny_data_dir), "--output-dir", str(out), "--epochs", "1"]
+    result = run_cli([*args, "--batch-size", "16", "--set", "word_dim=16", "--set", "embed_dim=32"])
+    assert result.exit_code == 2, result.output
+    assert result.output.splitlines()[-2] == (
+        f"error: no space left on device writing {out / 'mlflow.db'}: free space and run the same command "
+        "again to resume"
+    )
+    assert "Traceback" not in result.output and "Exception in thread" not in result.output
+    (run,) = _runs(out, tiny_data_dir.name)
+    assert run.info.status == "FAILED"
+
+
+def test_a_precompute_that_fills_the_disk_is_one_line_and_its_rerun_leaves_no_partial_file(
+    ray_session, worker_faults, tmp_path
+):
+    out = tmp_path / "data"
+    args = ["precompute", "--out", str(out), "--n-train", "8", "--n-val", "4", "--n-test", "4"]
+    args += ["--cnn", "small", "--weights", "none"]
+    request = request_disk_full(worker_faults, tmp_path / "full.txt", write="store")
+    try:
+        result = run_cli(args)
+    finally:
+        request.unlink()
+    assert result.exit_code == 2, result.output
+    error = result.output.splitlines()[-2]
+    assert error.startswith(f"error: no space left on device writing {out / 'features'}/split="), (
+        result.output
+    )
+    assert error.endswith(".parquet: free space and rerun: finished shards are kept"), error
+    assert not [p for p in out.rglob(".*") if p.name != ".vse_ray.lock"]  # no hidden file cut short
+
+    result = run_cli(args)
+    assert result.exit_code == 0, result.output
+    assert not [p for p in out.rglob(".*") if p.name != ".vse_ray.lock"]
+    assert verify_data_dir(out).images == {"train": 8, "val": 4, "test": 4}

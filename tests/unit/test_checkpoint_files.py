@@ -48,7 +48,7 @@ def test_foreign_checkpoints(tmp_path):
     with pytest.raises(ValueError, match="not a vse_ray.checkpoint"):
         load_checkpoint(tmp_path / "other.pt")
     (tmp_path / "evil.pt").write_bytes(pickle.dumps(object()))
-    with pytest.raises(ValueError, match="unreadable"):
+    with pytest.raises(ValueError, match="a pickle file that torch.save did not write"):
         load_checkpoint(tmp_path / "evil.pt")
 
 
@@ -57,3 +57,14 @@ def test_missing_checkpoint_and_incomplete_state(tmp_path):
         load_checkpoint(tmp_path / "nothing")
     with pytest.raises(ValueError, match="missing checkpoint keys"):
         save_checkpoint(tmp_path, {"epoch": 1})
+
+
+@pytest.mark.parametrize("protocol", [2, 4])
+def test_a_plain_pickle_file_is_named_as_such_and_never_loaded(tmp_path, protocol, recwarn):
+    path = tmp_path / "model_best.pth"
+    path.write_bytes(pickle.dumps({"model": [1, 2, 3]}, protocol=protocol))
+    with pytest.raises(
+        ValueError, match=r"found a pickle file that torch.save did not write \(pickle.dump\?\)$"
+    ):
+        load_checkpoint(path)
+    assert not [w for w in recwarn if "pickle protocol" in str(w.message)]

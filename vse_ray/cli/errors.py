@@ -19,6 +19,7 @@ from typing import Annotated, Any
 import typer
 
 from vse_ray.cli.options import with_parameters
+from vse_ray.disk_full import ADVICE as DISK_FULL_ADVICE
 from vse_ray.disk_full import disk_full_value_error
 from vse_ray.file_lock import release_all
 
@@ -35,7 +36,6 @@ RAY_START_ADVICE = (
     "Ray's local instance did not start: its raylet did not register within Ray's fixed 30 s (a loaded "
     "machine can take longer); when the machine is less busy,"
 )
-DISK_FULL_ADVICE = "free space and run the same command again to resume"
 RESUME_HINTS = {
     "precompute": "run the same command again to resume: finished shards are kept",
     "train": "run the same command again to resume from the last checkpoint (the MLflow run is KILLED)",

@@ -18,6 +18,7 @@ from sklearn.decomposition import TruncatedSVD
 from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 from sklearn.preprocessing import normalize
 
+from vse_ray.json_files import atomic_path
 from vse_ray.relevance._checks import check_texts
 
 if TYPE_CHECKING:
@@ -177,10 +178,9 @@ class TfidfSvd:
     def save(self, path: str | Path) -> None:
         """Write :meth:`to_arrays` as an ``.npz`` (through a temporary file renamed into place)."""
         path = Path(path)
-        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
         arrays: dict[str, Any] = self.to_arrays()
-        np.savez(tmp, **arrays)
-        os.replace(tmp, path)
+        with atomic_path(path, f".{path.stem}.{os.getpid()}.tmp.npz") as tmp:  # np.savez keeps the suffix
+            np.savez(tmp, **arrays)
 
     @classmethod
     def load(cls, path: str | Path) -> TfidfSvd:

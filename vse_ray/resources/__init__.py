@@ -7,6 +7,8 @@ or after ``pip install``.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,8 @@ import yaml
 
 RESOURCE_ROOT = Path(__file__).resolve().parent
 KINDS = {"recipe": "recipes", "study": "studies", "space": "tune_spaces"}
+KEY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}")  # a key an error message may show
+NOT_SHOWN = "<a key that is not a name: not shown>"
 
 
 def resource_dir(kind: str) -> Path:
@@ -73,3 +77,19 @@ def load_yaml(
     except UnicodeDecodeError as err:
         raise ValueError(f"{path}: expected a UTF-8 text file ({err.reason} at byte {err.start})") from err
     return path, parse_yaml(text, str(path), loader)
+
+
+def shown_key(key: Any) -> str:
+    """``key`` when it is a name, else a placeholder: an error never echoes a line of a file that is no YAML
+    of ours (a password file given as a recipe holds its lines as keys)."""
+    return key if isinstance(key, str) and KEY_NAME.fullmatch(key) else NOT_SHOWN
+
+
+def shown_keys(keys: Sequence[Any]) -> str:
+    """Unknown keys as an error shows them: ``['trian']``; keys that are not names are counted, never shown
+    (``['trian', <2 keys that are not names: not shown>]``)."""
+    shown = [repr(key) for key in keys if shown_key(key) != NOT_SHOWN]
+    hidden = len(keys) - len(shown)
+    if hidden:
+        shown.append(f"<{hidden} keys that are not names: not shown>" if hidden > 1 else NOT_SHOWN)
+    return f"[{', '.join(shown)}]"

@@ -108,6 +108,9 @@ def _run_claimed(
     except KeyboardInterrupt:
         RunRecorder(ctx.parent_run_id, ctx.tracking_uri).finish("KILLED")
         raise
+    except Exception:  # a full disk (`fit_trials`): the rerun resumes
+        RunRecorder(ctx.parent_run_id, ctx.tracking_uri).finish("FAILED", "error")
+        raise
     clock.stop()
     return write_summary(ctx, trained, tested)
 
@@ -121,8 +124,7 @@ def print_result(result: StudyResult, table_end: str = "") -> None:
     print(f"Full table (every metric, 95 % intervals): {result.files['markdown']}")
     print(f"  as CSV: {result.files['csv']}")
     print(f"  in MLflow: the artifacts summary/ of run {result.parent_run_id}")
-    ui = ui_command(result.tracking_uri)
-    print(f"MLflow: {ui}" if ui else "MLflow:")
+    print(f"MLflow: {ui_command(result.tracking_uri)}")
     print(f"  losses side by side: {result.runs_url}")
     print(f"  as charts: {result.charts_url}")
     print(json.dumps({k: round(v, 1) for k, v in result.seconds.items()}))

@@ -39,7 +39,7 @@ from vse_ray.config_fields import default_of
 from vse_ray.folder_names import check_plain_name
 from vse_ray.losses import LOSS_NAMES, make_loss
 from vse_ray.relevance.sources import ORACLE_SOURCES, SHUFFLED_SOURCES
-from vse_ray.resources import load_yaml, parse_yaml
+from vse_ray.resources import load_yaml, parse_yaml, shown_key
 from vse_ray.train.config import TrainConfig, fields_where
 from vse_ray.tune.space_checks import tunable_fields
 
@@ -143,6 +143,12 @@ class StudySpec:
         `warmup_epochs` defaults to the file's."""
         warm = self.warmup_epochs if warmup_epochs is None else warmup_epochs
         shared = {k: v for k, v in self.train.items() if k not in ("lr_update", "lr_milestones")}
+        milestones = self.lr_milestones(warm)
+        if 0 in milestones:  # a decay right after no warm-up: the run starts at the decayed rate
+            factor = float(shared.get("lr_factor", default_of(TrainConfig, "lr_factor")))
+            lr = float(shared.get("lr", default_of(TrainConfig, "lr")))
+            shared["lr"] = lr * factor ** milestones.count(0)
+            milestones = tuple(m for m in milestones if m > 0) or (warm + self.epochs,)
         return TrainConfig(
             data_dir=data_dir,
             **shared,
@@ -150,7 +156,7 @@ class StudySpec:
             loss_params=dict(variant.params),
             epochs=warm + self.epochs,
             warmup_epochs=warm,
-            lr_milestones=self.lr_milestones(warm),
+            lr_milestones=milestones,
             seed=seed,
             train_images=train_images,
             shuffle_relevance=variant.kind == "shuffled",
@@ -277,7 +283,7 @@ def study_from_yaml(raw: Any, source: str) -> StudySpec:
     names = {f.name for f in dataclasses.fields(StudySpec)} - {"source"}
     unknown = sorted(set(raw) - names)
     if unknown:
-        raise ValueError(f"{source}: {unknown[0]}: unknown key; expected some of {sorted(names)}")
+        raise ValueError(f"{source}: {shown_key(unknown[0])}: unknown key; expected some of {sorted(names)}")
     if "warmup_steps" in raw and "warmup_epochs" in raw:
         raise ValueError(f"{source}: warmup_steps: give the warm-up in steps or in epochs, not both")
     if "warmup_steps" in raw:

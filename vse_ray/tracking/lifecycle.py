@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vse_ray.disk_full import disk_full_is_an_error, is_disk_full
 from vse_ray.file_lock import FolderLock
 from vse_ray.json_files import write_json_atomic
 from vse_ray.tracking.uri import local_store
@@ -67,7 +68,8 @@ def check_server(uri: str, timeout: float = SERVER_TIMEOUT_S) -> None:
 
 def prepare_store(uri: str, notify: Callable[[str], None] = print) -> None:
     """The store ``uri`` ready to write: a server answers; a local sqlite store is created (or opened) under
-    the lock of its folder, waiting for another command creating it."""
+    the lock of its folder, waiting for another command creating it. A full disk is one line naming the
+    store, and a store it cut short is removed."""
     check_server(uri)
     db = local_store(uri)
     if db is None:
@@ -75,8 +77,16 @@ def prepare_store(uri: str, notify: Callable[[str], None] = print) -> None:
     from mlflow import MlflowClient
 
     lock = FolderLock(db.parent, f"MLflow store {db}").acquire(wait=True, notify=notify)
+    created = not db.exists()
     try:
-        MlflowClient(uri).search_experiments(max_results=1)
+        with disk_full_is_an_error(None, store=db):
+            try:
+                MlflowClient(uri).search_experiments(max_results=1)
+            except Exception as err:
+                if created and is_disk_full(err):  # a store cut short by the full disk: the rerun creates it
+                    for path in (db, db.with_name(f"{db.name}-journal")):
+                        path.unlink(missing_ok=True)
+                raise
     finally:
         lock.release()
 

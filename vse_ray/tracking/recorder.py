@@ -17,15 +17,18 @@ from __future__ import annotations
 import csv
 import io
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 import mlflow
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param
 
 from vse_ray.checkpoint_files import CHECKPOINT_FILE
+from vse_ray.disk_full import disk_full_value_error, is_disk_full
 from vse_ray.tracking import metric_keys
 from vse_ray.tracking.runs import CHECKPOINT_ARTIFACT_DIR, get_or_create_run
 from vse_ray.tracking.tags import STOP_TAG
@@ -139,18 +142,40 @@ class RunRecorder:
         history: list[dict[str, Any]],
         config: Mapping[str, Any],
     ) -> None:
-        """The selected snapshot (``best``: its epoch's metrics) and the run's validation history."""
-        self.client.log_dict(self.run_id, dict(config), "config.json")
+        """The selected snapshot (``best``: its epoch's metrics) and the run's validation history.
+
+        A full disk is one line naming the artifact being written, whose partial copy is removed.
+        """
+        with self._writing("config.json"):
+            self.client.log_dict(self.run_id, dict(config), "config.json")
         if config.get("deviations"):
             lines = "".join(f"- {d}\n" for d in config["deviations"])
             text = f"# Deviations from the official code\n\n{lines}"
-            self.client.log_text(self.run_id, text, "deviations.md")
-        self.client.log_dict(self.run_id, {"best": dict(best), "history": history}, METRICS_ARTIFACT)
-        self.client.log_text(self.run_id, _table_csv(history), "metrics.csv")
+            with self._writing("deviations.md"):
+                self.client.log_text(self.run_id, text, "deviations.md")
+        with self._writing(METRICS_ARTIFACT):
+            self.client.log_dict(self.run_id, {"best": dict(best), "history": history}, METRICS_ARTIFACT)
+        with self._writing("metrics.csv"):
+            self.client.log_text(self.run_id, _table_csv(history), "metrics.csv")
         checkpoint = Path(checkpoint_dir) / CHECKPOINT_FILE
-        self.client.log_artifact(self.run_id, str(checkpoint), CHECKPOINT_ARTIFACT_DIR)
+        with self._writing(f"{CHECKPOINT_ARTIFACT_DIR}/{CHECKPOINT_FILE}"):
+            self.client.log_artifact(self.run_id, str(checkpoint), CHECKPOINT_ARTIFACT_DIR)
         summary = {metric_keys.BEST_RSUM: best["rsum"], metric_keys.BEST_EPOCH: best["epoch"]}
         log_metrics(self.client, self.run_id, summary)
+
+    @contextmanager
+    def _writing(self, artifact: str) -> Iterator[None]:
+        """A full disk while the block writes ``artifact``: its partial copy in a local artifact store is
+        removed, and the error names it."""
+        try:
+            yield
+        except Exception as err:
+            uri = urlparse(self.client.get_run(self.run_id).info.artifact_uri) if is_disk_full(err) else None
+            if uri is None or uri.scheme != "file":
+                raise
+            partial = Path(unquote(uri.path)) / artifact
+            partial.unlink(missing_ok=True)
+            raise (disk_full_value_error(err, folder=partial) or err) from err
 
     def has_evaluation(self, split: str, protocol: str = "full") -> bool:
         """Whether an evaluation of ``split`` is recorded (its headline metrics are written last)."""

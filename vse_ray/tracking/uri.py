@@ -62,9 +62,9 @@ def local_store(uri: str) -> Path | None:
 
 
 def ui_command(uri: str) -> str:
-    """Shell command that serves the MLflow UI for a local store (empty for a tracking server)."""
+    """Where the MLflow UI is: the shell command that serves it for a local store, or the tracking server."""
     if uri.startswith(("http://", "https://")):
-        return ""
+        return f"served by the tracking server {redact_uri(uri)}"
     return f"mlflow ui --backend-store-uri {uri} --host 127.0.0.1 --port 5000"
 
 

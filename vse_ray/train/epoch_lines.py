@@ -58,7 +58,8 @@ class RunEpochLines:
     with the epoch's metrics (in that thread, about a second after the report). Seconds are wall time
     since the previous line (the first line includes the workers' start-up). A resumed run's earlier epochs
     are not reported again, so they are not repeated. On exit the epochs still queued are printed and the
-    queue's actor ends.
+    queue's actor ends. An error of ``on_epoch`` (a full disk under MLflow's store) stops its calls and is
+    kept in :attr:`error` for the driver to raise.
     """
 
     def __init__(
@@ -75,6 +76,7 @@ class RunEpochLines:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="vse_ray-epoch-progress", daemon=True)
         self._last = time.time()
+        self.error: Exception | None = None  # the first error of ``on_epoch``, which is not called again
 
     def __enter__(self) -> RunEpochLines:
         self._last = time.time()
@@ -102,5 +104,8 @@ class RunEpochLines:
         seconds, self._last = now - self._last, now
         for line in epoch_lines(metrics, self.epochs, seconds):
             print(line, file=self.stream, flush=True)
-        if self.on_epoch is not None:
-            self.on_epoch(metrics)
+        if self.on_epoch is not None and self.error is None:
+            try:
+                self.on_epoch(metrics)
+            except Exception as err:  # kept for the driver (`error`), not a thread's traceback on the console
+                self.error = err

@@ -34,7 +34,7 @@ from typing import Any
 from vse_ray.data.precompute.config import PrecomputeConfig, stored_setting
 from vse_ray.losses import loss_hparams
 from vse_ray.models import model_class
-from vse_ray.resources import load_yaml, resource_names
+from vse_ray.resources import load_yaml, resource_names, shown_keys
 from vse_ray.train.config import CheckedConfig, TrainConfig, fields_where, merge_overrides
 from vse_ray.train.model_factory import training_options
 
@@ -72,7 +72,7 @@ def recipe_names() -> list[str]:
 def _check_params(where: str, kind: str, given: dict[str, Any], allowed: list[str]) -> None:
     unknown = sorted(set(given) - set(allowed))
     if unknown:
-        raise ValueError(f"{where}: {kind} {unknown} unknown; allowed: {allowed}")
+        raise ValueError(f"{where}: {kind} {shown_keys(unknown)} unknown; allowed: {allowed}")
 
 
 def read_recipe(name: str | Path, _seen: tuple[Path, ...] = ()) -> tuple[Path, dict[str, Any]]:

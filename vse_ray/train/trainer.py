@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,15 +11,19 @@ import ray
 import ray.train
 from ray.train.torch import TorchTrainer
 
-from vse_ray.checkpoint_files import load_checkpoint
+from vse_ray.checkpoint_files import load_checkpoint, remove_partial_checkpoints
+from vse_ray.disk_full import disk_full_is_an_error, disk_full_value_error
 from vse_ray.tracking import get_or_create_experiment
 from vse_ray.tracking.code_version import code_version
 from vse_ray.tracking.recorder import RunRecorder
+from vse_ray.tracking.uri import local_store
 from vse_ray.train.config import CheckedConfig
 from vse_ray.train.epoch_lines import RunEpochLines
 from vse_ray.train.preflight import CheckedTraining
 from vse_ray.train.run_artifacts import log_training_plots
 from vse_ray.train.worker import train_loop_per_worker
+
+RAY_CHECKPOINT_LIST = "checkpoint_manager_snapshot.json"  # Ray Train's list of a run's checkpoints
 
 
 @dataclass
@@ -68,38 +73,72 @@ def fit(checked: CheckedTraining) -> TrainResult:
     """Train on Ray Train; log params, per-epoch metrics (each epoch once) and artifacts to MLflow.
 
     The driver alone writes to MLflow: it opens and closes the run, logs each epoch as Ray Train reports it
-    (with its console line, `RunEpochLines`), and records the selected checkpoint; the workers never import
-    MLflow.
+    (with its console line, `RunEpochLines`) and at the end every epoch of the checkpoint's history that the
+    run lacks, and records the selected checkpoint; the workers never import MLflow.
     ``checked``: the training `check_training` checked, trusted here.
     """
     cfg, data = checked.config, checked.data
-    experiment_id = get_or_create_experiment(cfg.experiment, cfg.tracking_uri, cfg.output_dir)
     params = {**cfg.to_flat_dict(), **data.mlflow_params(), "code_version": code_version()}
     run_name, tracking_uri = cfg.filled("run_name"), cfg.filled("tracking_uri")
-    recorder = RunRecorder.open(experiment_id, run_name, tracking_uri, params)
-    run_id = recorder.run_id
+    store = local_store(tracking_uri)
+    with disk_full_is_an_error(cfg.output_dir, store=store):
+        experiment_id = get_or_create_experiment(cfg.experiment, cfg.tracking_uri, cfg.output_dir)
+        recorder = RunRecorder.open(experiment_id, run_name, tracking_uri, params)
     try:
-        lines = RunEpochLines(cfg.epochs, on_epoch=lambda metrics: recorder.log_epochs([metrics]))
-        trainer = build_trainer(checked.checked, callbacks=[lines.callback])
-        with lines:
-            result = trainer.fit()
+        latest, best_dir, best_metrics = _train_and_record(checked, recorder)
     except (KeyboardInterrupt, SystemExit) as stop:  # Ray Train's SIGINT handler ends in sys.exit
         recorder.finish("KILLED")
         raise KeyboardInterrupt from stop
-    except Exception:
-        recorder.finish("FAILED")
-        raise
+    except Exception as err:
+        folder = Path(cfg.filled("storage_path")) / run_name
+        full = disk_full_value_error(err, store=store, folder=folder)
+        if full is None:
+            recorder.finish("FAILED")
+            raise
+        partial = _remove_partial_files(folder)  # frees space for the store to record the failure
+        with contextlib.suppress(Exception):  # a store on the full disk may not take even that
+            recorder.finish("FAILED", "disk full")
+        raise (partial and disk_full_value_error(err, store=store, folder=partial) or full) from err
+    recorder.finish()
+    run_id = recorder.run_id
+    return TrainResult(run_id, experiment_id, tracking_uri, dict(best_metrics), best_dir, latest["history"])
+
+
+def _train_and_record(
+    checked: CheckedTraining, recorder: RunRecorder
+) -> tuple[dict[str, Any], Path, dict[str, Any]]:
+    """Fit, then record the run: every epoch of the checkpoint's history, the selected checkpoint, the
+    plots. Returns the latest checkpoint, the selected checkpoint's folder and its metrics."""
+    cfg = checked.config
+    lines = RunEpochLines(cfg.epochs, on_epoch=lambda metrics: recorder.log_epochs([metrics]))
+    trainer = build_trainer(checked.checked, callbacks=[lines.callback])
+    with lines:
+        result = trainer.fit()
+    if lines.error is not None:
+        raise lines.error
     if result.checkpoint is None or not result.best_checkpoints:
-        recorder.finish("FAILED")
-        raise RuntimeError(f"run {run_name}: Ray Train returned no checkpoint")
+        raise RuntimeError(f"run {cfg.filled('run_name')}: Ray Train returned no checkpoint")
     with result.checkpoint.as_directory() as latest_dir:
         latest = load_checkpoint(latest_dir)
+    # Every epoch the checkpoint holds, once: a driver killed after an epoch's checkpoint and before its
+    # live log lost that epoch in MLflow, and the rerun resumes after it.
+    recorder.log_epochs(latest["history"])
     best_checkpoint, best_metrics = max(result.best_checkpoints, key=lambda item: item[1]["rsum"])
     best_dir = _local_dir(best_checkpoint)
     recorder.record_checkpoint(best_dir, best_metrics, latest["history"], cfg.to_dict())
     log_training_plots(recorder, latest, best_metrics)
-    recorder.finish()
-    return TrainResult(run_id, experiment_id, tracking_uri, dict(best_metrics), best_dir, latest["history"])
+    return latest, best_dir, dict(best_metrics)
+
+
+def _remove_partial_files(folder: Path) -> Path | None:
+    """Remove what a full disk cut short in the run's folder: checkpoints (the first one's file is
+    returned) and Ray Train's list of them when it could write none of it (a rerun then starts afresh, as
+    without one; an empty list would stop it)."""
+    removed = remove_partial_checkpoints(folder) if folder.is_dir() else []
+    snapshot = folder / RAY_CHECKPOINT_LIST
+    if snapshot.is_file() and not snapshot.stat().st_size:
+        snapshot.unlink()
+    return removed[0] if removed else None
 
 
 def _local_dir(checkpoint: ray.train.Checkpoint) -> Path:

@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 from ray import tune
 
-from vse_ray.resources import load_yaml
+from vse_ray.resources import load_yaml, shown_keys
 from vse_ray.tune.distributions import Distribution, is_distribution, parse_distribution
 
 TOP_LEVEL_KEYS = ("loss", "metric", "mode", "params", "one_of")
@@ -152,7 +152,9 @@ def parse_search_space(raw: Any, source: str = "<space>") -> SearchSpace:
         )
     unknown = sorted(set(raw) - set(TOP_LEVEL_KEYS))
     if unknown:
-        raise ValueError(f"{source}: unknown top-level key(s) {unknown}; allowed: {list(TOP_LEVEL_KEYS)}")
+        raise ValueError(
+            f"{source}: unknown top-level key(s) {shown_keys(unknown)}; allowed: {list(TOP_LEVEL_KEYS)}"
+        )
     if not isinstance(raw.get("loss"), str):
         raise ValueError(f"{source}: 'loss' (a loss family name) is required")
     mode = raw.get("mode", "max")

@@ -192,6 +192,9 @@ def _run(
     except KeyboardInterrupt:  # a Ctrl-C while Ray starts, or one Tune caught (`_finish`)
         RunRecorder(parent, uri).finish("KILLED", "interrupted")
         raise
+    except Exception:  # a full disk (`fit_trials`): the rerun resumes
+        RunRecorder(parent, uri).finish("FAILED", "error")
+        raise
 
 
 def save_sweep_view(run: TuneRun, space: SearchSpace) -> str:

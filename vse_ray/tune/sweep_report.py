@@ -77,8 +77,7 @@ def sweep_summary(result: SweepResult, space: SearchSpace) -> str:
         lines.append(f"Best checkpoint: {result.best_checkpoint}")
     if result.report:
         lines.append(f"Full report (config, every metric): {result.report}")
-    ui = ui_command(result.tracking_uri)
-    lines.append(f"MLflow (parent run {result.parent_run_id}): {ui}" if ui else "MLflow:")
+    lines.append(f"MLflow (parent run {result.parent_run_id}): {ui_command(result.tracking_uri)}")
     lines.append(f"  then open {result.runs_url}")
     if result.charts_url:
         lines.append(f"  as charts: {result.charts_url}")

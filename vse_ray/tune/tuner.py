@@ -2,9 +2,9 @@
 
 A `TuneRun` says where a Tune run lives (its folder, resumed when it exists), how each trial is tracked (one
 nested MLflow run under a parent) and what a trial may use (resources, checkpoint ranking). `fit_trials`
-builds or restores the `Tuner` and fits it; `saved_trial_statuses` tells which trials a restore would resume;
-`trial_run_id` and `best_checkpoint` read a finished trial back; `record_trial` keeps its checkpoint
-on its MLflow run and returns its history.
+builds or restores the `Tuner` and fits it (a trial that fills the disk stops the run: one line);
+`saved_trial_statuses` tells which trials a restore would resume; `trial_run_id` and `best_checkpoint` read
+a finished trial back; `record_trial` keeps its checkpoint on its MLflow run and returns its history.
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ from typing import Any, NamedTuple
 from mlflow import MlflowClient
 from ray import tune
 
-from vse_ray.checkpoint_files import load_checkpoint
+from vse_ray.checkpoint_files import load_checkpoint, remove_partial_checkpoints
+from vse_ray.disk_full import disk_full_value_error, is_disk_full
 from vse_ray.tracking.filters import tag_equals
 from vse_ray.tracking.recorder import RunRecorder
+from vse_ray.tracking.uri import local_store
 from vse_ray.tune.mlflow_trials import PARENT_TAG, TRIAL_TAG, TUNE_BOOKKEEPING_KEYS, MLflowTrialsCallback
 
 
@@ -77,7 +79,7 @@ def fit_trials(
         tuner = tune.Tuner.restore(
             str(run.path), trainable=trainable, resume_unfinished=True, resume_errored=True
         )
-        return tuner.fit()
+        return _stopped_by_a_full_disk(run, tuner.fit())
     tracking = MLflowTrialsCallback(
         run.tracking_uri, run.experiment_id, run.parent_run_id, run.name, run.trial_params, run.run_name
     )
@@ -96,7 +98,20 @@ def fit_trials(
             verbose=run.verbose,
         ),
     )
-    return tuner.fit()
+    return _stopped_by_a_full_disk(run, tuner.fit())
+
+
+def _stopped_by_a_full_disk(run: TuneRun, results: tune.ResultGrid) -> tune.ResultGrid:
+    """``results``, unless the disk filled in a trial: then the run stops with one line naming the file
+    (every other trial would fill it too), and the checkpoints it cut short are removed. A rerun resumes."""
+    errors = [results[index].error for index in range(len(results))]  # ResultGrid has no __iter__
+    full = next((err for err in errors if err is not None and is_disk_full(err)), None)
+    if full is None:
+        return results
+    partial = [path for trial in sorted(run.path.glob("*/")) for path in remove_partial_checkpoints(trial)]
+    store = local_store(run.tracking_uri)
+    shown = disk_full_value_error(full, store=store, folder=partial[0] if partial else run.path)
+    raise (shown or full) from full
 
 
 def saved_trial_statuses(path: str | Path) -> dict[str, str]:

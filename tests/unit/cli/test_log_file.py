@@ -61,3 +61,14 @@ def test_the_loggers_are_as_before_once_the_block_ends(tmp_path):
     assert {name: list(logging.getLogger(name).handlers) for name in LIBRARY_LOGGERS} == before
     logging.getLogger("ray").warning("after the block")
     assert "after the block" not in path.read_text()
+
+
+def test_mlflow_prints_no_view_run_lines(tmp_path, saved_loggers, monkeypatch, capsys):
+    """MLflow prints "🏃 View run … at: …" when a run on a tracking server ends; a command's console does
+    not (here it would ask the server for the run, and none answers)."""
+    from mlflow.tracking._tracking_service.client import TrackingServiceClient
+
+    monkeypatch.delenv("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", raising=False)
+    route_library_logs(tmp_path)
+    TrackingServiceClient("http://127.0.0.1:9")._log_url("0123")
+    assert capsys.readouterr().out == ""

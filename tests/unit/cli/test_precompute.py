@@ -50,7 +50,7 @@ class _WorkerError(Exception):
         self.cause = cause
 
 
-def test_a_full_disk_is_one_line_naming_the_folder(tmp_path, monkeypatch):
+def test_a_full_disk_is_one_line_naming_the_file(tmp_path, monkeypatch):
     def full(*args, **kwargs):
         enospc = OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "o" / "features"))
         raise RuntimeError("Ray Data stage failed") from _WorkerError(enospc)
@@ -65,7 +65,8 @@ def test_a_full_disk_is_one_line_naming_the_folder(tmp_path, monkeypatch):
     assert lines[0] == f"Ray and MLflow logs: {folder.resolve() / 'logs' / 'vse_ray.log'}"  # once claimed
     assert (
         lines[1]
-        == f"error: no space left on device writing {folder}: free space and rerun: finished shards are kept"
+        == f"error: no space left on device writing {folder / 'features'}: free space and rerun: finished "
+        "shards are kept"
     )
     assert len(lines) == 3
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import numpy as np
 import pytest
@@ -13,6 +14,9 @@ from vse_ray.data.precompute.config import PrecomputeConfig
 from vse_ray.data.sources.karpathy import read_karpathy
 from vse_ray.data.sources.precomp import read_precomp, read_precomp_rows
 from vse_ray.data.sources.source import MAX_CAPTION_CHARS
+from vse_ray.data.store.schema import captions_table
+from vse_ray.relevance.cider_columns import cider_vectoriser
+from vse_ray.relevance.cider_doc_freq import cider_doc_freq
 
 
 def test_karpathy_restval_goes_to_train_and_keeps_five_captions(tmp_path):
@@ -63,6 +67,38 @@ def test_karpathy_empty_caption_names_file_and_row(karpathy_json):
     _edit(karpathy_json, 4, sentences=sentences)
     with pytest.raises(ValueError, match=r"images\[4\] \(img4.png\): caption 1 is empty"):
         read_karpathy(str(karpathy_json), ("train",))
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("a red \x00 circle", "U+0000 at character 6"),
+        ("\x00\x01\x02", "U+0000 at character 0"),
+        ("a \x1b[31mred circle", "U+001B at character 2"),
+    ],
+)
+def test_karpathy_caption_with_a_control_character_names_file_and_row(karpathy_json, raw, message):
+    sentences = json.loads(karpathy_json.read_text())["images"][4]["sentences"]
+    sentences[1]["raw"] = raw
+    _edit(karpathy_json, 4, sentences=sentences)
+    with pytest.raises(
+        ValueError, match=rf"images\[4\] \(img4.png\): caption 1 holds the control .*{re.escape(message)}"
+    ):
+        read_karpathy(str(karpathy_json), ("train",))
+
+
+def test_captions_are_stored_as_given():
+    """A caption reaches its Arrow column whole (a NumPy str array would cut it at a NUL)."""
+    texts = ["a red \x00 circle", "tab\tand\nline", "plain"]
+    batch = {
+        "caption_id": np.arange(3),
+        "image_id": np.zeros(3),
+        "split": np.array(["train"] * 3),
+        "text": np.array(texts, dtype=object),
+        "tokens": [np.array([1, 2])] * 3,
+        **cider_vectoriser(cider_doc_freq([[t] for t in texts]).to_dict())(texts),
+    }
+    assert captions_table(batch)["text"].to_pylist() == texts
 
 
 def test_karpathy_unknown_split_in_file_names_row(karpathy_json):

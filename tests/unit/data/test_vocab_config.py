@@ -8,8 +8,9 @@ import pytest
 
 from tests.support.tiny_store import write_tiny_store
 from vse_ray.data.precompute.concepts import write_concepts
-from vse_ray.data.precompute.config import PrecomputeConfig
+from vse_ray.data.precompute.config import ExecutionOptions, PrecomputeConfig
 from vse_ray.data.precompute.manifest import FORMAT, STATE_CONFIG, claim_output
+from vse_ray.data.precompute.run import claim_precompute
 from vse_ray.data.precompute.vocab import build_vocab, encode
 from vse_ray.data.store.schema import SCHEMA_VERSION
 from vse_ray.data.store.verify import model_files
@@ -138,6 +139,46 @@ def test_overwrite_keeps_foreign_files_inside_a_vse_ray_folder(tmp_path):
     assert (out / "notes.txt").read_text() == "mine"
 
 
+@pytest.mark.parametrize(
+    "name", ["logs/notes.txt", "relevance/mine/results.csv", "features/README.txt", "_state/mine.json"]
+)
+def test_overwrite_keeps_foreign_files_in_the_folders_a_precompute_writes(tmp_path, name):
+    out = tmp_path / "out"
+    claim_output(out, PrecomputeConfig(n_train=10), overwrite=False)
+    write_tiny_store(out)
+    (out / name).parent.mkdir(parents=True, exist_ok=True)
+    (out / name).write_text("mine")
+    with pytest.raises(ValueError, match=f"also holds {name}, which vse_ray did not write"):
+        claim_output(out, PrecomputeConfig(n_train=11), overwrite=True)
+    assert (out / name).read_text() == "mine" and (out / "manifest.json").is_file()
+
+
+def test_overwrite_keeps_a_link_under_a_name_vse_ray_writes(tmp_path):
+    out = tmp_path / "out"
+    claim_output(out, PrecomputeConfig(n_train=10), overwrite=False)
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("mine")
+    (out / "features").symlink_to(tmp_path / "mine")
+    with pytest.raises(ValueError, match="also holds features, which vse_ray did not write"):
+        claim_output(out, PrecomputeConfig(n_train=11), overwrite=True)
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "mine"
+
+
+def test_overwrite_deletes_the_hidden_temporaries_of_an_interrupted_precompute(tmp_path):
+    out = tmp_path / "out"
+    claim_output(out, PrecomputeConfig(n_train=10), overwrite=False)
+    for name in (
+        "captions/split=val/.part-00000100.arrow.77.tmp",
+        "relevance/val/.cider.123.tmp/.part-00000000.parquet.5.tmp",
+        "_state/features/.val-00000000.json.9.tmp",
+        ".tfidf_svd.5.tmp.npz",
+    ):
+        (out / name).parent.mkdir(parents=True, exist_ok=True)
+        (out / name).write_text("partial")
+    claim_output(out, PrecomputeConfig(n_train=11), overwrite=True)
+    assert [p.name for p in out.iterdir()] == ["_state"]
+
+
 def test_overwrite_deletes_every_file_a_precompute_writes_and_the_manifest_lists_concepts(tmp_path):
     out = tmp_path / "out"
     claim_output(out, PrecomputeConfig(n_train=10), overwrite=False)
@@ -148,6 +189,42 @@ def test_overwrite_deletes_every_file_a_precompute_writes_and_the_manifest_lists
     assert set(model_files(out)) == {"vocab.json", "cider_df.json", "concepts.npz"}
     claim_output(out, PrecomputeConfig(n_train=11), overwrite=True)
     assert [p.name for p in out.iterdir()] == ["_state"]
+
+
+TINY_SYNTHETIC = {"n_train": 4, "n_val": 2, "n_test": 2, "cnn": "small", "weights": None}
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_out_given_as_a_link_names_its_target_folder(tmp_path, overwrite):
+    """``--out LINK`` is followed, as train's ``--output-dir`` is: the target is resumed or replaced, the
+    link stays; a dangling link creates its target."""
+    target, link = tmp_path / "target", tmp_path / "link"
+    claim_output(target, PrecomputeConfig(n_train=10), overwrite=False)
+    write_tiny_store(target)
+    link.symlink_to(target)
+    config = PrecomputeConfig(**TINY_SYNTHETIC)
+    if not overwrite:
+        with pytest.raises(ValueError, match=f"out folder {target} was written with another config"):
+            claim_precompute(config, str(link))
+        return
+    claimed = claim_precompute(config, str(link), ExecutionOptions(overwrite=True))
+    assert claimed.folder == target and link.is_symlink()
+    assert [p.name for p in target.iterdir()] == ["_state"]
+    (tmp_path / "dangling").symlink_to(tmp_path / "new" / "data")
+    assert claim_precompute(config, str(tmp_path / "dangling")).folder == tmp_path / "new" / "data"
+    assert (tmp_path / "new" / "data" / STATE_CONFIG).is_file()
+
+
+def test_out_that_is_a_file_or_a_link_loop_is_one_line(tmp_path):
+    (tmp_path / "file").write_text("mine")
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    config = PrecomputeConfig(**TINY_SYNTHETIC)
+    with pytest.raises(ValueError, match=f"--out {tmp_path / 'file'}: .* is not a folder"):
+        claim_precompute(config, str(tmp_path / "file"))
+    with pytest.raises(ValueError, match="--out .*/a: Symlink loop"):
+        claim_precompute(config, str(tmp_path / "a"))
+    assert (tmp_path / "file").read_text() == "mine"
 
 
 def test_overwrite_deletes_a_folder_of_an_earlier_manifest_without_format(tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from vse_ray.demo.run import demo_study
 from vse_ray.resources import resource_dir
 from vse_ray.study import load_study, parse_study
 
@@ -53,6 +54,19 @@ def test_warmup_steps_give_equal_updates_at_every_train_size():
     assert (cfg.epochs, cfg.warmup_epochs, cfg.lr_milestones) == (36, 32, (36,))
     with pytest.raises(ValueError, match="^s.yaml: warmup_steps: give the warm-up in steps or in epochs"):
         parse_study(VALID + "warmup_steps: 100\nwarmup_epochs: 2\n", "s.yaml")
+
+
+def test_a_decay_right_after_no_warm_up_starts_the_run_at_the_decayed_rate():
+    """The demo decays the rate right after its warm-up (lr_milestones [0]); ``--warmup-epochs 0`` (none)
+    trains every loss at the decayed rate from its first epoch, with no decay inside the run."""
+    spec = demo_study(None, None, warmup_epochs=0)
+    config = spec.run_config("d", spec.variants()[0], 0, 0)
+    lr = demo_study(None, None).train["lr"]
+    assert config.warmup_epochs == 0 and config.epochs == spec.epochs
+    assert config.lr == pytest.approx(lr * 0.1)
+    assert config.lr_milestones == (spec.epochs,)
+    warm = demo_study(None, None, warmup_epochs=2).run_config("d", spec.variants()[0], 0, 0)
+    assert warm.lr == lr and warm.lr_milestones == (2,)
 
 
 def test_the_learning_rate_schedule_counts_epochs_after_the_warm_up():

@@ -60,6 +60,8 @@ def test_links():
     assert ui_command("sqlite:////a/mlflow.db").startswith(
         "mlflow ui --backend-store-uri sqlite:////a/mlflow.db"
     )
+    # a line never ends "MLflow run <id>: " with nothing after it
+    assert ui_command("http://u:p@h:5000") == "served by the tracking server http://h:5000"
 
 
 def test_run_reuse_params_and_exactly_once_epochs(mlflow_uri, tmp_path):

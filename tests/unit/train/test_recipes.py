@@ -194,6 +194,34 @@ def test_bad_recipe_names_file_and_key(tmp_path, yaml_text, message):
         load_recipe(str(path), "<data>")
 
 
+SHADOW = "root:$6$SALT$HASH0:19000:0:99999:7:::\nbob:$y$j9T$salt$HASH1:19500:0:99999:7:::\nparms: 1\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["train", "--recipe", "{file}", "--data", "{data}"],
+            "top-level key(s) ['parms', <2 keys that are not names",
+        ),
+        (
+            ["sweep", "--space", "{file}", "--data-dir", "{data}"],
+            "top-level key(s) ['parms', <2 keys that are not",
+        ),
+        (["study", "{file}"], "s.yaml: <a key that is not a name: not shown>: unknown key"),
+    ],
+)
+def test_a_file_that_is_no_yaml_of_ours_is_named_never_echoed(tiny_data_dir, tmp_path, args, message):
+    """A password file given as a recipe, space or study parses as a mapping of its lines: one line names the
+    file and the problem, and no line of it reaches the console."""
+    path = tmp_path / "s.yaml"
+    path.write_text(SHADOW)
+    result = CliRunner().invoke(app, [arg.format(file=path, data=tiny_data_dir) for arg in args])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith(f"error: {path}: ") and message in result.output, result.output
+    assert "HASH" not in result.output and "19000" not in result.output
+
+
 def test_overrides_and_unknown_recipe():
     cfg = load_recipe(
         "vse_inf_lseh_f30k", "<data>", ["loss_params.lam=0.05", "model_params.region_drop=0"]

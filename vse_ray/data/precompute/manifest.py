@@ -18,12 +18,27 @@ from vse_ray.json_files import write_json_atomic
 
 STATE_CONFIG = Path("_state") / "config.json"
 FORMAT = "vse_ray.precompute"
-# Every top-level entry a precompute writes; --overwrite deletes a folder only when it holds nothing else.
-# `logs`: the command's log file (vse_ray.log_file), written once the folder is claimed.
-MADE_ENTRIES = frozenset(
-    {"manifest.json", "rejects.parquet", "features", "captions", "relevance", "_state", "logs", *MODEL_FILES}
+# Every path a precompute writes, relative to its folder (POSIX, hidden temporaries named as what they
+# become); --overwrite deletes a folder only when it holds nothing else. `logs`: the command's log file
+# (vse_ray.log_file), written once the folder is claimed.
+_PART = r"part-\d+"
+_MADE_FOLDERS = re.compile(
+    r"_state(/(features|captions))?|logs|(features|captions)(/split=[^/]+)?|relevance(/[^/]+){0,2}"
 )
-TEMPORARY = re.compile(r"^\.(.+)\.\d+\.tmp$")  # write_json_atomic's hidden file of a known entry
+_MADE_FILES = re.compile(
+    "|".join(
+        (
+            "|".join(re.escape(name) for name in ("manifest.json", "rejects.parquet", *MODEL_FILES)),
+            r"_state/config\.json",
+            r"_state/(features|captions)/[^/]+-\d{8}\.json",
+            r"logs/vse_ray\.log",
+            rf"(features|captions)/split=[^/]+/{_PART}\.(parquet|arrow)",
+            rf"relevance/[^/]+/[^/]+/{_PART}\.parquet",
+        )
+    )
+)
+# A hidden temporary file or folder (``.<name>.<pid>.tmp``, ``.<stem>.<pid>.tmp.<suffix>``) of a known name.
+TEMPORARY = re.compile(r"^\.(?P<stem>.+)\.\d+\.tmp(?P<suffix>\.[^./]+)?$")
 
 
 def _own_record(path: Path) -> dict | None:
@@ -49,14 +64,27 @@ def _own_record(path: Path) -> dict | None:
     return record if earlier else None
 
 
-def _foreign_entries(out: Path) -> list[str]:
-    """Top-level entries of ``out`` that no precompute writes (hidden temporary files of its own kept out)."""
-    names = []
-    for path in sorted(out.iterdir()):
-        temporary = TEMPORARY.match(path.name)
-        if path.name not in MADE_ENTRIES and not (temporary and temporary[1] in MADE_ENTRIES):
-            names.append(path.name)
-    return names
+def _made_name(relative: Path) -> str:
+    """``relative`` as a POSIX path, each hidden temporary part named as the file or folder it becomes."""
+    parts = []
+    for part in relative.parts:
+        temporary = TEMPORARY.match(part)
+        parts.append(temporary["stem"] + (temporary["suffix"] or "") if temporary else part)
+    return "/".join(parts)
+
+
+def _foreign_files(out: Path) -> list[str]:
+    """Paths under ``out`` (relative, sorted) that no precompute writes: a file, folder or link of another
+    name anywhere in the folder, a link even under a name of vse_ray's (a precompute writes none)."""
+    foreign: list[str] = []
+    for path in sorted(out.rglob("*")):
+        relative = path.relative_to(out)
+        if any(str(relative).startswith(f"{name}/") for name in foreign):
+            continue  # inside a foreign folder, already named
+        pattern = _MADE_FOLDERS if path.is_dir() and not path.is_symlink() else _MADE_FILES
+        if path.is_symlink() or not pattern.fullmatch(_made_name(relative)):
+            foreign.append(str(relative))
+    return foreign
 
 
 def check_output(out: Path, config: PrecomputeConfig, overwrite: bool) -> bool:
@@ -92,10 +120,11 @@ def check_output(out: Path, config: PrecomputeConfig, overwrite: bool) -> bool:
                     "it cannot resume or redo it there. Pass --overwrite to delete it and start again, or "
                     "choose another --out; training still reads the folder as it is."
                 )
-            foreign = _foreign_entries(out)
+            foreign = _foreign_files(out)
             if foreign:
+                more = f" (and {len(foreign) - 1} more)" if len(foreign) > 1 else ""
                 raise ValueError(
-                    f"out folder {out} also holds {', '.join(foreign[:5])}, which vse_ray did not write; "
+                    f"out folder {out} also holds {foreign[0]}{more}, which vse_ray did not write; "
                     "--overwrite deletes only vse_ray folders, so its files are kept: move them or choose "
                     "another --out"
                 )

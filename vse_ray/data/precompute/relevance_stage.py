@@ -49,16 +49,22 @@ def _rows_task(rows_of: Rows, rows: slice) -> np.ndarray:
 def write_row_blocks(
     folder: Path, image_ids: np.ndarray, n_captions: int, blocks: Iterable[tuple[slice, np.ndarray]]
 ) -> None:
-    """Write one Parquet shard per row block into a hidden folder, renamed to ``folder`` once complete."""
+    """Write one Parquet shard per row block into a hidden folder, renamed to ``folder`` once complete (the
+    hidden folder is removed when the write fails)."""
+    for stale in folder.parent.glob(f".{folder.name}.*.tmp"):  # of a write that was killed
+        shutil.rmtree(stale)
     tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    for rows, block in blocks:
-        write_atomic(relevance_table(image_ids[rows], block, n_captions), tmp / part_name(rows.start or 0))
-    if not tmp.exists():  # no image rows
-        empty = relevance_table(image_ids[:0], np.zeros((0, n_captions)), n_captions)
-        write_atomic(empty, tmp / part_name(0))
-    os.replace(tmp, folder)
+    try:
+        for rows, block in blocks:
+            table = relevance_table(image_ids[rows], block, n_captions)
+            write_atomic(table, tmp / part_name(rows.start or 0))
+        if not tmp.exists():  # no image rows
+            empty = relevance_table(image_ids[:0], np.zeros((0, n_captions)), n_captions)
+            write_atomic(empty, tmp / part_name(0))
+        os.replace(tmp, folder)
+    except BaseException:  # a full disk, Ctrl-C: no partial folder is left
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def _row_slices(n: int, block: int) -> list[slice]:

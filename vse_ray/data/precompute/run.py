@@ -128,6 +128,18 @@ def feature_dims(out: Path) -> dict:
     }
 
 
+def _output_folder(out: str) -> Path:
+    """``out`` with its links followed, as ``train --output-dir`` is: a link names its target folder, which
+    a dangling one creates; ValueError for a link loop or a path that is not a folder."""
+    try:
+        folder = Path(out).expanduser().resolve()
+    except RuntimeError as err:  # a loop of links
+        raise ValueError(f"--out {out}: {err}") from err
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"--out {out}: {folder} is not a folder")
+    return folder
+
+
 @dataclass(frozen=True)
 class ClaimedPrecompute:
     """A precompute whose input is read and checked and whose output folder is claimed: Ray not started."""
@@ -148,7 +160,7 @@ def claim_precompute(
     """
     options = options or ExecutionOptions()
     config = config.resolved()
-    folder = Path(out)
+    folder = _output_folder(out)
     check_output(folder, config, options.overwrite)  # before the input is read: a refusal comes at once
     source = load_source(config)
     if config.vocab_file:  # every caption tokenises as the released code does, else one line

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -15,6 +16,8 @@ SPLIT_NAMES = ("train", "val", "test")
 # The longest caption kept (characters, so at most as many tokens); COCO's and Flickr30K's longest are a few
 # hundred. Longer captions are cut with a warning (docs/data.md).
 MAX_CAPTION_CHARS = 1000
+# C0 and C1 control characters but tab and line breaks: a caption holding one (NUL, ESC) is refused.
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 T = TypeVar("T")
 
 
@@ -71,7 +74,8 @@ def checked_captions(
         where: ``where[k]`` names image k (file and row) in messages.
 
     Raises:
-        ValueError: Naming the file and row of an image with too few captions or of an empty caption.
+        ValueError: Naming the file and row of an image with too few captions, of an empty caption or of
+            one holding a control character (NUL, ESC ...; tab and line breaks are kept as spaces are).
     """
     kept, long = [], []
     for k, caps in enumerate(captions):
@@ -80,6 +84,12 @@ def checked_captions(
         for j, text in enumerate(caps[:per_image]):
             if not isinstance(text, str) or not text.strip():
                 raise ValueError(f"{where[k]}: caption {j} is empty")
+            control = CONTROL.search(text)
+            if control:
+                raise ValueError(
+                    f"{where[k]}: caption {j} holds the control character U+{ord(control[0]):04X} at "
+                    f"character {control.start()}: captions are text; remove it"
+                )
             if len(text) > MAX_CAPTION_CHARS:
                 long.append(f"{where[k]}: caption {j} ({len(text):,} characters)")
         kept.append(tuple(_cut(text, MAX_CAPTION_CHARS) for text in caps[:per_image]))

@@ -128,7 +128,7 @@ def captions_table(batch: dict[str, np.ndarray]) -> pa.Table:
         ("caption_id", pa.array(np.asarray(batch["caption_id"], dtype=np.int64))),
         ("image_id", pa.array(np.asarray(batch["image_id"], dtype=np.int64))),
         ("split", pa.array(np.asarray(batch["split"], dtype=str)).cast(SPLIT_TYPE)),
-        ("text", pa.array(np.asarray(batch["text"], dtype=str))),
+        ("text", pa.array(list(batch["text"]), type=pa.string())),  # as given: a NumPy str array cuts at NUL
         (
             "tokens",
             pa.array([np.asarray(t, dtype=np.int32) for t in batch["tokens"]], type=pa.list_(pa.int32())),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +21,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from vse_ray.json_files import write_json_atomic
+from vse_ray.json_files import atomic_path, write_json_atomic
 
+PART_ROW = re.compile(r"^\.?part-(\d+)\.")  # the first row of a part file or its hidden temporary
 NODE_PREFIX = "_node_"  # batch columns naming the Ray node a stage ran on; recorded in markers, never written
 
 
@@ -68,15 +69,13 @@ def write_atomic(table: pa.Table, path: Path) -> str:
     ``.arrow`` paths get an uncompressed Arrow IPC file of one record batch (rows at fixed offsets), other
     paths Parquet.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    if path.suffix == ".arrow":
-        with pa.ipc.new_file(tmp, table.schema) as writer:
-            writer.write_table(table.combine_chunks(), max_chunksize=max(table.num_rows, 1))
-    else:
-        pq.write_table(table, tmp)
-    digest = sha256_file(tmp)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        if path.suffix == ".arrow":
+            with pa.ipc.new_file(tmp, table.schema) as writer:
+                writer.write_table(table.combine_chunks(), max_chunksize=max(table.num_rows, 1))
+        else:
+            pq.write_table(table, tmp)
+        digest = sha256_file(tmp)
     return digest
 
 
@@ -98,8 +97,9 @@ class ShardLedger:
         todo = [shard for shard in shards if not self.is_complete(shard)]
         for shard in todo:
             folder = self.table_dir / f"split={shard.split}"
-            for path in folder.glob("part-*.*") if folder.exists() else ():
-                if shard.start <= int(path.stem.split("-")[1]) < shard.stop:
+            for path in folder.glob("*part-*.*") if folder.exists() else ():
+                first = PART_ROW.match(path.name)  # a part file, or the hidden temporary of a killed write
+                if first and shard.start <= int(first[1]) < shard.stop:
                     path.unlink()
         return todo
 
