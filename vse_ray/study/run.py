@@ -19,6 +19,7 @@ from vse_ray.study.context import StageClock, StudyResult, open_study
 from vse_ray.study.data_stage import prepare_data
 from vse_ray.study.scoring import score_on_test
 from vse_ray.study.spec import StudySpec
+from vse_ray.study.summary import Evidence
 from vse_ray.study.summary_stage import SUMMARY_DIR, write_summary
 from vse_ray.study.variants import train_variants
 from vse_ray.study.warmup import train_warmups, warmup_schedule
@@ -34,9 +35,10 @@ def run_study(
     ray_options: dict[str, Any] | None = None,
     wait: bool = False,
     table_end: str = "",
+    evidence: Evidence | None = None,
 ) -> StudyResult:
     """Run (or resume) the whole study; print one progress line per stage and the summary table
-    (``table_end``: a line printed under it).
+    (``table_end``: a line printed under it; ``evidence``: a study at strength its Δs are checked against).
 
     Before Ray starts, the study is claimed as every run is (:mod:`vse_ray.tracking.lifecycle`): the
     tracking server answers, ``<output_dir>/studies/<name>`` is locked (one writer, until this call
@@ -48,6 +50,8 @@ def run_study(
         output_dir: Data, Tune trials, MLflow store, summary files and the log file go here.
         ray_options: `ray.init` keywords when a local Ray instance is started (e.g. `num_cpus`).
         table_end: A line printed under the summary table (the demo's pointer to the evidence).
+        evidence: Where a Δ of the table has the opposite sign to this study's settled Δ, the table says so
+            under it (`vse_ray.study.summary.summary_text`).
     """
     out = Path(output_dir).expanduser().resolve()
     log_path = route_library_logs(out)  # MLflow's store-creation lines too
@@ -62,7 +66,7 @@ def run_study(
             f"study {spec.name!r} in {out}",
             "run it with the config it started with to resume it, or choose another --output-dir",
         )
-        result = _run_claimed(spec, out, log_path, ray_options)
+        result = _run_claimed(spec, out, log_path, ray_options, evidence)
     finally:
         lock.release()
     print_result(result, table_end)
@@ -80,7 +84,11 @@ def study_record(spec: StudySpec) -> dict[str, Any]:
 
 
 def _run_claimed(
-    spec: StudySpec, out: Path, log_path: Path, ray_options: dict[str, Any] | None
+    spec: StudySpec,
+    out: Path,
+    log_path: Path,
+    ray_options: dict[str, Any] | None,
+    evidence: Evidence | None = None,
 ) -> StudyResult:
     """The stages of a claimed study (see :func:`run_study`)."""
     from vse_ray.ray_session import ensure_ray
@@ -109,7 +117,7 @@ def _run_claimed(
         RunRecorder(ctx.parent_run_id, ctx.tracking_uri).finish("KILLED")
         raise
     clock.stop()
-    return write_summary(ctx, trained, tested)
+    return write_summary(ctx, trained, tested, evidence)
 
 
 def print_result(result: StudyResult, table_end: str = "") -> None:
