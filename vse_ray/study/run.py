@@ -24,7 +24,13 @@ from vse_ray.study.summary_stage import SUMMARY_DIR, write_summary
 from vse_ray.study.variants import train_variants
 from vse_ray.study.warmup import train_warmups, warmup_schedule
 from vse_ray.tracking import resolve_tracking_uri, ui_command
-from vse_ray.tracking.lifecycle import ConfigRecord, claim_run_folder, flat, keep_config
+from vse_ray.tracking.lifecycle import (
+    ConfigRecord,
+    claim_run_folder,
+    flat,
+    keep_config,
+    prepare_store_beside,
+)
 from vse_ray.tracking.recorder import RunRecorder
 
 
@@ -42,8 +48,9 @@ def run_study(
 
     Before Ray starts, the study is claimed as every run is (:mod:`vse_ray.tracking.lifecycle`): the
     tracking server answers, ``<output_dir>/studies/<name>`` is locked (one writer, until this call
-    returns; ``wait`` queues behind another command running it), the store exists, and a rerun has the
-    config the study started with (:func:`study_record`; another is refused naming the keys that differ).
+    returns; ``wait`` queues behind another command running it) and a rerun has the config the study
+    started with (:func:`study_record`; another is refused naming the keys that differ); the store is
+    created while Ray starts.
 
     Args:
         spec: A validated study (`load_study`, `parse_study`, `StudySpec.validate`), not validated again.
@@ -58,7 +65,7 @@ def run_study(
     folder = out / SUMMARY_DIR / spec.name
     where = f"study {spec.name!r} ({folder})"
     uri = resolve_tracking_uri(None, out)
-    lock = claim_run_folder(folder, where, "choose another --output-dir", uri, wait=wait)
+    lock = claim_run_folder(folder, where, "choose another --output-dir", uri, wait=wait, store=False)
     try:
         keep_config(
             ConfigRecord.of(folder),
@@ -66,7 +73,7 @@ def run_study(
             f"study {spec.name!r} in {out}",
             "run it with the config it started with to resume it, or choose another --output-dir",
         )
-        result = _run_claimed(spec, out, log_path, ray_options, evidence)
+        result = _run_claimed(spec, out, log_path, uri, ray_options, evidence)
     finally:
         lock.release()
     print_result(result, table_end)
@@ -87,16 +94,18 @@ def _run_claimed(
     spec: StudySpec,
     out: Path,
     log_path: Path,
+    uri: str,
     ray_options: dict[str, Any] | None,
     evidence: Evidence | None = None,
 ) -> StudyResult:
-    """The stages of a claimed study (see :func:`run_study`)."""
+    """The stages of a claimed study (see :func:`run_study`); the MLflow store at ``uri`` is created while
+    Ray starts."""
     from vse_ray.ray_session import ensure_ray
 
     print(f"[{spec.name}] Ray, Tune and MLflow logs: {log_path}", flush=True)
     clock = StageClock(spec.name)
     with clock.stage("ray start"):
-        ensure_ray(**(ray_options or {}))
+        prepare_store_beside(uri, lambda: ensure_ray(**(ray_options or {})))
     with clock.stage("data"):
         data_dir = prepare_data(spec, out)
     ctx = open_study(spec, out, data_dir, clock.seconds)
