@@ -11,12 +11,17 @@ import ray.data
 
 from vse_ray.ray_reaper import start_reaper
 
+# `ray.init` keywords of a local instance only, and the start of Ray's refusal of them for a running one.
+LOCAL_ONLY = ("num_cpus", "num_gpus", "resources", "labels", "object_store_memory", "_system_config")
+EXISTING_CLUSTER = "When connecting to an existing cluster"
+
 
 def ensure_ray(address: str | None = None, **init_kwargs: Any) -> None:
     """Connect to the cluster at ``address`` (or ``RAY_ADDRESS``, or the latest local one), else start Ray.
 
     Does nothing when this process already holds a Ray instance. ``init_kwargs`` go to ``ray.init``
-    (resources of a local instance, e.g. ``num_cpus``). Workers' output stays off the driver's console
+    (resources of a local instance, e.g. ``num_cpus``: left out when a running instance is joined, which
+    keeps its own). Workers' output stays off the driver's console
     (``log_to_driver=False``; it is in Ray's session logs) and Ray Data's progress is set up as
     :func:`plain_data_progress` says. Its workers run at the driver's priority, and the Ray Train runs it
     fits see a finished run sooner (see below). A local instance started here is watched by
@@ -38,7 +43,15 @@ def ensure_ray(address: str | None = None, **init_kwargs: Any) -> None:
     os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")
     # A local instance has no dashboard (13 processes and 1.2 GB of memory that a laptop run spends better);
     # to watch one, start Ray yourself (`ray start --head`) and give its address.
-    ray.init(address=address, **{"log_to_driver": False, "include_dashboard": False, **init_kwargs})
+    options = {"log_to_driver": False, "include_dashboard": False, **init_kwargs}
+    try:
+        ray.init(address=address, **options)
+    except ValueError as err:
+        # Ray refuses a local instance's resources when it finds a running instance to join instead (the
+        # `ray start` of this machine, RAY_ADDRESS), before it connects: join it as it is
+        if EXISTING_CLUSTER not in str(err):
+            raise
+        ray.init(address=address, **{k: v for k, v in options.items() if k not in LOCAL_ONLY})
     start_reaper()
 
 

@@ -67,10 +67,33 @@ def _reporter(module: ModuleType) -> None:
     reporter.report = timed("report", reporter.report)
 
 
+def _start(name: str, attribute: str) -> Callable[[ModuleType], None]:
+    """A patch recording the span of function ``attribute`` of a module as event ``name`` (the phases of
+    `vse-ray train` before its first step, for `bench_train_start.py`)."""
+
+    def patch(module: ModuleType) -> None:
+        setattr(module, attribute, timed(name, getattr(module, attribute)))
+
+    return patch
+
+
+def _trainer(module: ModuleType) -> None:
+    module.get_or_create_experiment = timed("experiment", module.get_or_create_experiment)  # type: ignore[attr-defined]
+    recorder = module.RunRecorder  # type: ignore[attr-defined]
+    recorder.open = classmethod(timed("run_open", recorder.open.__func__))
+    trainer = module.TorchTrainer  # type: ignore[attr-defined]
+    trainer.fit = timed("fit", trainer.fit)
+
+
 PATCHES: dict[str, Callable[[ModuleType], None]] = {
     "vse_ray.train.epoch_loop": _engine,
     "vse_ray.train.training_data": _training_data,
     "vse_ray.train.reporter": _reporter,
+    "vse_ray.train.preflight": _start("checks", "check_training"),
+    "vse_ray.train.rerun": _start("claim", "claim_run"),
+    "vse_ray.ray_session": _start("ray_start", "ensure_ray"),
+    "vse_ray.train.trainer": _trainer,
+    "vse_ray.train.worker": _start("worker", "train_loop_per_worker"),
 }
 
 

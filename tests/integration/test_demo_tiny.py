@@ -44,13 +44,17 @@ def test_tiny_demo_end_to_end(ray_session, tmp_path, capsys, empty_cwd):
             assert [a.path for a in checkpoint] == ["checkpoint/model.pt"]
     out = capsys.readouterr().out
     table = out[out.index("\nrun ") + 1 : out.index("\nOne seed; ")].splitlines()
-    assert table[0].split()[:2] == ["run", "rsum"] and [line.split()[0] for line in table[2:]] == [
+    # a "≠ study" line follows a Δ whose sign the study at strength contradicts (`study_evidence`)
+    names = [line.split()[0] for line in table[2:]]
+    assert table[0].split()[:2] == ["run", "rsum"] and [n for n in names if n != "≠"] == [
         "vsepp",
         "bcls",
         "Δ",
         "bcls-shuffled",
         "Δ",
     ]
+    assert all(names[i - 1] == "Δ" for i, n in enumerate(names) if n == "≠")
+    assert ("≠" in names) == ("≠ study: the Δ above has the opposite sign" in out)
     assert (
         max(map(len, table)) <= 120
         and f"Full table (every metric, 95 % intervals): {result.files['markdown']}" in out

@@ -95,11 +95,19 @@ def train(
 
     with command_log(checked.config.output_dir) as log:  # MLflow's store-creation lines too
         # locked for the command; a folder precomputed again since the run started is refused
-        planned = claim_run(checked.config, resume, new_run, wait, notify=typer.echo, data=checked.data)
+        # Ray starts beside the store's creation, once the refusals are behind
+        planned = claim_run(
+            checked.config,
+            resume,
+            new_run,
+            wait,
+            notify=typer.echo,
+            data=checked.data,
+            beside=lambda: ensure_ray(ray_address),
+        )
         if planned.run_name != checked.config.run_name:
             checked = checked.renamed(planned.run_name)
         typer.echo(log_file_line(log))
-        ensure_ray(ray_address)
         result = fit(checked)
     best = result.best_metrics
     typer.echo(f"best epoch {best['epoch']}: rsum {best['rsum']:.1f}; checkpoint {result.best_checkpoint}")

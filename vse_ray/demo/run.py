@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vse_ray.demo.evidence import EVIDENCE_LINE
+from vse_ray.demo.evidence import EVIDENCE_LINE, study_evidence
 from vse_ray.demo.study_file import demo_file, set_option
 from vse_ray.metrics.chance import chance_levels
 from vse_ray.study.context import StudyResult
@@ -37,12 +37,15 @@ def demo_study(
 
 def run_demo(spec: StudySpec, output_dir: str, num_cpus: int = 2, wait: bool = False) -> StudyResult:
     """Run the demo study (checked by `demo_study` before Ray starts) on a local Ray of ``num_cpus`` CPUs
-    and print its table and where to look; ``wait`` queues behind another command running it in the same
-    output folder."""
+    and print its table, checked against the study at strength (`study_evidence`), and where to look;
+    ``wait`` queues behind another command running it in the same output folder."""
     if num_cpus < 1:
         raise ValueError(f"num_cpus: must be >= 1, got {num_cpus}")
     ray_options = {"num_cpus": num_cpus, "object_store_memory": 400 * 1024**2}
-    result = run_study(spec, output_dir, ray_options=ray_options, wait=wait, table_end=EVIDENCE_LINE)
+    evidence = study_evidence(spec)
+    result = run_study(
+        spec, output_dir, ray_options=ray_options, wait=wait, table_end=EVIDENCE_LINE, evidence=evidence
+    )
     n_test = (spec.embedded or {})["test_images"]
     chance = chance_levels(n_test, 5 * n_test)
     print(f"Chance level (test, {n_test} images): rsum {chance['rsum']:.1f}")

@@ -19,11 +19,18 @@ from vse_ray.study.context import StageClock, StudyResult, open_study
 from vse_ray.study.data_stage import prepare_data
 from vse_ray.study.scoring import score_on_test
 from vse_ray.study.spec import StudySpec
+from vse_ray.study.summary import Evidence
 from vse_ray.study.summary_stage import SUMMARY_DIR, write_summary
 from vse_ray.study.variants import train_variants
 from vse_ray.study.warmup import train_warmups, warmup_schedule
 from vse_ray.tracking import resolve_tracking_uri, ui_command
-from vse_ray.tracking.lifecycle import ConfigRecord, claim_run_folder, flat, keep_config
+from vse_ray.tracking.lifecycle import (
+    ConfigRecord,
+    claim_run_folder,
+    flat,
+    keep_config,
+    prepare_store_beside,
+)
 from vse_ray.tracking.recorder import RunRecorder
 
 
@@ -34,27 +41,31 @@ def run_study(
     ray_options: dict[str, Any] | None = None,
     wait: bool = False,
     table_end: str = "",
+    evidence: Evidence | None = None,
 ) -> StudyResult:
     """Run (or resume) the whole study; print one progress line per stage and the summary table
-    (``table_end``: a line printed under it).
+    (``table_end``: a line printed under it; ``evidence``: a study at strength its Δs are checked against).
 
     Before Ray starts, the study is claimed as every run is (:mod:`vse_ray.tracking.lifecycle`): the
     tracking server answers, ``<output_dir>/studies/<name>`` is locked (one writer, until this call
-    returns; ``wait`` queues behind another command running it), the store exists, and a rerun has the
-    config the study started with (:func:`study_record`; another is refused naming the keys that differ).
+    returns; ``wait`` queues behind another command running it) and a rerun has the config the study
+    started with (:func:`study_record`; another is refused naming the keys that differ); the store is
+    created while Ray starts.
 
     Args:
         spec: A validated study (`load_study`, `parse_study`, `StudySpec.validate`), not validated again.
         output_dir: Data, Tune trials, MLflow store, summary files and the log file go here.
         ray_options: `ray.init` keywords when a local Ray instance is started (e.g. `num_cpus`).
         table_end: A line printed under the summary table (the demo's pointer to the evidence).
+        evidence: Where a Δ of the table has the opposite sign to this study's settled Δ, the table says so
+            under it (`vse_ray.study.summary.summary_text`).
     """
     out = Path(output_dir).expanduser().resolve()
     log_path = route_library_logs(out)  # MLflow's store-creation lines too
     folder = out / SUMMARY_DIR / spec.name
     where = f"study {spec.name!r} ({folder})"
     uri = resolve_tracking_uri(None, out)
-    lock = claim_run_folder(folder, where, "choose another --output-dir", uri, wait=wait)
+    lock = claim_run_folder(folder, where, "choose another --output-dir", uri, wait=wait, store=False)
     try:
         keep_config(
             ConfigRecord.of(folder),
@@ -62,7 +73,7 @@ def run_study(
             f"study {spec.name!r} in {out}",
             "run it with the config it started with to resume it, or choose another --output-dir",
         )
-        result = _run_claimed(spec, out, log_path, ray_options)
+        result = _run_claimed(spec, out, log_path, uri, ray_options, evidence)
     finally:
         lock.release()
     print_result(result, table_end)
@@ -80,15 +91,21 @@ def study_record(spec: StudySpec) -> dict[str, Any]:
 
 
 def _run_claimed(
-    spec: StudySpec, out: Path, log_path: Path, ray_options: dict[str, Any] | None
+    spec: StudySpec,
+    out: Path,
+    log_path: Path,
+    uri: str,
+    ray_options: dict[str, Any] | None,
+    evidence: Evidence | None = None,
 ) -> StudyResult:
-    """The stages of a claimed study (see :func:`run_study`)."""
+    """The stages of a claimed study (see :func:`run_study`); the MLflow store at ``uri`` is created while
+    Ray starts."""
     from vse_ray.ray_session import ensure_ray
 
     print(f"[{spec.name}] Ray, Tune and MLflow logs: {log_path}", flush=True)
     clock = StageClock(spec.name)
     with clock.stage("ray start"):
-        ensure_ray(**(ray_options or {}))
+        prepare_store_beside(uri, lambda: ensure_ray(**(ray_options or {})))
     with clock.stage("data"):
         data_dir = prepare_data(spec, out)
     ctx = open_study(spec, out, data_dir, clock.seconds)
@@ -112,7 +129,7 @@ def _run_claimed(
         RunRecorder(ctx.parent_run_id, ctx.tracking_uri).finish("FAILED", "error")
         raise
     clock.stop()
-    return write_summary(ctx, trained, tested)
+    return write_summary(ctx, trained, tested, evidence)
 
 
 def print_result(result: StudyResult, table_end: str = "") -> None:

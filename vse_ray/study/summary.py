@@ -37,6 +37,7 @@ TABLE_METRICS = tuple((column.title, column.key) for column in TABLE)
 # Columns of the console table: recall, and CS@K (image to text) against S-BERT and against the scene.
 HEADLINE_METRICS = tuple((column.console, column.key) for column in TABLE if column.console)
 RISING = "↑"  # after a row's name: a run of it whose validation rsum was still rising at its last epoch
+AGAINST = "≠"  # the line under a row's Δ: where that Δ has the opposite sign to the evidence's settled Δ
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,24 @@ class RunRecord:
     train_images: int
     metrics: dict[str, float]
     run_id: str = ""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A study at strength that settles the sign of some differences of a smaller table's rows: its name,
+    what it ran (one short phrase) and its paired differences from the same baseline, by (row, metric)."""
+
+    study: str
+    scale: str
+    diffs: Mapping[tuple[str, str], Interval]
+
+    def against(self, row: str, metric: str, diff: Interval | None) -> Interval | None:
+        """The evidence's Δ of (row, metric) when it is settled (its interval excludes 0) and ``diff`` has
+        the opposite sign, else None."""
+        settled = self.diffs.get((row, metric))
+        if diff is None or settled is None or not settled.excludes_zero:
+            return None
+        return settled if diff.mean * settled.mean < 0 else None
 
 
 @dataclass(frozen=True)
@@ -192,11 +211,19 @@ def _row_name(row: str, rising: tuple[int, int] | None) -> str:
     return f"{row} {RISING}" + ("" if rising[0] == rising[1] else f"{rising[0]}/{rising[1]}")
 
 
+def _interval_text(value: Interval, key: str) -> str:
+    """``low…high``, each signed (a compact interval for a console cell)."""
+    return f"{_signed(value.low, key)}…{_signed(value.high, key)}"
+
+
 def _console_rows(
-    cells: list[SummaryCell], rising: Mapping[tuple[int, str], tuple[int, int]]
+    cells: list[SummaryCell],
+    rising: Mapping[tuple[int, str], tuple[int, int]],
+    evidence: Evidence | None = None,
 ) -> tuple[list[str], list[list[str]], set[int]]:
     """HEADLINE_METRICS columns, mean ± std; each row's Δ on the line below its values; ``rising``: the
-    counts of :func:`rising_runs` (rows marked with :func:`_row_name`).
+    counts of :func:`rising_runs` (rows marked with :func:`_row_name`); ``evidence``: where a Δ has the
+    opposite sign to the evidence's settled Δ, a line under it gives the evidence's interval (``≠``).
 
     Returns the header, the lines and the seed counts seen (a seeds column only when they differ).
     """
@@ -225,6 +252,13 @@ def _console_rows(
                 for c, k in zip(found, keys, strict=True)
             ]
             rows.append([""] * len(lead) + ["  Δ"] + [""] * len(count) + diffs)
+        against = [
+            None if evidence is None or c is None else evidence.against(row, k, c.diff)
+            for c, k in zip(found, keys, strict=True)
+        ]
+        if any(against):
+            texts = ["" if a is None else _interval_text(a, k) for a, k in zip(against, keys, strict=True)]
+            rows.append([""] * len(lead) + [f"  {AGAINST} study"] + [""] * len(count) + texts)
     return header, rows, seeds
 
 
@@ -238,14 +272,16 @@ def summary_text(
     cells: list[SummaryCell],
     baseline: str,
     rising: Mapping[tuple[int, str], tuple[int, int]] | None = None,
+    evidence: Evidence | None = None,
 ) -> str:
     """Console table (fits 120 columns): the headline metrics, mean ± std over seeds, Δ under each value.
 
     ``rising`` (:func:`rising_runs`) marks the rows with runs whose validation rsum was still rising at the
-    last epoch, and a line says what the mark means.
+    last epoch, and a line says what the mark means. ``evidence``: under a Δ of the opposite sign to the
+    evidence's settled Δ, the evidence's 95 % interval, and a line says what it is.
     """
     rising = rising or {}
-    header, rows, seeds = _console_rows(cells, rising)
+    header, rows, seeds = _console_rows(cells, rising, evidence)
     table = _render(header, rows, "text", header.index("run") + 1)
     if seeds == {1}:
         noise = [
@@ -266,7 +302,14 @@ def summary_text(
         "more epochs would move its numbers.",
     ]
     marked = any(count for count, _ in rising.values())
-    return "\n".join([table, *noise, cs, *(unsettled if marked else [])])
+    against = []
+    if any(line[header.index("run")].strip() == f"{AGAINST} study" for line in rows) and evidence:
+        against = [
+            f"{AGAINST} study: the Δ above has the opposite sign to the study {evidence.study} at strength "
+            f"({evidence.scale});",
+            "the line gives that study's 95 % t-interval of the same paired Δ, which excludes 0.",
+        ]
+    return "\n".join([table, *noise, cs, *(unsettled if marked else []), *against])
 
 
 def summary_markdown(cells: list[SummaryCell], baseline: str) -> str:

@@ -17,6 +17,7 @@ from vse_ray.study.summary import (
     ROW_TAG,
     SIZE_TAG,
     STRENGTH_TAG,
+    Evidence,
     RunRecord,
     collect_runs,
     rising_runs,
@@ -93,14 +94,18 @@ def save_study_view(ctx: StudyContext) -> str:
 
 
 def write_summary(
-    ctx: StudyContext, trained: dict[str, TrainedRun], tested: dict[str, dict[str, float]]
+    ctx: StudyContext,
+    trained: dict[str, TrainedRun],
+    tested: dict[str, dict[str, float]],
+    evidence: Evidence | None = None,
 ) -> StudyResult:
     """Summary table (CSV + Markdown), trade-off plot and per-row metrics on the parent run; returns it.
 
     Its numbers are those of the stages before it: each run's test metrics (``tested``, from
     :func:`~vse_ray.study.scoring.score_on_test`) and validation history (``trained``, from the checkpoints
     Tune returned); nothing is read back from MLflow (``vse-ray study --summary`` reads the same numbers
-    there: :func:`study_summary`)."""
+    there: :func:`study_summary`). ``evidence``: the study at strength the console table is checked against
+    (`summary_text`)."""
     spec = ctx.spec
     records = [
         RunRecord(item.row, item.seed, item.train_images, tested[name], item.run_id)
@@ -127,7 +132,9 @@ def write_summary(
     log_figures(client, ctx.parent_run_id, {"tradeoff": figure}, "plots")
     client.log_dict(ctx.parent_run_id, ctx.seconds, "seconds.json")
     RunRecorder(ctx.parent_run_id, ctx.tracking_uri).finish()
-    table = (weak + "\n" if weak else "") + summary_text(cells, spec.baseline, rising_runs(histories))
+    table = (weak + "\n" if weak else "") + summary_text(
+        cells, spec.baseline, rising_runs(histories), evidence
+    )
     view = save_study_view(ctx)
     return StudyResult(
         cells,

@@ -7,7 +7,9 @@
 2. the run's folder is locked: one writer per run; a second command is refused naming the holder, or queues
    behind it (``wait``); the kernel drops the lock of a killed process;
 3. a local sqlite store exists (:func:`prepare_store`), created under the lock of its folder: two first
-   commands would otherwise race in MLflow's schema migration.
+   commands would otherwise race in MLflow's schema migration. Its creation does not depend on Ray: a
+   command that starts Ray creates it on a thread while Ray starts (:func:`prepare_store_beside`), once its
+   refusals are behind it.
 
 A rerun compares its config with the one the run started with (:class:`ConfigRecord`, kept in the run's
 folder) and a changed config is refused listing the keys that differ (:func:`keep_config`, or train's
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -91,6 +94,20 @@ def prepare_store(uri: str, notify: Callable[[str], None] = print) -> None:
         lock.release()
 
 
+def prepare_store_beside(uri: str, start: Callable[[], None], notify: Callable[[str], None] = print) -> None:
+    """:func:`prepare_store` on a thread while ``start`` (Ray's start, which does not need the store) runs on
+    this one: a first command pays the longer of the two instead of their sum. An error of either is
+    raised, ``start``'s first."""
+    with ThreadPoolExecutor(1, thread_name_prefix="mlflow-store") as pool:
+        store = pool.submit(prepare_store, uri, notify)
+        try:
+            start()
+        finally:
+            failed = store.exception()  # waits for the store
+    if failed is not None:
+        raise failed
+
+
 def claim_run_folder(
     folder: str | Path,
     what: str,
@@ -99,9 +116,11 @@ def claim_run_folder(
     *,
     wait: bool = False,
     notify: Callable[[str], None] = print,
+    store: bool = True,
 ) -> FolderLock:
     """Check the server, lock the run's ``folder`` (``what``: the run named in a refusal; ``instead``: the
-    way out it offers), then :func:`prepare_store`. The lock is held until released, until
+    way out it offers), then :func:`prepare_store` (``store=False``: the caller prepares it later, beside
+    Ray's start: :func:`prepare_store_beside`). The lock is held until released, until
     :func:`~vse_ray.file_lock.release_all` (the end of the command) or until the process ends.
 
     Raises:
@@ -109,6 +128,8 @@ def claim_run_folder(
     """
     check_server(uri)
     lock = FolderLock(folder, what, instead).acquire(wait=wait, notify=notify)
+    if not store:
+        return lock
     try:
         prepare_store(uri, notify)
     except BaseException:

@@ -24,7 +24,7 @@ from vse_ray.losses import LOSS_NAMES, loss_hparams
 from vse_ray.models import MODEL_NAMES
 from vse_ray.tracking import lifecycle
 from vse_ray.tracking.filters import tag_equals
-from vse_ray.tracking.lifecycle import ConfigRecord, claim_run_folder, describe
+from vse_ray.tracking.lifecycle import ConfigRecord, claim_run_folder, describe, prepare_store_beside
 from vse_ray.tracking.runs import RUN_NAME_TAG
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.model_factory import training_options
@@ -176,8 +176,9 @@ def plan_run(
 def _claim(cfg: TrainConfig, wait: bool, notify: Callable[[str], None]) -> FolderLock:
     folder = _folder(cfg)
     what = f"run {cfg.run_name!r} ({folder})"
+    uri = cfg.filled("tracking_uri")
     return claim_run_folder(
-        folder, what, "choose another --run-name", cfg.filled("tracking_uri"), wait=wait, notify=notify
+        folder, what, "choose another --run-name", uri, wait=wait, notify=notify, store=False
     )
 
 
@@ -188,10 +189,12 @@ def claim_run(
     wait: bool = False,
     notify: Callable[[str], None] = print,
     data: VerifiedData | None = None,
+    beside: Callable[[], None] = lambda: None,
 ) -> TrainConfig:
     """Claim the run (:func:`~vse_ray.tracking.lifecycle.claim_run_folder`: the server answers, one writer,
-    ``wait`` queues behind the holder, the store exists), then :func:`plan_run`; a new run beside it is
-    claimed too.
+    ``wait`` queues behind the holder), then :func:`plan_run` (a new run beside it is claimed too), then
+    the store exists: created while ``beside`` runs (the command's Ray start: after every refusal, beside
+    the store's creation, :func:`~vse_ray.tracking.lifecycle.prepare_store_beside`).
 
     The locks are held until :func:`~vse_ray.file_lock.release_all` (the end of the command) or the end
     of the process.
@@ -202,6 +205,7 @@ def claim_run(
         planned = plan_run(cfg, resume, new_run, notify, data)
         if planned.run_name != cfg.run_name:
             locks.append(_claim(planned, wait, notify))
+        prepare_store_beside(planned.filled("tracking_uri"), beside, notify)
         return planned
     except BaseException:
         for lock in locks:

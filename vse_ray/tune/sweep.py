@@ -22,7 +22,13 @@ from vse_ray.tracking import (
 )
 from vse_ray.tracking import metric_keys as keys
 from vse_ray.tracking.filters import tag_equals
-from vse_ray.tracking.lifecycle import ConfigRecord, claim_run_folder, flat, keep_config
+from vse_ray.tracking.lifecycle import (
+    ConfigRecord,
+    claim_run_folder,
+    flat,
+    keep_config,
+    prepare_store_beside,
+)
 from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.tracking.views import comparison_view, save_view, view_url
 from vse_ray.train.config import TrainConfig
@@ -101,8 +107,8 @@ def run_sweep(checked: CheckedSweep, *, wait: bool = False, claimed: str = "") -
 
     Before Ray starts, the sweep is claimed as every run is (:mod:`vse_ray.tracking.lifecycle`): the
     tracking server answers, its folder is locked (one writer; ``wait`` queues behind the holder, until
-    this call returns), the store exists, and a rerun has the config the sweep started with. ``claimed``
-    is printed then (the command's line saying where Ray's and MLflow's logs go).
+    this call returns) and a rerun has the config the sweep started with. ``claimed`` is printed then (the
+    command's line saying where Ray's and MLflow's logs go); the store is created while Ray starts.
 
     Raises:
         ValueError: for a sweep in use by another command, another config than the sweep's, or a server
@@ -111,7 +117,8 @@ def run_sweep(checked: CheckedSweep, *, wait: bool = False, claimed: str = "") -
     cfg, path, resolved = checked.cfg, checked.path, checked.resolved
     name = path.name
     uri = resolved.filled("tracking_uri")
-    lock = claim_run_folder(path, f"sweep {name!r} ({path})", "choose another --name", uri, wait=wait)
+    what = f"sweep {name!r} ({path})"
+    lock = claim_run_folder(path, what, "choose another --name", uri, wait=wait, store=False)
     try:
         keep_config(
             ConfigRecord.of(path),
@@ -147,9 +154,13 @@ def _run(
     resolved: TrainConfig,
     data: VerifiedData,
 ) -> SweepResult:
-    """Run or resume the claimed sweep in ``path``, tracked under its MLflow parent run."""
+    """Run or resume the claimed sweep in ``path``, tracked under its MLflow parent run; Ray starts (joins a
+    running cluster, else a local instance that goes away with this process) while the store is created."""
+    from vse_ray.ray_session import ensure_ray
+
     name = path.name
     epochs = int(base["epochs"])
+    prepare_store_beside(uri, ensure_ray)
     restoring = tune.Tuner.can_restore(path)
     experiment_id = get_or_create_experiment(resolved.experiment, uri, resolved.output_dir)
     parent, num_samples = _parent_run(experiment_id, name, uri, cfg, space, data)
@@ -176,10 +187,7 @@ def _run(
     TrialLimitStopper.write_limit(path / LIMIT_FILE, cfg.stop_after_trials)
     if restoring:
         print(f"Resuming sweep {name} from {path}", flush=True)
-    from vse_ray.ray_session import ensure_ray
-
     try:
-        ensure_ray()  # joins a running cluster, else a local instance that goes away with this process
         results = fit_trials(
             run,
             trainable,
@@ -189,7 +197,7 @@ def _run(
         )
         limited = TrialLimitStopper.reached(path / LIMIT_FILE)
         return _finish(results, num_samples * space.grid_size(), space, base, run, limited)
-    except KeyboardInterrupt:  # a Ctrl-C while Ray starts, or one Tune caught (`_finish`)
+    except KeyboardInterrupt:  # a Ctrl-C Tune caught (`_finish`)
         RunRecorder(parent, uri).finish("KILLED", "interrupted")
         raise
     except Exception:  # a full disk (`fit_trials`): the rerun resumes

@@ -8,11 +8,13 @@ import io
 import pytest
 from scipy import stats
 
+from vse_ray.study.stats import Interval
 from vse_ray.study.summary import (
     HEADLINE_METRICS,
     ROW_TAG,
     SEED_TAG,
     SIZE_TAG,
+    Evidence,
     RunRecord,
     collect_runs,
     summarize,
@@ -78,6 +80,58 @@ def test_console_table_fits_120_columns_with_every_headline_metric():
     assert max(map(len, text)) <= 120 and "left out" not in "".join(text)
     one = summary_text(summarize([r for r in records if r.seed == 0], "vsepp", rows), "vsepp")
     assert "±" not in one.split("One seed")[0] and "One seed" in one
+
+
+def _settled(mean: float, low: float, high: float) -> Interval:
+    return Interval(3, mean, float("nan"), low, high)
+
+
+def test_a_delta_against_the_settled_sign_of_the_evidence_gets_the_evidence_under_it():
+    # bcls: +5.0 here; the evidence settles rsum at -2.0 [-3.0, -1.0] (against) and CS@100 at +0.1 (with)
+    evidence = Evidence(
+        "big_study",
+        "4,000 training images, 3 seeds",
+        {
+            ("bcls", "rsum"): _settled(-2.0, -3.0, -1.0),
+            ("bcls", "CS_at_100_i2t"): _settled(0.1, 0.05, 0.15),
+            ("bcls-shuffled", "rsum"): _settled(5.0, -1.0, 11.0),  # not settled: no sign to contradict
+        },
+    )
+    cells = summarize(_records(), "vsepp", ["vsepp", "bcls", "bcls-shuffled"])
+    text = summary_text(cells, "vsepp", evidence=evidence).splitlines()
+    assert [line.split()[0] for line in text[2:8]] == ["vsepp", "bcls", "Δ", "≠", "bcls-shuffled", "Δ"]
+    assert text[5].split() == ["≠", "study", "-3.0…-1.0"]  # under the rsum Δ, in the rsum column
+    assert text[5].index("-3.0…-1.0") + len("-3.0…-1.0") == text[4].index("+5.0*") + len("+5.0*")
+    assert "* = its 95 % t-interval excludes 0" in "\n".join(text)  # the seed-noise mark keeps its meaning
+    assert any(
+        line.startswith("≠ study: ") and "big_study" in line and "4,000 training" in line for line in text
+    )
+    assert max(map(len, text)) <= 120
+    plain = summary_text(cells, "vsepp")  # no evidence: no such line
+    assert "≠" not in plain and summary_text(cells, "vsepp", evidence=Evidence("s", "", {})) == plain
+
+
+def test_the_evidence_line_fits_120_columns_when_every_headline_column_is_against_it():
+    keys = [key for _, key in HEADLINE_METRICS]
+    records = [
+        RunRecord(
+            row,
+            seed,
+            0,
+            {key: (100.0 if key == "rsum" else 0.1) * (seed + 1) * (row == "vsepp") + 1 for key in keys},
+        )
+        for row in ("vsepp", "bcls-no-kendall")
+        for seed in range(3)
+    ]
+    against = {("bcls-no-kendall", key): _settled(1.0, 0.5, 1.5) for key in keys}
+    against.update({("bcls-no-kendall", "rsum"): _settled(123.4, 100.5, 146.3)})
+    text = summary_text(
+        summarize(records, "vsepp", ["vsepp", "bcls-no-kendall"]),
+        "vsepp",
+        evidence=Evidence("s", "x", against),
+    )
+    line = next(line for line in text.splitlines() if line.strip().startswith("≠ study "))
+    assert line.count("…") == len(keys) and max(map(len, text.splitlines())) <= 120
 
 
 def test_runs_are_read_back_from_their_test_groups(mlflow_uri, tmp_path):

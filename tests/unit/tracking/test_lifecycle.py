@@ -21,6 +21,7 @@ from mlflow import MlflowClient
 from tests.support.cli import one_error_line, run_cli
 from tests.support.tiny_commands import study_file, sweep_args
 from vse_ray.file_lock import FolderLock
+from vse_ray.tracking.lifecycle import prepare_store_beside
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -172,3 +173,20 @@ def test_any_answer_of_a_server_counts():
     finally:
         server.shutdown()
     check_server("sqlite:////nowhere/mlflow.db")  # a local store is not a server
+
+
+def test_the_store_is_created_on_a_thread_while_ray_starts(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    started = []
+    prepare_store_beside(uri, lambda: started.append(threading.current_thread()))
+    assert started == [threading.main_thread()] and (tmp_path / "mlflow.db").is_file()
+    MlflowClient(uri).search_experiments()  # a store MLflow opens
+
+
+def test_a_failed_start_is_raised_once_the_store_is_ready(tmp_path):
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    with pytest.raises(KeyboardInterrupt):
+        prepare_store_beside(uri, _ctrl_c)
+    assert (tmp_path / "mlflow.db").is_file()  # not left half-created under its lock
+    with pytest.raises(ValueError, match="does not answer"):  # the store's own error comes through
+        prepare_store_beside(f"http://127.0.0.1:{_free_port()}", lambda: None)
