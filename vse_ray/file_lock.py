@@ -42,6 +42,30 @@ class FolderLock:
         self.instead = instead
         self._handle: IO[str] | None = None
 
+    def share(self) -> FolderLock:
+        """Take the lock shared, as a reader that writes nothing in the folder: readers exclude a writer
+        (:meth:`acquire`), not each other. Nothing is taken when the folder has no lock file (a folder no
+        writer locked yet).
+
+        Raises:
+            ValueError: The writer holds it, named.
+        """
+        try:
+            handle = open(self.path)  # noqa: SIM115 (kept open: the lock lives as long as the handle)
+        except OSError:
+            return self
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise ValueError(
+                f"{self.what} is being written by {_holder(self.path)}: wait for it to finish, then "
+                "run the same command again"
+            ) from None
+        self._handle = handle
+        _HELD.append(self)
+        return self
+
     def acquire(self, wait: bool = False, notify: Callable[[str], None] = print) -> FolderLock:
         """Take the lock; ValueError naming the holder when it is held, or (``wait``) wait for it."""
         self.folder.mkdir(parents=True, exist_ok=True)

@@ -126,7 +126,7 @@ def precompute(
     from vse_ray.log_file import command_log, log_file_line
 
     with disk_full_is_an_error(out, "free space and rerun: finished shards are kept"):
-        claimed = claim_precompute(config, out, options)  # reads and checks the input before Ray starts
+        claimed = claim_precompute(config, out, options, lock=True)  # the input checked before Ray starts
         with command_log(out) as log:
             print(log_file_line(log), flush=True)
             run_precompute(claimed, ray_address=ray_address)

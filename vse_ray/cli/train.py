@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from vse_ray.cli.options import given_options, options_from
 from vse_ray.config_fields import help_of
+from vse_ray.file_lock import FolderLock
 from vse_ray.tracking import runs_table_url, ui_command
 from vse_ray.train.config import (
     NESTED,
@@ -82,6 +84,9 @@ def train(
         valid = loaded.checked
     else:
         valid = TrainConfig.from_dict(merge_overrides({"data_dir": data}, items)).checked()
+    # a precompute writing the data folder refuses this train, and one started later is refused (until
+    # the command ends); the lock is shared with other readers and writes nothing there
+    FolderLock(Path(valid.config.data_dir).expanduser(), f"data folder {valid.config.data_dir}").share()
     checked = check_training(valid)  # data folder, model input, weights: before Ray and MLflow start
     deviations = checked.config.deviations
     if deviations:

@@ -14,6 +14,7 @@ from vse_ray.data.precompute.run import claim_precompute
 from vse_ray.data.precompute.vocab import build_vocab, encode
 from vse_ray.data.store.schema import SCHEMA_VERSION
 from vse_ray.data.store.verify import model_files
+from vse_ray.file_lock import FolderLock, release_all
 from vse_ray.special_tokens import END, START, UNK
 
 
@@ -213,6 +214,22 @@ def test_out_given_as_a_link_names_its_target_folder(tmp_path, overwrite):
     (tmp_path / "dangling").symlink_to(tmp_path / "new" / "data")
     assert claim_precompute(config, str(tmp_path / "dangling")).folder == tmp_path / "new" / "data"
     assert (tmp_path / "new" / "data" / STATE_CONFIG).is_file()
+
+
+def test_a_precompute_of_a_folder_a_train_reads_is_refused_and_keeps_it(tmp_path):
+    data = tmp_path / "data"
+    claim_output(data, PrecomputeConfig(n_train=10), overwrite=False)
+    write_tiny_store(data)
+    FolderLock(data).acquire().release()  # the lock file a precompute leaves
+    reader = FolderLock(data).share()  # a train reading the folder
+    config, overwrite = PrecomputeConfig(**TINY_SYNTHETIC), ExecutionOptions(overwrite=True)
+    with pytest.raises(ValueError, match=f"out folder {data} is in use by another command .*a train reading"):
+        claim_precompute(config, str(data), overwrite, lock=True)
+    assert (data / "manifest.json").is_file()
+    reader.release()
+    claim_precompute(config, str(data), overwrite, lock=True)  # once the train ended
+    assert sorted(p.name for p in data.iterdir()) == [".vse_ray.lock", "_state"]
+    release_all()
 
 
 def test_out_that_is_a_file_or_a_link_loop_is_one_line(tmp_path):

@@ -67,6 +67,19 @@ def test_a_second_train_of_a_held_run_is_one_line(store, tmp_path):
     assert seconds < 30
 
 
+def test_a_train_of_a_data_folder_being_precomputed_is_one_line(store, tmp_path):
+    data = tmp_path / "data"
+    shutil.copytree(store, data)
+    with FolderLock(data):  # a precompute writing it (`precompute --overwrite`)
+        result = run_cli(
+            ["train", "--data", str(data), "--output-dir", str(tmp_path / "out"), "--epochs", "1"]
+        )
+    one_error_line(
+        result, f"data folder {data} is being written by PID {os.getpid()}", "wait for it to finish"
+    )
+    assert not (tmp_path / "out").exists()
+
+
 def test_another_run_in_the_same_output_folder_is_not_held(tmp_path):
     with FolderLock(tmp_path / "o" / "ray_results" / "coco-vsepp-s0"):
         claim_run(_cfg(tmp_path, loss="sam"))  # coco-sam-s0: its own lock

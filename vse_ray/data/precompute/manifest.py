@@ -14,6 +14,7 @@ from vse_ray.data.precompute.config import PrecomputeConfig
 from vse_ray.data.store.schema import SCHEMA_VERSION
 from vse_ray.data.store.shards import ShardLedger, merge_nodes, part_name
 from vse_ray.data.store.verify import MODEL_FILES, model_files, parquet_files
+from vse_ray.file_lock import LOCK_NAME
 from vse_ray.json_files import write_json_atomic
 
 STATE_CONFIG = Path("_state") / "config.json"
@@ -82,7 +83,7 @@ def _foreign_files(out: Path) -> list[str]:
         if any(str(relative).startswith(f"{name}/") for name in foreign):
             continue  # inside a foreign folder, already named
         pattern = _MADE_FOLDERS if path.is_dir() and not path.is_symlink() else _MADE_FILES
-        if path.is_symlink() or not pattern.fullmatch(_made_name(relative)):
+        if path.is_symlink() or not (pattern.fullmatch(_made_name(relative)) or str(relative) == LOCK_NAME):
             foreign.append(str(relative))
     return foreign
 
@@ -98,7 +99,7 @@ def check_output(out: Path, config: PrecomputeConfig, overwrite: bool) -> bool:
         ValueError: If ``out`` was written with another config and not ``overwrite``, if it is a non-empty
             folder that vse_ray did not write, or if ``overwrite`` would delete files vse_ray did not write.
     """
-    if out.exists() and any(out.iterdir()):
+    if out.exists() and any(path.name != LOCK_NAME for path in out.iterdir()):
         record = _own_record(out / STATE_CONFIG) or _own_record(out / "manifest.json")
         if record is None:
             raise ValueError(
@@ -136,7 +137,9 @@ def claim_output(out: Path, config: PrecomputeConfig, overwrite: bool) -> None:
     """Make ``out`` hold this config's precompute: resume it, start it, or refuse to mix configs (the
     checks of :func:`check_output`)."""
     if check_output(out, config, overwrite):
-        shutil.rmtree(out)
+        for path in out.iterdir():  # the lock file stays: a precompute holding it is deleting the rest
+            if path.name != LOCK_NAME:
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
     record = {
         "format": FORMAT,
         "schema_version": SCHEMA_VERSION,

@@ -28,6 +28,7 @@ from vse_ray.data.store.shards import sha256_file
 from vse_ray.data.synthetic.dataset import generate_synthetic
 from vse_ray.data.synthetic.scene import scene_descriptor
 from vse_ray.features import check_weights
+from vse_ray.file_lock import FolderLock
 from vse_ray.ray_session import ensure_ray
 from vse_ray.relevance.sources import SOURCES
 
@@ -151,12 +152,14 @@ class ClaimedPrecompute:
 
 
 def claim_precompute(
-    config: PrecomputeConfig, out: str, options: ExecutionOptions | None = None
+    config: PrecomputeConfig, out: str, options: ExecutionOptions | None = None, lock: bool = False
 ) -> ClaimedPrecompute:
     """Check the output folder, read and check the input, then claim ``out`` for this config.
 
     Shards already complete for the same config are kept; a folder written with another config is refused
-    unless ``options.overwrite``, which deletes it here.
+    unless ``options.overwrite``, which deletes it here. With ``lock`` (a command), the folder is locked
+    first, until the command ends: a train reading it (which shares the lock) or another precompute
+    writing it refuses this one, and a train started meanwhile is refused.
     """
     options = options or ExecutionOptions()
     config = config.resolved()
@@ -169,6 +172,14 @@ def claim_precompute(
         )
     if config.dataset != "precomp":
         check_weights(config.cnn, config.weights)  # the CNN weights are local (no download), else one line
+    if lock:
+        try:
+            FolderLock(folder, f"data folder {folder}").acquire()
+        except ValueError:
+            raise ValueError(
+                f"out folder {folder} is in use by another command (a train reading it, or a precompute "
+                "writing it): wait for it to finish, or choose another --out"
+            ) from None
     claim_output(folder, config, options.overwrite)
     return ClaimedPrecompute(config, folder, source, options)
 
