@@ -132,6 +132,14 @@ def _local_dir_weights(folder: Path) -> Path:
     return found[0]
 
 
+def hf_weights(folder: Path) -> Path:
+    """The weights file of a save_pretrained folder (its index when sharded); FileNotFoundError if none."""
+    for name in HF_WEIGHTS:
+        if (folder / name).is_file():
+            return folder / name
+    raise FileNotFoundError(f"model_params.pretrained {folder}: no {HF_WEIGHTS[0]}; {HF_HOW}")
+
+
 def _hf_folder(arch: str, pretrained: str) -> Path:
     if arch:
         raise ValueError(f"model_params.arch {arch!r}: backend hf reads the architecture from its folder")
@@ -147,8 +155,7 @@ def _hf_folder(arch: str, pretrained: str) -> Path:
     for name in HF_FILES:
         if not (path / name).is_file():
             raise FileNotFoundError(f"model_params.pretrained {path}: no {name}; {HF_HOW}")
-    if not any((path / name).is_file() for name in HF_WEIGHTS):
-        raise FileNotFoundError(f"model_params.pretrained {path}: no {HF_WEIGHTS[0]}; {HF_HOW}")
+    hf_weights(path)
     model_type = _read_json(path / "config.json").get("model_type")
     if model_type not in HF_MODEL_TYPES:
         raise ValueError(

@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from vse_ray.models.bert_text import quiet_transformers
-from vse_ray.models.clip_files import ClipSource
+from vse_ray.models.clip_files import ClipSource, hf_weights
 from vse_ray.models.clip_preprocess import PixelSpec
 
 
@@ -164,14 +164,17 @@ class HFTowers(ClipTowers):
                     str(folder), local_files_only=True, output_loading_info=True, ignore_mismatched_sizes=True
                 )
         except Exception as err:
-            raise weights_error(folder, err) from err
+            raise weights_error(hf_weights(folder), err) from err
         wrong = [(key, info.get(key)) for key in ("missing_keys", "unexpected_keys", "mismatched_keys")]
         wrong = [(key, names) for key, names in wrong if names]
         if wrong:
             key, names = wrong[0]
+            first = sorted(names, key=str)[0]  # a name, or (name, shape in the file, shape by the config)
+            if isinstance(first, tuple):
+                first = f"{first[0]} {tuple(first[1])} in the file, {tuple(first[2])} by the config"
             raise ValueError(
                 f"model_params.pretrained {folder}: the weights do not fit its config.json "
-                f"({key.replace('_', ' ')}: {sorted(map(str, names))[0]} and {len(names) - 1} more)"
+                f"({key.replace('_', ' ')}: {first}, {len(names)} in all)"
             )
         self.model = model
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
