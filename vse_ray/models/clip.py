@@ -63,8 +63,8 @@ class ClipModel(RetrievalModel):
     @classmethod
     def layout_hint(cls, layout: str) -> str:
         return (
-            "its image tower reads the stored images: precompute with --keep-images yes, best at the tower's "
-            "input size (--resize SIZE --resize-mode shortest)"
+            "its image tower reads the stored images: precompute keeping them (--keep-images yes), best at "
+            "the tower's input size (--resize SIZE --resize-mode shortest)"
         )
 
     @property

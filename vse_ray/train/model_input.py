@@ -8,12 +8,19 @@ from typing import Any
 from vse_ray.data.store.readers import load_manifest, table_schema
 from vse_ray.data.store.split_data import ImageStore
 from vse_ray.models import model_class
+from vse_ray.train.config import TrainConfig
 
 LAYOUT_WORDS = {
     "pooled": "pooled features (D,)",
     "regions": "region features (R, D)",
-    "pixels": "raw images (--finetune)",
+    "pixels": "raw images",
 }
+
+
+def reads_pixels(cfg: TrainConfig) -> bool:
+    """Whether a training reads the stored images: a CNN fine-tuned on them (`finetune`), or a model that
+    reads nothing else (CLIP's image tower)."""
+    return cfg.finetune or model_class(cfg.model).layouts_for(cfg.model_params) == ("pixels",)
 
 
 def stored_layout(data_dir: str, finetune: bool) -> tuple[str, list[int]]:
