@@ -22,6 +22,13 @@ def evaluate(
         list[str] | None,
         typer.Option("--set", help="With --model: model_params.KEY=VALUE (YAML); repeatable."),
     ] = None,
+    image_cache: Annotated[
+        bool,
+        typer.Option(
+            help="With --model: read the image embeddings from the data folder's cache "
+            "(image_embeddings/), computing it once with a Ray Data actor pool (GPU when there is one)."
+        ),
+    ] = False,
     sims: Annotated[
         str | None,
         typer.Option(
@@ -58,8 +65,8 @@ def evaluate(
         raise ValueError(
             f"evaluate --{'sims' if model is None else 'model'}: --data (the precompute folder) is required"
         )
-    if set_ and model is None:
-        raise ValueError("evaluate: --set goes with --model (a run's options are its own)")
+    if (set_ or image_cache) and model is None:
+        raise ValueError("evaluate: --set and --image-cache go with --model (a run's options are its own)")
     model_params = _model_params(str(model), str(data), split, set_ or []) if model is not None else {}
     from vse_ray.log_file import command_log, log_file_line
 
@@ -68,7 +75,15 @@ def evaluate(
             from vse_ray.evaluation.zero_shot import evaluate_model
 
             report = evaluate_model(
-                model, model_params, str(data), split, protocol, tracking_uri, output_dir, coco_ids
+                model,
+                model_params,
+                str(data),
+                split,
+                protocol,
+                tracking_uri,
+                output_dir,
+                coco_ids,
+                image_cache=image_cache,
             )
         elif run is None:
             from vse_ray.evaluation.sims_file import evaluate_sims

@@ -91,7 +91,10 @@ class ClipModel(RetrievalModel):
         return self.towers.tokenize(texts)
 
     def encode_images(self, images: Tensor) -> Tensor:
-        """(B, H, W, 3) uint8 images → the checkpoint's preprocessing → image tower → (B, E) unit vectors."""
+        """(B, H, W, 3) uint8 images → the checkpoint's preprocessing → image tower → (B, E) unit vectors;
+        (B, E) rows are the tower's own output, cached (`vse_ray.evaluation.image_cache`), returned unit."""
+        if images.dim() == 2:
+            return l2_normalize(images.float())
         return l2_normalize(self.towers.encode_image(self.preprocess(images)))
 
     def encode_captions(self, tokens: Tensor, lengths: Tensor) -> Tensor:

@@ -13,7 +13,7 @@ import pytest
 import torch
 from PIL import Image
 
-from tests.support.cli import one_error_line, run_cli
+from tests.support.cli import one_error_line, run_cli, zero_shot_args
 from tests.support.tiny_clip import CONTEXT, OPEN_CLIP_CFG
 from tests.support.tiny_store import write_tiny_store
 from vse_ray.data.store.split_data import SplitData, load_split
@@ -80,10 +80,6 @@ def recall(sims: np.ndarray, img_of_cap: np.ndarray) -> dict[str, float]:
     return out
 
 
-def _set(params: dict[str, str]) -> list[str]:
-    return [arg for key, value in params.items() for arg in ("--set", f"model_params.{key}={value}")]
-
-
 @pytest.fixture(scope="module")
 def pixel_split(tiny_pixel_dir) -> SplitData:
     return load_split(str(tiny_pixel_dir), "test", raw=True)
@@ -97,8 +93,7 @@ def test_zero_shot_equals_the_library(name, tiny_clip, tiny_pixel_dir, pixel_spl
     np.testing.assert_allclose(sims, expected, rtol=0, atol=1e-5)
 
     out = tmp_path / "out"
-    args = ["evaluate", "--model", "clip", *_set(params), "--data", str(tiny_pixel_dir), "--split", "test"]
-    result = run_cli([*args, "--output-dir", str(out)])
+    result = run_cli([*zero_shot_args(params, tiny_pixel_dir, out), "--split", "test"])
     assert result.exit_code == 0, result.output
     (report_path,) = (out / "reports").glob("clip-*_test_full.json")
     report = json.loads(report_path.read_text())
@@ -196,15 +191,12 @@ def _corrupt(tiny_clip, tmp_path: Path) -> Path:
 def test_bad_checkpoint_is_one_line_before_anything_starts(case, tiny_clip, tiny_pixel_dir, tmp_path):
     make, fragments = BAD[case]
     out = tmp_path / "out"
-    args = ["evaluate", "--model", "clip", *_set(make(tiny_clip, tmp_path)), "--data", str(tiny_pixel_dir)]
-    one_error_line(run_cli([*args, "--output-dir", str(out)]), *fragments)
+    one_error_line(run_cli(zero_shot_args(make(tiny_clip, tmp_path), tiny_pixel_dir, out)), *fragments)
     assert not (out / "mlflow.db").exists() and not (out / "reports").exists()
 
 
 def test_region_features_are_refused_for_an_image_tower(tiny_clip, tiny_region_dir, tmp_path):
     out = tmp_path / "out"
-    args = ["evaluate", "--model", "clip", *_set(tiny_clip["open_clip"]), "--data", str(tiny_region_dir)]
-    one_error_line(
-        run_cli([*args, "--output-dir", str(out)]), "model 'clip' needs raw images", "region features"
-    )
+    result = run_cli(zero_shot_args(tiny_clip["open_clip"], tiny_region_dir, out))
+    one_error_line(result, "model 'clip' needs raw images", "region features")
     assert not out.exists()  # refused before the command's log starts
