@@ -37,6 +37,7 @@ class ClipModel(RetrievalModel):
 
     kind = "embedding"
     feature_layout = "pixels"
+    find_unused_parameters = True  # the logit scale and bias, unless the loss reads them
 
     def __init__(
         self,
