@@ -7,7 +7,8 @@ The towers come from a local checkpoint of open_clip or Hugging Face transformer
 ``arch``, ``pretrained``; :mod:`vse_ray.models.clip_files`), with the checkpoint's own image preprocessing
 (:mod:`vse_ray.models.clip_preprocess`) and tokenizer: the model reads stored uint8 pixels and derives its
 caption ids from the caption texts. `logit_scale` (log e^t, as both libraries keep it) and `logit_bias`
-(SigLIP's b; None for CLIP) are the checkpoint's parameters, for a loss that starts from them.
+(SigLIP's b; None for CLIP) are the checkpoint's parameters; `learned_logits` gives their values to a loss
+that learns its own from them.
 """
 
 from __future__ import annotations
@@ -77,6 +78,14 @@ class ClipModel(RetrievalModel):
     def logit_bias(self) -> nn.Parameter | None:
         """SigLIP's logit bias b; None for a CLIP checkpoint."""
         return self.towers.logit_bias
+
+    @property
+    def learned_logits(self) -> dict[str, float]:
+        """The checkpoint's values a contrastive loss starts from: ``{"logit_scale": ln t}``, with
+        ``"logit_bias": b`` for SigLIP (the keys of both libraries' checkpoints)."""
+        values = {"logit_scale": float(self.logit_scale)}
+        bias = self.logit_bias
+        return values if bias is None else {**values, "logit_bias": float(bias)}
 
     def caption_ids(
         self,

@@ -34,6 +34,9 @@ def test_the_checkpoint_logit_scale_and_bias_are_exposed(tiny_clip):
     assert open_clip_model.logit_bias is None
     siglip = build_model("clip", **tiny_clip["siglip"])
     assert siglip.logit_bias is siglip.towers.model.logit_bias
+    scale, bias = float(siglip.towers.model.logit_scale), float(siglip.towers.model.logit_bias)
+    assert siglip.learned_logits == {"logit_scale": scale, "logit_bias": bias}
+    assert open_clip_model.learned_logits == {"logit_scale": float(open_clip_model.towers.model.logit_scale)}
     names = {name for name, _ in siglip.named_parameters()}
     assert {"towers.model.logit_scale", "towers.model.logit_bias"} <= names  # trained with the model
 
