@@ -14,8 +14,8 @@ def evaluate(
     model: Annotated[
         str | None,
         typer.Option(
-            help="Instead of --run: a model as --set model_params.KEY=VALUE build it, untrained by vse_ray "
-            "(clip: a CLIP checkpoint zero-shot)."
+            help="Instead of --run: a model as its --set model_params.KEY=VALUE build it, not trained by "
+            "vse_ray (clip: a CLIP checkpoint zero-shot)."
         ),
     ] = None,
     set_: Annotated[
@@ -25,8 +25,9 @@ def evaluate(
     image_cache: Annotated[
         bool,
         typer.Option(
+            "--image-cache",
             help="With --model: read the image embeddings from the data folder's cache "
-            "(image_embeddings/), computing it once with a Ray Data actor pool (GPU when there is one)."
+            "(image_embeddings/), computing it once with a Ray Data actor pool (GPU when there is one).",
         ),
     ] = False,
     sims: Annotated[
