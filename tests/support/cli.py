@@ -12,6 +12,12 @@ def run_cli(args: list[str]):
     return CliRunner().invoke(app, args)
 
 
+def zero_shot_args(params: dict[str, str], data: object, out: object) -> list[str]:
+    """``evaluate --model clip`` with ``--set model_params.KEY=VALUE`` of `params` on `data`, into `out`."""
+    sets = [arg for key, value in params.items() for arg in ("--set", f"model_params.{key}={value}")]
+    return ["evaluate", "--model", "clip", *sets, "--data", str(data), "--output-dir", str(out)]
+
+
 def one_error_line(result, *fragments: str) -> str:
     """The one ``error:`` line of a command that exited with code 2; it contains every fragment."""
     assert result.exit_code == 2, result.output

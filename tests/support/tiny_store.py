@@ -40,9 +40,11 @@ def _vocab() -> dict[str, int]:
     return {"<pad>": 0, "<unk>": 1, "<start>": 2, "<end>": 3} | {w: i + 4 for i, w in enumerate(words)}
 
 
-def _png(colour_index: int, rng: np.random.Generator) -> bytes:
-    pixels = rng.integers(0, 40, (16, 16, 3), dtype=np.uint8)
-    pixels[4:12, 4:12, colour_index % 3] = 200 + 10 * (colour_index // 3)
+def _png(colour_index: int, rng: np.random.Generator, side: int = 16) -> bytes:
+    pixels = rng.integers(0, 40, (side, side, 3), dtype=np.uint8)
+    pixels[side // 4 : 3 * side // 4, side // 4 : 3 * side // 4, colour_index % 3] = 200 + 10 * (
+        colour_index // 3
+    )
     buf = io.BytesIO()
     Image.fromarray(pixels).save(buf, format="PNG")
     return buf.getvalue()
@@ -73,9 +75,11 @@ def region_table(ids: np.ndarray, split: str, feats: np.ndarray, dtype: str) -> 
     return pa.table({"image_id": ids, "split": split_col, "feature": nested})
 
 
-def write_tiny_store(root: Path, seed: int = 0, regions: int | None = None, dtype: str = "float32") -> Path:
+def write_tiny_store(
+    root: Path, seed: int = 0, regions: int | None = None, dtype: str = "float32", image_side: int = 16
+) -> Path:
     """Write the folder under `root` and return its path; with `regions`, R region features per image
-    (each the class prototype plus noise) in Arrow IPC shards of `dtype`."""
+    (each the class prototype plus noise) in Arrow IPC shards of `dtype`; stored images of `image_side`."""
     rng = np.random.default_rng(seed)
     vocab = _vocab()
     protos = {n: rng.normal(size=(10, d)) for n, d in (("f", FEATURE_DIM), ("s", SBERT_DIM), ("v", SVD_DIM))}
@@ -102,7 +106,7 @@ def write_tiny_store(root: Path, seed: int = 0, regions: int | None = None, dtyp
                 "feature": pa.FixedSizeListArray.from_arrays(
                     pa.array(feats.astype(np.float32).ravel()), FEATURE_DIM
                 ),
-                "image": [_png(int(c), rng) for c in classes],
+                "image": [_png(int(c), rng, image_side) for c in classes],
             }
         )
         refs = [[tokenize(t) for t in texts[k * 5 : (k + 1) * 5]] for k in range(n_images)]

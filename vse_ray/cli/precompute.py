@@ -50,6 +50,7 @@ CONFIG_OPTIONS = (
     "seed",
     "captions_per_image",
     "cnn",
+    "resize_mode",
     "ten_crop",
     "grid",
     "feature_dtype",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 from collections.abc import Callable, Sequence
@@ -191,21 +192,36 @@ def evaluate_run(
     )
     tag = f"_ensemble{len(states)}" if members else ""
     name = f"{run_id or Path(checkpoint).stem}_{split}_{protocol}{tag}.json"
-    path = Path(output_dir).expanduser().resolve() / "reports" / name
-    report = EvaluationReport(run_id, str(checkpoint), split, protocol, metrics, path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report.to_dict(), indent=2))
+    report = write_report(
+        EvaluationReport(run_id, str(checkpoint), split, protocol, metrics, Path()), output_dir, name
+    )
     if not members:  # an ensemble's numbers are not the run's own
         if run_id is None:
             prepare_store(uri)  # a checkpoint's run may be the store's first: created under its lock
         recorder = (
             RunRecorder(run_id, uri) if run_id else _checkpoint_run(uri, output_dir, Path(checkpoint), state)
         )
-        pixels = data.images.pixels if data.images.raw else _pixels(data_dir, split)
-        _log_to_run(recorder, report, sims, data, pixels)
+        log_evaluation(recorder, report, sims, data, data_dir)
         if run_id is None:
             recorder.finish()
     return report
+
+
+def write_report(report: EvaluationReport, output_dir: str, name: str) -> EvaluationReport:
+    """`report` written as JSON to ``<output_dir>/reports/<name>`` (its `path` set to that file)."""
+    path = Path(output_dir).expanduser().resolve() / "reports" / name
+    report = dataclasses.replace(report, path=path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report.to_dict(), indent=2))
+    return report
+
+
+def named_run(
+    uri: str, output_dir: str, experiment_name: str, name: str, params: dict[str, Any]
+) -> RunRecorder:
+    """The run `name` of `experiment_name` (each created when missing; a new run logs `params`)."""
+    experiment = get_or_create_experiment(experiment_name, uri, output_dir)
+    return RunRecorder.open(experiment, name, uri, params)
 
 
 def _checkpoint_run(uri: str, output_dir: str, checkpoint: Path, state: dict[str, Any]) -> RunRecorder:
@@ -213,11 +229,10 @@ def _checkpoint_run(uri: str, output_dir: str, checkpoint: Path, state: dict[str
     first digits of its sha256, created with the model's name, arguments and origin as parameters."""
     file = checkpoint / CHECKPOINT_FILE if checkpoint.is_dir() else checkpoint
     name = f"{checkpoint.stem}-{sha256_file(file)[:8]}"
-    experiment = get_or_create_experiment(CHECKPOINT_EXPERIMENT, uri, output_dir)
     origin = state.get("imported_from", {})
     params = {"model": state["model_name"], **state["model_args"], "checkpoint": str(file)}
     params.update({f"imported_{k}": v for k, v in origin.items()})
-    return RunRecorder.open(experiment, name, uri, params)
+    return named_run(uri, output_dir, CHECKPOINT_EXPERIMENT, name, params)
 
 
 def _pixels(data_dir: str, split: str) -> np.ndarray | None:
@@ -228,13 +243,12 @@ def _pixels(data_dir: str, split: str) -> np.ndarray | None:
         return None
 
 
-def _log_to_run(
-    recorder: RunRecorder,
-    report: EvaluationReport,
-    sims: np.ndarray,
-    data: SplitData,
-    pixels: np.ndarray | None,
+def log_evaluation(
+    recorder: RunRecorder, report: EvaluationReport, sims: np.ndarray, data: SplitData, data_dir: str
 ) -> None:
+    """The report's metrics, its R@K / CS@K / NCS@K curves and retrieval examples (with the split's stored
+    images when there are some) on `recorder`'s run."""
+    pixels = data.images.pixels if data.images.raw else _pixels(data_dir, report.split)
     recorder.record_evaluation(report.split, report.protocol, report.to_dict())
     curve = recall_at_k(sims, data.img_of_cap, tuple(k for k in CURVE_KS if k <= min(sims.shape)))
     figures = {

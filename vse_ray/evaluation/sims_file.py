@@ -6,7 +6,6 @@ whose columns follow its captions sorted by ``caption_id`` (the order of :class:
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ import numpy as np
 from vse_ray.data.store.split_data import load_split
 from vse_ray.data.store.verify import verify_data_dir
 from vse_ray.evaluation.eccv import eccv_positives
-from vse_ray.evaluation.evaluate import EvaluationReport, check_protocol, score_split
+from vse_ray.evaluation.evaluate import EvaluationReport, check_protocol, score_split, write_report
 from vse_ray.folder_names import DEFAULT_OUTPUT_DIR
 
 SIMS_ORDER = "rows: the split's images in stored order; columns: its captions sorted by caption_id"
@@ -73,12 +72,5 @@ def evaluate_sims(
     if coco_ids:
         kwargs["eccv_positives"] = eccv_positives(coco_ids, data.images.image_ids, data.caption_ids)
     metrics = score_split(sims, data, protocol, kwargs)
-    path = (
-        Path(output_dir).expanduser().resolve()
-        / "reports"
-        / f"{Path(sims_path).stem}_{split}_{protocol}.json"
-    )
-    report = EvaluationReport(None, str(Path(sims_path).resolve()), split, protocol, metrics, path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report.to_dict(), indent=2))
-    return report
+    report = EvaluationReport(None, str(Path(sims_path).resolve()), split, protocol, metrics, Path())
+    return write_report(report, output_dir, f"{Path(sims_path).stem}_{split}_{protocol}.json")

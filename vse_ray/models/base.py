@@ -83,6 +83,9 @@ class RetrievalModel(nn.Module):
     # Whether the training forward may return a `TrainingOutput` with terms of the model's own: the epoch's
     # loss is then more than the run's loss, whose collapse value says nothing about it.
     own_loss_terms: ClassVar[bool] = False
+    # Whether some parameters may get no gradient from a step (a CLIP checkpoint's logit scale, which a loss
+    # on the similarities does not read): DDP then looks for them each step (`find_unused_parameters`).
+    find_unused_parameters: ClassVar[bool] = False
     # Share of each training image's regions the data path drops (VSE∞'s size augmentation; 0: none). The
     # training step then passes the kept regions to `forward` (`region_keep`), which pools only those.
     region_drop: float = 0.0

@@ -12,6 +12,7 @@ MODEL_CLASSES: dict[str, str] = {
     "cvse": "vse_ray.models.cvse:CVSEModel",
     "vsrn": "vse_ray.models.vsrn:VSRNModel",
     "gsmn": "vse_ray.models.gsmn:GSMNModel",
+    "clip": "vse_ray.models.clip:ClipModel",
 }
 MODEL_NAMES = tuple(MODEL_CLASSES)
 DEFAULT_MODEL = "vsepp"

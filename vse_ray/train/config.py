@@ -67,7 +67,7 @@ class TrainConfig:
     model: str = _field(
         DEFAULT_MODEL,
         f"{' | '.join(MODEL_NAMES)} (vsepp: pooled features, finetune, or model_params.regions; "
-        "vse_inf: regions).",
+        "vse_inf: regions; clip: the stored images).",
         warmup=True,
         cli=True,
     )

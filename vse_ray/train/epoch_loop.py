@@ -303,7 +303,9 @@ def run_training(
     augment = data.caption_augment
     if augment is not None and model.caption_space is not None:  # the model's own ids (BERT wordpieces)
         augment = augment.in_space(model.caption_space)
-    net = nn.parallel.DistributedDataParallel(model) if ctx.world_size > 1 else model
+    net = model
+    if ctx.world_size > 1:
+        net = nn.parallel.DistributedDataParallel(model, find_unused_parameters=model.find_unused_parameters)
 
     def validate() -> dict[str, Any]:
         return evaluate_split(model, data.val, cfg.eval_batch_size, ctx.device, _metric_kwargs(cfg))

@@ -5,15 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from vse_ray.data.store.readers import load_manifest
+from vse_ray.data.store.readers import load_manifest, table_schema
 from vse_ray.data.store.split_data import ImageStore
 from vse_ray.models import model_class
+from vse_ray.train.config import TrainConfig
 
 LAYOUT_WORDS = {
     "pooled": "pooled features (D,)",
     "regions": "region features (R, D)",
-    "pixels": "raw images (--finetune)",
+    "pixels": "raw images",
 }
+
+
+def reads_pixels(cfg: TrainConfig) -> bool:
+    """Whether a training reads the stored images: a CNN fine-tuned on them (`finetune`), or a model that
+    reads nothing else (CLIP's image tower)."""
+    return cfg.finetune or model_class(cfg.model).layouts_for(cfg.model_params) == ("pixels",)
 
 
 def stored_layout(data_dir: str, finetune: bool) -> tuple[str, list[int]]:
@@ -51,6 +58,15 @@ def check_data_for_model(
     layout, shape = stored_layout(data_dir, finetune)
     where = f"{Path(data_dir) / 'manifest.json'} (dims.feature_shape)"
     check_model_input(model, layout, where, shape, model_params)
+
+
+def check_split_input(data_dir: str, split: str, model: str, model_params: dict[str, Any]) -> None:
+    """Before an untrained model scores a split: the split holds the image input the model reads (its
+    stored images for a model that reads pixels), else ValueError as `check_model_input`."""
+    if "pixels" in model_class(model).layouts_for(model_params):
+        if "image" in table_schema(data_dir, "features", split).names:
+            return
+    check_data_for_model(data_dir, model, False, model_params)
 
 
 def check_same_image_shape(train: ImageStore, other: ImageStore, data_dir: str, split: str) -> None:

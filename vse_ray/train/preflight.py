@@ -12,7 +12,7 @@ from vse_ray.models import model_class
 from vse_ray.tracking.filters import quote_value
 from vse_ray.train.config import CheckedConfig, TrainConfig
 from vse_ray.train.model_factory import check_model_data, constructor_params
-from vse_ray.train.model_input import check_data_for_model
+from vse_ray.train.model_input import check_data_for_model, reads_pixels
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ def check_training(valid: CheckedConfig) -> CheckedTraining:
         _check_run_name(cfg.run_name)
     verified = verify_data_dir(cfg.data_dir, splits=("train", "val"))
     verified.check_cutoffs("val", cfg.eval_ks)  # each epoch ranks the val images
-    check_data_for_model(cfg.data_dir, cfg.model, cfg.finetune, cfg.model_params)
+    check_data_for_model(cfg.data_dir, cfg.model, reads_pixels(cfg), cfg.model_params)
     cls = model_class(cfg.model)
     cls.check_pretrained(
         **{name: getattr(cfg, name) for name in cls.config_fields}, **constructor_params(cfg)

@@ -18,7 +18,7 @@ from vse_ray.train.batches import check_train_columns, cider_references, train_c
 from vse_ray.train.caption_aug import CaptionAugment
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.model_factory import constructor_params, model_data
-from vse_ray.train.model_input import check_model_input, check_same_image_shape
+from vse_ray.train.model_input import check_model_input, check_same_image_shape, reads_pixels
 from vse_ray.train.train_captions import select_train_captions
 
 
@@ -69,7 +69,8 @@ class TrainingData:
         if with_captions or needs_refs:
             captions = load_captions(cfg.data_dir, "train", train_columns(source))
             captions = select_train_captions(captions, cfg, source)
-        images = load_image_store(cfg.data_dir, "train", raw=cfg.finetune)
+        raw = reads_pixels(cfg)
+        images = load_image_store(cfg.data_dir, "train", raw=raw)
         check_model_input(
             cfg.model,
             images.layout,
@@ -77,7 +78,7 @@ class TrainingData:
             images.values.shape[1:],
             cfg.model_params,
         )
-        val = load_split(cfg.data_dir, "val", raw=cfg.finetune, images=cfg.val_images)
+        val = load_split(cfg.data_dir, "val", raw=raw, images=cfg.val_images)
         check_same_image_shape(images, val.images, cfg.data_dir, "val")
         vocab = load_vocab(cfg.data_dir)
         vocab_size = max(vocab.values()) + 1

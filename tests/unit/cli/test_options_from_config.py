@@ -40,7 +40,7 @@ def test_precompute_options_default_to_the_config_fields():
     expected = {**_defaults(PrecomputeConfig), **_defaults(ExecutionOptions)}
     expected["splits"] = ",".join(expected["splits"])  # type: ignore[arg-type]
     shared = {name: value for name, value in expected.items() if renamed.get(name, name) in options}
-    assert len(shared) == 31  # every config field with an option
+    assert len(shared) == 32  # every config field with an option
     assert {name: options[renamed.get(name, name)] for name in shared} == shared
 
 

@@ -38,6 +38,8 @@ VARIANTS = [(name, {}) for name in MODEL_NAMES] + [
     ("sgraf", {"module": "saf"}),
     ("vsrn", {"variant": "coco"}),
     ("gsmn", {"sparse": True}),  # dependency edges from a graph file of the batch's captions
+    ("clip", {"backend": "hf"}),  # the tiny CLIPModel (the plain "clip" entry: the tiny open_clip towers)
+    ("clip", {"backend": "siglip"}),
 ]
 
 
@@ -67,6 +69,8 @@ def _captions(model: torch.nn.Module) -> tuple[torch.Tensor, torch.Tensor]:
 def test_every_model_gives_batch_similarities_and_trains(name, params, request):
     if params.get("text_encoder") == "bert":
         params = {**params, "bert_path": str(request.getfixturevalue("tiny_bert_dir"))}
+    if name == "clip":  # the tiny checkpoints of tests/support, as model_params
+        params = request.getfixturevalue("tiny_clip")[params.get("backend", "open_clip")]
     if params.get("sparse"):
         graphs = chain_graphs(_texts(), request.getfixturevalue("tmp_path") / "graphs.json")
         params = {**params, "graph_path": str(graphs)}

@@ -98,4 +98,4 @@ def test_vse_inf_contract_and_gradients():
 
 def test_unknown_model_lists_the_choices():
     with pytest.raises(ValueError, match=r"model: must be one of \[.*'vse_inf', 'vsepp'"):
-        build_model("clip", vocab_size=4, feature_dim=2)
+        build_model("blip", vocab_size=4, feature_dim=2)

@@ -12,14 +12,14 @@ import torch
 
 from tests.support.local_reporter import LocalReporter
 from tests.support.tiny_store import tiny_config
+from tests.support.training_steps import assert_one_step_learns
 from vse_ray.data.store.readers import load_captions
 from vse_ray.data.store.region_rows import RegionRows
 from vse_ray.data.store.split_data import load_image_store
 from vse_ray.evaluation.evaluate import evaluate_run
-from vse_ray.losses import LOSS_NAMES, make_loss
+from vse_ray.losses import LOSS_NAMES
 from vse_ray.models import build_model
-from vse_ray.train.batches import BatchBuilder, TableBatches
-from vse_ray.train.epoch_loop import run_training, train_step
+from vse_ray.train.epoch_loop import run_training
 from vse_ray.train.model_input import check_data_for_model
 from vse_ray.train.training_data import TrainingData
 
@@ -64,13 +64,7 @@ def test_every_loss_trains_every_model(loaded, model_name, loss_name):
     data, captions = loaded[model_name]
     torch.manual_seed(0)
     model = build_model(model_name, **data.model_args, **data.model_inputs, **TINY_PARAMS.get(model_name, {}))
-    loss = make_loss(loss_name)
-    builder = BatchBuilder(data.train_images, loss.relevance_source, data.references)
-    batch = builder(next(iter(TableBatches(captions, 16, 0).epoch_batches(1))))
-    before = [p.detach().clone() for p in model.parameters()]
-    value = train_step(model, loss, torch.optim.Adam(model.parameters(), lr=1e-3), batch, 2.0)
-    assert torch.isfinite(value) and value > 0
-    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+    assert_one_step_learns(model, loss_name, data, captions)
 
 
 def test_layout_mismatch_is_named_before_anything_starts(tiny_data_dir, tiny_region_dir):

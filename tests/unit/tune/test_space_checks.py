@@ -46,7 +46,7 @@ def test_one_space_per_loss_family():
             "sampling must be one of",
         ),
         ({"loss": "vsepp", "params": {"batch_size": {"choice": [1, 128]}}}, "batch_size"),
-        ({"loss": "vsepp", "params": {"model": {"choice": ["vsepp", "clip"]}}}, r"model: must be one of"),
+        ({"loss": "vsepp", "params": {"model": {"choice": ["vsepp", "blip"]}}}, r"model: must be one of"),
         ({"loss": "vsepp", "params": {"lr": {"uniform": [-1.0, 1.0]}}}, "lr: must be a positive"),
         (
             {"loss": "ladder_auto", "one_of": {"g": [{"loss_params": {"l_min": 3, "l_max": 2}}]}},

@@ -14,6 +14,7 @@ from vse_ray.tracking.uri import redact_uri
 DATASETS = ("synthetic", "karpathy", "precomp")
 AUTO = "auto"
 PRECOMP_TEST_FILES = ("test", "testall")  # precomp file prefixes read as the test split
+RESIZE_MODES = ("square", "shortest")
 
 
 # The relevance sources an option offers, those that need the synthetic dataset's scenes marked.
@@ -64,6 +65,11 @@ class PrecomputeConfig:
         AUTO, "auto | none (seeded random init) | torchvision weights, e.g. IMAGENET1K_V1."
     )
     resize: int | str = described(AUTO, "auto | side the images are resized to (square) before cropping.")
+    resize_mode: str = described(
+        "square",
+        "square: both sides to --resize (the aspect changes); shortest: the shortest side to --resize, then "
+        "the centre square, as CLIP's preprocessing (store a CLIP tower's input with --resize its size).",
+    )
     crop: int | str | None = described(AUTO, "auto | none (whole image) | side of the CNN crops.")
     ten_crop: bool = described(False, "Mean of 10-crop features (VSE++ 10C) instead of the centre crop.")
     grid: bool = described(
@@ -149,6 +155,8 @@ class PrecomputeConfig:
             raise ValueError(f"restval: False needs the karpathy dataset (COCO's JSON), got {self.dataset!r}")
         if self.precomp_test not in PRECOMP_TEST_FILES:
             raise ValueError(f"precomp_test must be one of {PRECOMP_TEST_FILES}, got {self.precomp_test!r}")
+        if self.resize_mode not in RESIZE_MODES:
+            raise ValueError(f"resize_mode must be one of {RESIZE_MODES}, got {self.resize_mode!r}")
         if self.feature_dtype not in ("float32", "float16"):
             raise ValueError(f"feature_dtype must be 'float32' or 'float16', got {self.feature_dtype!r}")
         if self.vocab_file:
@@ -186,7 +194,7 @@ class PrecomputeConfig:
 
 # Fields left out of a folder's stored (and hashed) config at their default, so that folders written before
 # the field existed keep their hash; a manifest without one of them was written with its default.
-OMITTED_AT_DEFAULT = ("vocab_file", "precomp_test", "restval")
+OMITTED_AT_DEFAULT = ("vocab_file", "precomp_test", "restval", "resize_mode")
 _DEFAULTS = {f.name: f.default for f in fields(PrecomputeConfig)}
 
 

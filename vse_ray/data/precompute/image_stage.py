@@ -88,6 +88,7 @@ def _cnn_features(
             "source": images,
             "size": config.resize,
             "keep_png": bool(config.keep_images),
+            "resize_mode": config.resize_mode,
         },
         batch_size=None,
         num_cpus=TASK_CPUS,

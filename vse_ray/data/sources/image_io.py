@@ -18,6 +18,22 @@ from PIL import Image, UnidentifiedImageError
 from vse_ray.data.synthetic.dataset import synthetic_image
 
 
+def fit_image(image: Image.Image, size: int, mode: str = "square") -> Image.Image:
+    """`image` resized (bicubic) to `size` x `size`: both sides ("square"), or the shortest side to `size`
+    (the other in proportion, rounded down) and then the centre square ("shortest"), the resize and centre
+    crop of CLIP's preprocessing (open_clip's ``Resize`` + ``CenterCrop``)."""
+    width, height = image.size
+    if mode == "square":
+        return image.resize((size, size), Image.Resampling.BICUBIC)
+    if width <= height:
+        new = (size, int(size * height / width))
+    else:
+        new = (int(size * width / height), size)
+    image = image.resize(new, Image.Resampling.BICUBIC)
+    left, top = round((new[0] - size) / 2), round((new[1] - size) / 2)
+    return image.crop((left, top, left + size, top + size))
+
+
 def png_bytes(pixels: np.ndarray) -> bytes:
     """Lossless PNG encoding of an (H, W, 3) uint8 image."""
     buffer = io.BytesIO()
@@ -72,9 +88,9 @@ class FileImages:
     root: str
     _fs: tuple[pafs.FileSystem, str] | None = field(default=None, repr=False, compare=False)
 
-    def load(self, ref: str, size: int | None) -> np.ndarray:
-        """Read, decode to RGB and (when ``size`` is set) resize to ``size`` x ``size``; a ref outside the
-        root raises :class:`OutsideRoot`, one that is not a regular file :class:`NotAFile`."""
+    def load(self, ref: str, size: int | None, mode: str = "square") -> np.ndarray:
+        """Read, decode to RGB and (when ``size`` is set) fit to ``size`` x ``size`` (`fit_image`); a ref
+        outside the root raises :class:`OutsideRoot`, one that is not a regular file :class:`NotAFile`."""
         if self._fs is None:
             self._fs = resolve_filesystem(self.root)
         fs, base = self._fs
@@ -85,7 +101,7 @@ class FileImages:
         with Image.open(io.BytesIO(data)) as opened:
             image = opened.convert("RGB")
             if size is not None:
-                image = image.resize((size, size), Image.Resampling.BICUBIC)
+                image = fit_image(image, size, mode)
             return np.asarray(image, dtype=np.uint8)
 
 
@@ -96,7 +112,8 @@ class SyntheticImages:
     seed: int
     image_size: int
 
-    def load(self, ref: str, size: int | None) -> np.ndarray:
+    def load(self, ref: str, size: int | None, mode: str = "square") -> np.ndarray:
+        """The rendered scene (square: both modes fit it alike), resized to ``size`` when set."""
         pixels = synthetic_image(self.seed, int(ref), self.image_size)
         if size is not None and size != self.image_size:
             pixels = np.asarray(Image.fromarray(pixels).resize((size, size), Image.Resampling.BICUBIC))
@@ -117,22 +134,28 @@ def reject_reason(error: Exception) -> str:
 
 
 def load_images(
-    batch: dict[str, np.ndarray], *, source: FileImages | SyntheticImages, size: int, keep_png: bool
+    batch: dict[str, np.ndarray],
+    *,
+    source: FileImages | SyntheticImages,
+    size: int,
+    keep_png: bool,
+    resize_mode: str = "square",
 ) -> dict[str, np.ndarray]:
     """Ray Data stage: add ``pixels`` (n, size, size, 3) uint8, ``reject`` reasons, optionally ``image`` PNGs.
 
     Args:
         batch: Numpy batch with a ``ref`` column (path or synthetic index).
         source: Where the images come from.
-        size: Side of the square images handed to the CNN (images are resized to it).
-        keep_png: Also return the resized image as PNG bytes (for CNN fine-tuning).
+        size: Side of the square images handed to the CNN (images are fitted to it, `fit_image`).
+        keep_png: Also return the resized image as PNG bytes (for CNN fine-tuning, pixel towers).
+        resize_mode: "square" or "shortest" (`fit_image`).
     """
     n = len(batch["ref"])
     pixels = np.zeros((n, size, size, 3), dtype=np.uint8)
     reasons = np.full(n, "", dtype=object)
     for i, ref in enumerate(batch["ref"]):
         try:
-            pixels[i] = source.load(str(ref), size)
+            pixels[i] = source.load(str(ref), size, resize_mode)
         except Exception as error:  # every unreadable image becomes a reject row
             reasons[i] = reject_reason(error)
     batch["pixels"], batch["reject"] = pixels, reasons

@@ -1,0 +1,66 @@
+"""Model "clip": the checkpoint's preprocessing on stored pixels, its logit scale and bias, its options."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from vse_ray.data.precompute.config import PrecomputeConfig
+from vse_ray.data.sources.image_io import fit_image
+from vse_ray.models import build_model
+from vse_ray.models.clip_files import check_clip_source
+from vse_ray.models.clip_preprocess import PixelPreprocess, PixelSpec
+
+
+@pytest.mark.parametrize("size", [(48, 40), (40, 61), (32, 32)])
+def test_stored_shortest_fit_is_open_clips_preprocessing(size, tiny_clip):
+    """An image stored as precompute's "shortest" fit to the tower's size, then scaled and normalised by the
+    model, equals open_clip's own transform of the original image (resize, centre crop, normalise)."""
+    import open_clip
+
+    image = Image.fromarray(np.random.default_rng(0).integers(0, 256, (*size, 3), dtype=np.uint8))
+    name = f"local-dir:{tiny_clip['open_clip']['pretrained']}"
+    model, _, transform = open_clip.create_model_and_transforms(name)
+    stored = torch.from_numpy(np.array(fit_image(image, 32, "shortest")))[None]
+    spec = PixelSpec.from_open_clip(model.visual.preprocess_cfg, "tiny")
+    torch.testing.assert_close(PixelPreprocess(spec)(stored)[0], transform(image), rtol=0, atol=1e-6)
+
+
+def test_the_checkpoint_logit_scale_and_bias_are_exposed(tiny_clip):
+    open_clip_model = build_model("clip", **tiny_clip["open_clip"])
+    assert open_clip_model.logit_scale is open_clip_model.towers.model.logit_scale
+    assert open_clip_model.logit_bias is None
+    siglip = build_model("clip", **tiny_clip["siglip"])
+    assert siglip.logit_bias is siglip.towers.model.logit_bias
+    scale, bias = float(siglip.towers.model.logit_scale), float(siglip.towers.model.logit_bias)
+    assert siglip.learned_logits == {"logit_scale": scale, "logit_bias": bias}
+    assert open_clip_model.learned_logits == {"logit_scale": float(open_clip_model.towers.model.logit_scale)}
+    names = {name for name, _ in siglip.named_parameters()}
+    assert {"towers.model.logit_scale", "towers.model.logit_bias"} <= names  # trained with the model
+
+
+@pytest.mark.parametrize(
+    ("params", "error", "fragment"),
+    [
+        ({"backend": "jax"}, ValueError, "model_params.backend: must be one of"),
+        ({}, ValueError, "model_params.arch: an open_clip architecture or config JSON is needed"),
+        ({"arch": "hf-hub:timm/ViT-B-16-SigLIP"}, ValueError, "an architecture name or config JSON"),
+        ({"arch": "ViT-B-32", "pretrained": "laion2b_s34b_b79k"}, ValueError, "is a hub tag"),
+        ({"arch": "ViT-B-32", "pretrained": "./w.pt"}, FileNotFoundError, "no such file or folder"),
+        ({"arch": "nothere.json"}, FileNotFoundError, "no such config JSON"),
+        ({"backend": "hf"}, ValueError, "backend hf needs a save_pretrained folder"),
+    ],
+)
+def test_bad_options_are_named_before_a_library_is_imported(params, error, fragment):
+    with pytest.raises(error, match=None) as raised:
+        check_clip_source(**params)
+    assert fragment in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_precompute_resize_mode_is_checked_and_keeps_old_hashes():
+    assert "resize_mode" not in PrecomputeConfig().resolved().to_dict()  # folders of before keep their hash
+    assert PrecomputeConfig(resize_mode="shortest").hash() != PrecomputeConfig().hash()
+    with pytest.raises(ValueError, match="resize_mode must be one of"):
+        PrecomputeConfig(resize_mode="crop").resolved()

@@ -1,0 +1,124 @@
+"""A frozen image tower's embeddings, computed once into the data folder by a Ray Data actor pool.
+
+A model whose image side is a fixed function of the stored image (a CLIP tower scored zero-shot) gives the
+same vectors on every run; ``vse-ray evaluate --model clip --image-cache`` computes them once and later runs
+read them instead of running the tower again. Layout, beside the precompute tables (left as they are)::
+
+    image_embeddings/<model>-<params hash>/split=<split>/part-00000000.parquet
+        image_id int64, embedding fixed_size_list<float32>[E]: `encode_images` of each stored image (unit
+        vectors), in the split's stored image order
+    image_embeddings/<model>-<params hash>/split=<split>/cache.json
+        model, model_params, rows, embed_dim: what computed them
+
+The stage reads the split's ``image`` column with Ray Data, decodes it in ``map_batches`` and runs the tower
+in a pool of actors, one per GPU when the cluster has GPUs, else CPU actors sharing the cores (the precompute
+stages' resource plan, :func:`vse_ray.data.precompute.resources.plan_resources`). The cache is named by the
+model's options: computed from a weights file that later changes in place, it is stale (delete its folder).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from vse_ray.arrow_columns import fixed_size_list, vectors
+from vse_ray.data.precompute.resources import plan_resources
+from vse_ray.data.store.readers import read_features_table
+from vse_ray.data.store.split_data import decode_png_column
+
+CACHE_DIR = "image_embeddings"
+CACHE_FILE, META_FILE = "part-00000000.parquet", "cache.json"
+
+
+def cache_folder(data_dir: str, label: str, split: str) -> Path:
+    """``<data_dir>/image_embeddings/<label>/split=<split>``."""
+    return Path(data_dir).expanduser().resolve() / CACHE_DIR / label / f"split={split}"
+
+
+class TowerEmbedder:
+    """Ray Data actor: a batch's ``image`` PNGs → ``embedding`` rows of the model's `encode_images`."""
+
+    def __init__(self, model: str, model_params: dict[str, Any], device: str, num_threads: int | None):
+        import torch
+
+        from vse_ray.models import build_model
+
+        if num_threads:
+            torch.set_num_threads(num_threads)
+        self.device = torch.device(device)
+        self.model = build_model(model, **model_params).to(self.device).eval()
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        import torch
+
+        pixels = torch.from_numpy(decode_png_column(pa.array(list(batch["image"]), type=pa.binary())))
+        with torch.no_grad():
+            embedding = self.model.encode_images(pixels.to(self.device)).float().cpu().numpy()
+        return {"image_id": np.asarray(batch["image_id"], dtype=np.int64), "embedding": embedding}
+
+
+def compute_image_cache(
+    data_dir: str,
+    split: str,
+    model: str,
+    model_params: dict[str, Any],
+    label: str,
+    batch_size: int = 64,
+    actors: int | None = None,
+) -> Path:
+    """Run the image tower of `model` over the stored images of `split` once and write the cache folder
+    (atomically: a half-written cache is never read); returns it. Ray must be running."""
+    import ray
+
+    folder = cache_folder(data_dir, label, split)
+    source = Path(data_dir).expanduser().resolve() / "features" / f"split={split}"
+    res = plan_resources(actors, "image cache actors")
+    ds = ray.data.read_parquet(str(source), columns=["image_id", "image"])
+    ds = ds.map_batches(
+        TowerEmbedder,
+        fn_constructor_kwargs={
+            "model": model,
+            "model_params": model_params,
+            "device": res.device,
+            "num_threads": res.torch_threads,
+        },
+        batch_size=batch_size,
+        compute=ray.data.ActorPoolStrategy(size=res.actors),
+        num_cpus=res.actor_cpus,
+        num_gpus=res.actor_gpus,
+    )
+    rows = [batch for batch in ds.iter_batches(batch_format="numpy", batch_size=None)]
+    ids = np.concatenate([b["image_id"] for b in rows])
+    embeddings = np.concatenate([b["embedding"] for b in rows]).astype(np.float32)
+    order = read_features_table(data_dir, split, ["image_id"])["image_id"].to_numpy()
+    position = {int(image_id): row for row, image_id in enumerate(ids)}
+    take = np.array([position[int(i)] for i in order], dtype=np.int64)  # the split's stored order
+    table = pa.table({"image_id": order.astype(np.int64), "embedding": fixed_size_list(embeddings[take])})
+    folder.mkdir(parents=True, exist_ok=True)
+    temporary = folder / f".{CACHE_FILE}.tmp"
+    pq.write_table(table, temporary)
+    meta = {
+        "model": model,
+        "model_params": model_params,
+        "rows": len(order),
+        "embed_dim": embeddings.shape[1],
+    }
+    (folder / META_FILE).write_text(json.dumps(meta, indent=2, default=str))
+    os.replace(temporary, folder / CACHE_FILE)
+    return folder
+
+
+def read_image_cache(data_dir: str, label: str, split: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(image_ids, embeddings (n, E) float32)`` of a finished cache, in the split's stored order; None
+    when there is none."""
+    path = cache_folder(data_dir, label, split) / CACHE_FILE
+    if not path.is_file():
+        return None
+    table = pq.read_table(path)
+    return table["image_id"].to_numpy().astype(np.int64), vectors(table["embedding"])

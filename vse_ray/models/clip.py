@@ -1,0 +1,112 @@
+"""CLIP-family dual encoders (Radford et al., "Learning Transferable Visual Models From Natural Language
+Supervision", ICML 2021, Fig. 3; SigLIP: Zhai et al., ICCV 2023): s(i, c) = f(i) · g(c) with f and g the
+L2-normalised outputs of the image and text towers, the cosine similarity both papers scale by a learned
+temperature t (CLIP: logits = e^t · s; SigLIP: e^t · s + b).
+
+The towers come from a local checkpoint of open_clip or Hugging Face transformers (model_params ``backend``,
+``arch``, ``pretrained``; :mod:`vse_ray.models.clip_files`), with the checkpoint's own image preprocessing
+(:mod:`vse_ray.models.clip_preprocess`) and tokenizer: the model reads stored uint8 pixels and derives its
+caption ids from the caption texts. `logit_scale` (log e^t, as both libraries keep it) and `logit_bias`
+(SigLIP's b; None for CLIP) are the checkpoint's parameters; `learned_logits` gives their values to a loss
+that learns its own from them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from torch import Tensor, nn
+
+from vse_ray.models.base import AugmentIds, RetrievalModel
+from vse_ray.models.clip_files import check_clip_source
+from vse_ray.models.clip_preprocess import PixelPreprocess
+from vse_ray.models.clip_towers import load_towers
+from vse_ray.models.normalize import l2_normalize
+
+
+class ClipModel(RetrievalModel):
+    """A CLIP or SigLIP checkpoint as a retrieval model (model name "clip").
+
+    Args:
+        vocab_size, feature_dim, word_dim, embed_dim: Unused: the checkpoint fixes its sizes and tokenizer.
+        backend: "open_clip" or "hf" (Hugging Face ``CLIPModel`` / ``SiglipModel``).
+        arch: open_clip: an architecture name or a model config JSON (empty with a local-dir folder).
+        pretrained: open_clip: a weights file, a local-dir folder, or empty (random towers of `arch`);
+            hf: a ``save_pretrained`` folder. Never a hub tag: nothing is downloaded.
+    """
+
+    kind = "embedding"
+    feature_layout = "pixels"
+    find_unused_parameters = True  # the logit scale and bias, unless the loss reads them
+
+    def __init__(
+        self,
+        vocab_size: int = 0,
+        feature_dim: int = 0,
+        word_dim: int = 300,
+        embed_dim: int = 1024,
+        backend: str = "open_clip",
+        arch: str = "",
+        pretrained: str = "",
+    ):
+        super().__init__()
+        self.towers = load_towers(check_clip_source(backend, arch, pretrained))
+        self.preprocess = PixelPreprocess(self.towers.spec)
+
+    @staticmethod
+    def check_pretrained(
+        backend: str = "open_clip", arch: str = "", pretrained: str = "", **_: object
+    ) -> None:
+        """The checkpoint's files are here and its weights load into its architecture (the towers are
+        built once to know: a few seconds for a published checkpoint)."""
+        load_towers(check_clip_source(backend, arch, pretrained))
+
+    @classmethod
+    def layout_hint(cls, layout: str) -> str:
+        return (
+            "its image tower reads the stored images: precompute keeping them (--keep-images yes), best at "
+            "the tower's input size (--resize SIZE --resize-mode shortest)"
+        )
+
+    @property
+    def logit_scale(self) -> nn.Parameter:
+        """The checkpoint's log temperature t (the logits are e^t times the cosine)."""
+        return self.towers.logit_scale
+
+    @property
+    def logit_bias(self) -> nn.Parameter | None:
+        """SigLIP's logit bias b; None for a CLIP checkpoint."""
+        return self.towers.logit_bias
+
+    @property
+    def learned_logits(self) -> dict[str, float]:
+        """The checkpoint's values a contrastive loss starts from: ``{"logit_scale": ln t}``, with
+        ``"logit_bias": b`` for SigLIP (the keys of both libraries' checkpoints)."""
+        values = {"logit_scale": float(self.logit_scale)}
+        bias = self.logit_bias
+        return values if bias is None else {**values, "logit_bias": float(bias)}
+
+    def caption_ids(
+        self,
+        tokens: Sequence[np.ndarray],
+        texts: Sequence[str],
+        augment: AugmentIds | None = None,
+    ) -> list[np.ndarray]:
+        """The checkpoint tokenizer's ids of the texts (the stored vocabulary ids are not read)."""
+        if augment is not None:
+            raise ValueError(
+                "clip: caption augmentation is not supported (the tokenizer's ids are read as given)"
+            )
+        return self.towers.tokenize(texts)
+
+    def encode_images(self, images: Tensor) -> Tensor:
+        """(B, H, W, 3) uint8 images → the checkpoint's preprocessing → image tower → (B, E) unit vectors;
+        (B, E) rows are the tower's own output, cached (`vse_ray.evaluation.image_cache`), returned unit."""
+        if images.dim() == 2:
+            return l2_normalize(images.float())
+        return l2_normalize(self.towers.encode_image(self.preprocess(images)))
+
+    def encode_captions(self, tokens: Tensor, lengths: Tensor) -> Tensor:
+        """(B, L) ids from `caption_ids` + (B,) lengths → text tower → (B, E) unit vectors."""
+        return l2_normalize(self.towers.encode_text(tokens, lengths))
