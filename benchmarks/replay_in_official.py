@@ -14,6 +14,8 @@ the other way, for one seed of `run_parity.py`'s setting:
   dataset yields it: the kept regions of its image and its token ids, through the official `collate_fn`),
   with its own model, loss, AdamW, warm-up switch, training loop and validation; it writes
   `<out>/official_s<seed>.npz` and prints both runs' validation rsum and mean loss per epoch and test rsum.
+  Record from a folder precomputed with `--vocab` (the official vocabulary file): the official validation
+  tokenises with that file, and a folder of vse_ray's own vocabulary numbers the words otherwise.
 
 - `--role init`: the official run of `--seed` (its own loader, its own draws) from the initial weights vse_ray
   draws for that seed (`build_model` after `torch.manual_seed(seed)`, as `run_training` builds it), or with
@@ -181,7 +183,8 @@ def play_official(args: argparse.Namespace, out: Path) -> None:
         recorded.epoch = epoch
         val.append(train_epoch(run, epoch, loader))
         for prefix, part in (("img_enc.", run.model.img_enc), ("txt_enc.", run.model.txt_enc)):
-            arrays.update({f"epoch{epoch + 1}/{prefix}{n}": v.numpy() for n, v in part.state_dict().items()})
+            state = part.state_dict()  # copies: a state dict's tensors are the live parameters
+            arrays.update({f"epoch{epoch + 1}/{prefix}{n}": v.numpy().copy() for n, v in state.items()})
         a, b = recorded.bounds[epoch], recorded.bounds[epoch + 1]
         print(
             f"epoch {epoch + 1}: val rsum official {val[-1]:.1f}, vse_ray {rec['val_rsum'][epoch]:.1f}; "
