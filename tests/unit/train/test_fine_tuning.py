@@ -201,3 +201,36 @@ def test_more_unlocked_groups_than_the_tower_has(tiny_clip):
     model = ClipModel(**tiny_clip["open_clip"])
     with pytest.raises(ValueError, match="lock_image_unlocked_groups: the image tower has 4 layer groups"):
         build_optimizer(_cfg(lock_image=True, lock_image_unlocked_groups=5), model)
+
+
+def test_epoch_loop_steps_the_cosine_and_frozen_epochs(tiny_pixel_dir, tiny_clip, tmp_path):
+    """Through the epoch loop: the cosine steps once per batch, the image tower waits out its frozen epoch."""
+    from tests.support.local_reporter import LocalReporter
+    from tests.support.tiny_store import tiny_config
+    from vse_ray.checkpoint_files import load_checkpoint
+    from vse_ray.train.epoch_loop import run_training
+    from vse_ray.train.optim import cosine_factor
+
+    cfg = tiny_config(
+        tiny_pixel_dir,
+        tmp_path,
+        model="clip",
+        loss="infonce",
+        model_params=tiny_clip["hf"],
+        epochs=2,
+        train_images=8,
+        optimizer="adamw",
+        lr_schedule="cosine",
+        lr_warmup_steps=1,
+        freeze_image_epochs=1,
+    )
+    reporter = LocalReporter(tmp_path / "run")
+    run_training(cfg.checked(), reporter)
+    steps = 40 // cfg.batch_size  # 8 images, 5 captions each
+    for metrics in reporter.history:  # the rate of the next step
+        assert metrics["lr"] == pytest.approx(cfg.lr * cosine_factor(steps * metrics["epoch"], 1, 2 * steps))
+    start = ClipModel(**tiny_clip["hf"]).state_dict()
+    first, second = (load_checkpoint(path)["model"] for path in reporter.checkpoints)
+    image = [k for k in start if k.startswith(("towers.model.vision_model.", "towers.model.visual_"))]
+    assert all(torch.equal(first[k], start[k]) for k in image)
+    assert not all(torch.equal(second[k], start[k]) for k in image)
