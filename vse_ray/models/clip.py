@@ -20,6 +20,7 @@ from torch import Tensor, nn
 
 from vse_ray.models.base import AugmentIds, RetrievalModel
 from vse_ray.models.clip_files import check_clip_source
+from vse_ray.models.clip_layers import layer_groups
 from vse_ray.models.clip_preprocess import PixelPreprocess
 from vse_ray.models.clip_towers import load_towers
 from vse_ray.models.normalize import l2_normalize
@@ -69,6 +70,21 @@ class ClipModel(RetrievalModel):
             "the tower's input size (--resize SIZE --resize-mode shortest)"
         )
 
+    def layer_groups(self) -> dict[str, list[list[str]]]:
+        """Per tower ("image", "text"), its layer groups of parameter names, first to last
+        (:mod:`vse_ray.models.clip_layers`)."""
+        prefix = "towers.model."
+        names = (name.removeprefix(prefix) for name, _ in self.named_parameters())
+        return {
+            tower: [[prefix + name for name in group] for group in groups]
+            for tower, groups in layer_groups(names).items()
+        }
+
+    def set_grad_checkpointing(self) -> None:
+        """Recompute the towers' blocks in backward instead of keeping their activations (open_clip's
+        ``set_grad_checkpointing``, transformers' ``activation_checkpointing_enable``)."""
+        self.towers.set_grad_checkpointing()
+
     @property
     def logit_scale(self) -> nn.Parameter:
         """The checkpoint's log temperature t (the logits are e^t times the cosine)."""
@@ -83,7 +99,7 @@ class ClipModel(RetrievalModel):
     def learned_logits(self) -> dict[str, float]:
         """The checkpoint's values a contrastive loss starts from: ``{"logit_scale": ln t}``, with
         ``"logit_bias": b`` for SigLIP (the keys of both libraries' checkpoints)."""
-        values = {"logit_scale": float(self.logit_scale)}
+        values = {"logit_scale": float(self.logit_scale.detach())}
         bias = self.logit_bias
         return values if bias is None else {**values, "logit_bias": float(bias)}
 

@@ -76,6 +76,10 @@ class ClipTowers(nn.Module):
         """(B, L) ids from `tokenize`, zero-padded, and their (B,) lengths → (B, E) unnormalised features."""
         raise NotImplementedError
 
+    def set_grad_checkpointing(self) -> None:
+        """Recompute each transformer block in backward (activation checkpointing)."""
+        raise NotImplementedError
+
     @property
     def logit_scale(self) -> nn.Parameter:
         raise NotImplementedError
@@ -125,6 +129,9 @@ class OpenClipTowers(ClipTowers):
 
     def encode_text(self, ids: Tensor, lengths: Tensor) -> Tensor:
         return self.model.encode_text(ids)
+
+    def set_grad_checkpointing(self) -> None:
+        self.model.set_grad_checkpointing(True)
 
     @property
     def logit_scale(self) -> nn.Parameter:
@@ -200,6 +207,9 @@ class HFTowers(ClipTowers):
             return self.model.get_text_features(input_ids=ids).pooler_output
         mask = torch.arange(ids.shape[1], device=ids.device)[None, :] < lengths.to(ids.device)[:, None]
         return self.model.get_text_features(input_ids=ids, attention_mask=mask.long()).pooler_output
+
+    def set_grad_checkpointing(self) -> None:
+        self.model.activation_checkpointing_enable()
 
     @property
     def logit_scale(self) -> nn.Parameter:

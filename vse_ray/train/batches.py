@@ -80,6 +80,11 @@ class TableBatches:
                 f"batch_size {batch_size} exceeds the {self.num_rows // world_size} rows per worker"
             )
 
+    @property
+    def steps_per_epoch(self) -> int:
+        """Batches per epoch (the same on every worker)."""
+        return (self.num_rows // self.world_size) // self.batch_size
+
     def epoch_batches(self, epoch: int) -> Iterator[dict[str, Any]]:
         perm = np.random.default_rng([self.seed, epoch]).permutation(self.num_rows)
         per_worker = self.num_rows // self.world_size

@@ -28,6 +28,8 @@ from vse_ray.models.names import DEFAULT_MODEL, MODEL_NAMES
 _TUPLE_FIELDS = ("eval_ks", "cs_ks", "ncs_ks", "lr_milestones")
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")  # Ray's ScalingConfig
 OPTIMIZERS = ("adam", "adamw")
+LR_SCHEDULES = ("step", "cosine")
+PRECISIONS = ("fp32", "bf16", "fp16")
 NEGATIVES = ("image", "diagonal")
 ROLES = ("hyper", "run", "evaluation")
 NESTED = ("loss_params", "model_params", "warmup_params", "lr_groups")  # dict fields that take dotted keys
@@ -92,6 +94,45 @@ class TrainConfig:
     )
     lr_milestones: tuple[int, ...] = _field((), "Epochs after which the learning rate decays.", warmup=True)
     lr_factor: float = _field(0.1, "Learning-rate decay factor.", warmup=True)
+    lr_schedule: str = _field(
+        "step",
+        "step: x lr_factor at the milestones (per epoch) | cosine: lr_warmup_steps of linear warm-up, then "
+        "a cosine to 0 at the last step (per step, as open_clip's cosine_lr).",
+        warmup=True,
+        cli=True,
+    )
+    lr_warmup_steps: int = _field(
+        0, "Steps of linear learning-rate warm-up (lr_schedule cosine).", warmup=True, cli=True
+    )
+    weight_decay_exclude: bool = _field(
+        False,
+        "No weight decay on 1-D parameters (biases, norm gains), names with bn, ln or bias, and the logit "
+        "scale (open_clip's rule).",
+        warmup=True,
+        cli=True,
+    )
+    lr_image: float = _field(1.0, "clip: learning-rate multiplier of the image tower.", warmup=True, cli=True)
+    lr_text: float = _field(1.0, "clip: learning-rate multiplier of the text tower.", warmup=True, cli=True)
+    layer_decay: float = _field(
+        1.0,
+        "clip: layer-wise learning-rate decay: group k of n in a tower trains at layer_decay^(n-1-k) x its "
+        "rate (layer groups: embeddings, blocks, final norm, projection).",
+        warmup=True,
+        cli=True,
+    )
+    lock_image: bool = _field(False, "clip: lock the image tower (LiT).", warmup=True, cli=True)
+    lock_image_unlocked_groups: int = _field(
+        0, "clip: with lock_image, leave the last N layer groups of the image tower trainable.", warmup=True
+    )
+    freeze_image_epochs: int = _field(
+        0, "clip: train the first N epochs with the image tower frozen.", warmup=True, cli=True
+    )
+    precision: str = _field(
+        "fp32", "fp32 | bf16 | fp16 autocast of the forward and loss (fp16: GPU only).", warmup=True, cli=True
+    )
+    grad_checkpointing: bool = _field(
+        False, "clip: recompute the towers' blocks in backward (less memory, more time).", cli=True
+    )
     grad_clip: float = _field(2.0, "Gradient norm clip.", warmup=True, cli=True)
     warmup_epochs: int = _field(
         0, "First epochs trained with warmup_loss.", study=True, warmup=True, cli=True
@@ -250,6 +291,7 @@ class TrainConfig:
             not isinstance(m, int) or m < 1 for m in self.lr_milestones
         ):
             raise ValueError(f"lr_milestones: must be increasing positive epochs, got {self.lr_milestones!r}")
+        self._validate_fine_tuning()
         for name in ("val_every", "val_images", "patience"):
             value = getattr(self, name)
             if type(value) is not int or value < 0:
@@ -265,6 +307,53 @@ class TrainConfig:
             if not ks or any(not isinstance(k, int) or k < 1 for k in ks):
                 raise ValueError(f"{name}: must be a non-empty tuple of positive integers, got {ks!r}")
         return self
+
+    def _validate_fine_tuning(self) -> None:
+        """The schedule, weight-decay, per-tower, locking and precision settings."""
+        if self.lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"lr_schedule: must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
+        if type(self.lr_warmup_steps) is not int or self.lr_warmup_steps < 0:
+            raise ValueError(f"lr_warmup_steps: must be an integer >= 0, got {self.lr_warmup_steps!r}")
+        if self.lr_warmup_steps and self.lr_schedule != "cosine":
+            raise ValueError("lr_warmup_steps: needs lr_schedule cosine (step decays per epoch)")
+        for name in ("weight_decay_exclude", "lock_image", "grad_checkpointing"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}: must be true or false, got {getattr(self, name)!r}")
+        for name in ("lr_image", "lr_text"):
+            value = getattr(self, name)
+            number = not isinstance(value, bool) and isinstance(value, int | float)
+            if not number or not math.isfinite(value) or value < 0:
+                raise ValueError(f"{name}: must be a finite multiplier >= 0, got {value!r}")
+        decay = self.layer_decay
+        if isinstance(decay, bool) or not isinstance(decay, int | float) or not 0 < decay <= 1:
+            raise ValueError(f"layer_decay: must be a number in (0, 1], got {decay!r}")
+        for name in ("lock_image_unlocked_groups", "freeze_image_epochs"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 0:
+                raise ValueError(f"{name}: must be an integer >= 0, got {value!r}")
+        if self.lock_image_unlocked_groups and not self.lock_image:
+            raise ValueError("lock_image_unlocked_groups: needs lock_image true")
+        if self.freeze_image_epochs and self.lock_image and not self.lock_image_unlocked_groups:
+            raise ValueError("freeze_image_epochs: the image tower is locked for every epoch (lock_image)")
+        if self.freeze_image_epochs >= self.epochs:
+            raise ValueError(
+                f"freeze_image_epochs: must be below epochs ({self.epochs}), got {self.freeze_image_epochs}"
+            )
+        tower = {
+            "lr_image": self.lr_image != 1,
+            "lr_text": self.lr_text != 1,
+            "layer_decay": self.layer_decay != 1,
+            "lock_image": self.lock_image,
+            "freeze_image_epochs": self.freeze_image_epochs > 0,
+            "grad_checkpointing": self.grad_checkpointing,
+        }
+        used = [name for name, on in tower.items() if on]
+        if used and self.model != "clip":
+            raise ValueError(f"{used[0]}: a setting of the clip model's towers, not of {self.model!r}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision: must be one of {PRECISIONS}, got {self.precision!r}")
+        if self.precision == "fp16" and not self.use_gpu:
+            raise ValueError("precision: fp16 needs a GPU (use_gpu true); on the CPU use bf16 or fp32")
 
     def checked(self) -> CheckedConfig:
         """A validated copy (`validate()`): the value code downstream trusts without checking again."""

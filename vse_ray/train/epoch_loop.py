@@ -30,7 +30,8 @@ from vse_ray.train.batches import BatchBuilder, BatchSource, TableBatches, Train
 from vse_ray.train.caption_aug import CaptionAugment
 from vse_ray.train.config import CheckedConfig, TrainConfig, fields_where
 from vse_ray.train.gather import gather_rows, gather_with_local_grad, relevance_columns, share_loss_gradients
-from vse_ray.train.optim import build_optimizer, load_optimizer_state, milestones
+from vse_ray.train.optim import build_optimizer, freeze_image, load_optimizer_state, milestones, per_step
+from vse_ray.train.precision import FP32, Precision
 from vse_ray.train.reporter import Reporter
 from vse_ray.train.step_validation import StepValidation
 from vse_ray.train.streams import caption_rng, region_rng, seed_step_torch
@@ -74,6 +75,7 @@ def train_step(
     grad_clip: float,
     rank: int = 0,
     world_size: int = 1,
+    precision: Precision = FP32,
 ) -> torch.Tensor:
     """One SGD step: the model's (B, B) similarities, their loss, backward, clip the gradient norm, update.
 
@@ -84,22 +86,25 @@ def train_step(
     batch (`vse_ray.train.gather`) and the loss is scaled by `world_size` for backward, so DDP's averaged
     gradient is the one-process gradient of that batch. The loss's own learned parameters (a logit scale)
     get that gradient too (`share_loss_gradients`), are clipped with the model's, and are kept in range after
-    the update (`after_step`), as open_clip clamps its logit scale.
+    the update (`after_step`), as open_clip clamps its logit scale. The forward and the loss run in the
+    autocast of `precision` (bf16, or fp16 with its gradient scaler).
     """
     options: dict[str, Any] = {} if batch.region_keep is None else {"region_keep": batch.region_keep}
     if world_size > 1:
         options["gather"] = partial(gather_with_local_grad, rank=rank, world_size=world_size)
     images = batch.images.float() if batch.images.dtype == torch.float16 else batch.images  # as stored
-    output = split_output(model(images, batch.tokens, batch.lengths, **options))
-    run_loss = loss_fn.from_similarity(output.sims, relevance=batch.relevance, image_ids=batch.image_ids)
-    loss = output.total(run_loss)
+    with precision.autocast():
+        output = split_output(model(images, batch.tokens, batch.lengths, **options))
+        run_loss = loss_fn.from_similarity(output.sims, relevance=batch.relevance, image_ids=batch.image_ids)
+        loss = output.total(run_loss)
     optimizer.zero_grad(set_to_none=True)
     if not torch.isfinite(loss):
         return loss.detach()
-    output.objective(run_loss, world_size).backward()
+    precision.backward(output.objective(run_loss, world_size))
     share_loss_gradients(loss_fn.parameters(), world_size)
+    precision.unscale(optimizer)
     nn.utils.clip_grad_norm_([*clipped_parameters(model), *loss_fn.parameters()], grad_clip)
-    optimizer.step()
+    precision.step(optimizer)
     loss_fn.after_step()
     return loss.detach()
 
@@ -134,6 +139,7 @@ def train_one_epoch(
     histogram: RelevanceHistogram | None,
     augment: CaptionAugment | None = None,
     after_step: Callable[[int, nn.Module], None] | None = None,
+    precision: Precision = FP32,
 ) -> float:
     """Run one epoch; return the mean loss over all workers. Raises NonFiniteLossError on NaN/inf.
 
@@ -157,7 +163,7 @@ def train_one_epoch(
             batch.image_ids = None
         if histogram is not None and batch.relevance is not None:
             histogram.add(batch.relevance)
-        loss = train_step(model, loss_fn, optimizer, batch, cfg.grad_clip, ctx.rank, world_size)
+        loss = train_step(model, loss_fn, optimizer, batch, cfg.grad_clip, ctx.rank, world_size, precision)
         if not torch.isfinite(loss):
             raise NonFiniteLossError(
                 f"loss is {loss.item()} at epoch {epoch}, step {step} (loss '{cfg.loss}')"
@@ -284,7 +290,11 @@ def run_training(
     if start_state is None and cfg.init_weights:  # a resumed or warm-up start holds these weights already
         load_init_weights(model, cfg.init_weights)
     loss_fn.start_from(getattr(model, "learned_logits", {}))  # a CLIP checkpoint's logit scale (and bias)
-    optimizer, scheduler = build_optimizer(cfg, model, loss_fn)
+    if cfg.grad_checkpointing:
+        model.set_grad_checkpointing()
+    steps_per_epoch = ctx.batches.steps_per_epoch if isinstance(ctx.batches, TableBatches) else 1
+    optimizer, scheduler = build_optimizer(cfg, model, loss_fn, steps_per_epoch)
+    precision = Precision(cfg.precision, ctx.device)
     histogram = RelevanceHistogram(source) if source and ctx.rank == 0 else None
     history: list[dict[str, Any]] = []
     first_epoch = 1
@@ -294,7 +304,8 @@ def run_training(
             loss_fn.load_state_dict(start_state["loss"])
         load_optimizer_state(optimizer, start_state["optimizer"])
         scheduler.load_state_dict(start_state["scheduler"])
-        scheduler.milestones = Counter(milestones(cfg))  # this run's schedule, not its warm-up's (shorter)
+        if isinstance(scheduler, torch.optim.lr_scheduler.MultiStepLR):  # this run's, not its warm-up's
+            scheduler.milestones = Counter(milestones(cfg))
         history = list(start_state["history"])
         first_epoch = int(start_state["epoch"]) + 1
         if histogram is not None and start_state.get("relevance_hist"):
@@ -311,8 +322,16 @@ def run_training(
         return evaluate_split(model, data.val, cfg.eval_batch_size, ctx.device, _metric_kwargs(cfg))
 
     points = StepValidation(cfg.val_every if ctx.rank == 0 else 0, validate)
+
+    def after_step(step: int, inner: nn.Module) -> None:
+        if per_step(cfg):
+            scheduler.step()
+        points.after_step(step, inner)
+
     for epoch in range(first_epoch, cfg.epochs + 1):
         epoch_loss = warmup_fn if epoch <= cfg.warmup_epochs else loss_fn
+        if cfg.freeze_image_epochs:
+            freeze_image(optimizer, epoch <= cfg.freeze_image_epochs)
         train_loss = train_one_epoch(
             cfg,
             epoch,
@@ -323,11 +342,13 @@ def run_training(
             ctx,
             histogram,
             augment,
-            points.after_step,
+            after_step,
+            precision,
         )
         group = optimizer.param_groups[-1]
         lr = cfg.lr * group["lr"] / group["initial_lr"]  # the base rate, whatever the groups' multipliers
-        scheduler.step()
+        if not per_step(cfg):
+            scheduler.step()
         metrics: dict[str, Any] = {"epoch": epoch, "train_loss": train_loss, "lr": lr}
         metrics.update(loss_fn.learned_values())  # the logit scale (and bias) of infonce and siglip
         collapse = getattr(epoch_loss, "collapse_value", lambda _: None)(cfg.batch_size * _gathered(net, ctx))
