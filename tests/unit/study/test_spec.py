@@ -117,7 +117,7 @@ def test_bad_hyper_parameter_and_files():
         parse_study("name: [", "s.yaml")
     with pytest.raises(ValueError, match="s.yaml: expected a mapping at the top level"):
         parse_study("- 1", "s.yaml")
-    shipped = r"'nope.yaml': no such file or shipped study; shipped: \['demo', 'ladder"
+    shipped = r"'nope.yaml': no such file or shipped study; shipped: \['clip_graded', 'demo', 'ladder"
     with pytest.raises(ValueError, match=shipped):
         load_study("nope.yaml")
 
