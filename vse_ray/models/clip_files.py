@@ -4,7 +4,9 @@ seconds): offline always, so a hub tag or a missing file stops with one line say
 ``model_params`` of model "clip":
 
 - ``backend: open_clip``: ``arch`` is an open_clip architecture name (``ViT-B-32``) or a model config JSON
-  in open_clip's format (``embed_dim``, ``vision_cfg``, ``text_cfg``); ``pretrained`` is a weights file
+  in open_clip's format (``embed_dim``, ``vision_cfg``, ``text_cfg``; a bare file name not found as a file
+  names one shipped in ``resources/clip_archs/``: ``clip-tiny.json``, the random tiny towers of the study
+  protocol on the embedded data); ``pretrained`` is a weights file
   (``.safetensors``, ``.bin``, ``.pt``, ``.pth``), a folder in open_clip's ``local-dir:`` layout
   (``open_clip_config.json`` beside the weights; then ``arch`` stays empty), or empty: random towers.
 - ``backend: hf``: ``pretrained`` is a folder written by Hugging Face ``save_pretrained`` of a ``CLIPModel``
@@ -17,6 +19,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+
+from vse_ray.resources import RESOURCE_ROOT
 
 BACKENDS = ("open_clip", "hf")
 HF_MODEL_TYPES = ("clip", "siglip")
@@ -33,6 +37,7 @@ LOCAL_DIR_WEIGHTS = (
     "model.pth",
 )
 LOCAL_DIR_CONFIG = "open_clip_config.json"
+SHIPPED_ARCHS = RESOURCE_ROOT / "clip_archs"  # config JSONs shipped with vse_ray, by file name
 HF_FILES = ("config.json", "preprocessor_config.json", "tokenizer_config.json")
 HF_WEIGHTS = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 
@@ -83,6 +88,14 @@ def _looks_like_hub(value: str) -> bool:
     return not path.is_absolute() and not value.startswith(".") and path.suffix not in WEIGHT_SUFFIXES
 
 
+def shipped_arch(arch: str) -> str:
+    """`arch`, or the path of the config JSON shipped under that bare file name when no such file is here."""
+    shipped = SHIPPED_ARCHS / arch
+    if arch.endswith(".json") and Path(arch).name == arch and not Path(arch).is_file() and shipped.is_file():
+        return str(shipped)
+    return arch
+
+
 def check_clip_source(backend: str = "open_clip", arch: str = "", pretrained: str = "") -> ClipSource:
     """The checked files of a CLIP checkpoint; FileNotFoundError (a file to provide, and how) or ValueError
     (a hub name, an option that does not fit), each one line naming the model_params key."""
@@ -92,6 +105,7 @@ def check_clip_source(backend: str = "open_clip", arch: str = "", pretrained: st
         return ClipSource(backend, "", None, _hf_folder(arch, pretrained))
     if arch.startswith("hf-hub:") or arch.startswith("local-dir:"):
         raise ValueError(f"model_params.arch {arch!r}: an architecture name or config JSON; {OPEN_CLIP_HOW}")
+    arch = shipped_arch(arch)
     if arch.endswith(".json") and not Path(arch).expanduser().is_file():
         raise FileNotFoundError(f"model_params.arch {arch}: no such config JSON (open_clip's format)")
     path = Path(pretrained).expanduser()

@@ -17,6 +17,7 @@ train: {batch_size: 128, lr: 1.0e-3, lr_update: 4, patience: 2}   # TrainConfig 
 losses:                         # family -> make_loss hyper-parameters
   vsepp: {}
   bcls: {gamma: 50}
+  # infonce_multi: {family: infonce, targets: multi}   # a row named otherwise than its family
 controls:
   shuffled: [bcls]              # relevance vectors permuted across captions (same values, no meaning)
   oracle: [bcls]                # relevance_source=scene (the embedded data's ground truth)
@@ -65,10 +66,12 @@ class Variant:
     loss: str
     params: dict[str, Any]
     kind: str = ""  # "" | "shuffled" | "oracle" | an ablation name
+    label: str = ""  # the study's key of the row when it is not the family's name
 
     @property
     def name(self) -> str:
-        return f"{self.loss}-{self.kind}" if self.kind else self.loss
+        base = self.label or self.loss
+        return f"{base}-{self.kind}" if self.kind else base
 
 
 @dataclass
@@ -102,15 +105,24 @@ class StudySpec:
     def variants(self) -> list[Variant]:
         """The baseline first, then each loss, then the controls in `CONTROLS` order."""
         order = [self.baseline, *(name for name in self.losses if name != self.baseline)]
-        rows = [Variant(name, dict(self.losses[name])) for name in order]
+        rows = [self._row(name) for name in order]
         for name in self.controls.get("shuffled", []):
-            rows.append(Variant(name, dict(self.losses[name]), "shuffled"))
+            rows.append(self._row(name, "shuffled"))
         for name in self.controls.get("oracle", []):
-            rows.append(Variant(name, {**self.losses[name], "relevance_source": ORACLE_SOURCE}, "oracle"))
+            rows.append(self._row(name, "oracle", {"relevance_source": ORACLE_SOURCE}))
         for name in self.controls.get("ablations", []):
-            kind, params = ABLATIONS[name]
-            rows.append(Variant(name, {**self.losses[name], **params}, kind))
+            kind, params = ABLATIONS[self.family(name)]
+            rows.append(self._row(name, kind, params))
         return rows
+
+    def family(self, name: str) -> str:
+        """The loss family of row `name` of `losses`: its `family` key, else the name itself."""
+        return str(self.losses[name].get("family", name))
+
+    def _row(self, name: str, kind: str = "", extra: dict[str, Any] | None = None) -> Variant:
+        params = {k: v for k, v in self.losses[name].items() if k != "family"}
+        family = self.family(name)
+        return Variant(family, {**params, **(extra or {})}, kind, "" if family == name else name)
 
     def train_sizes(self) -> list[int]:
         """Values of the train_images axis; [0] (all images) without one."""
@@ -182,12 +194,16 @@ class StudySpec:
         if self.baseline not in self.losses:
             raise ValueError(f"{where}: baseline: {self.baseline!r} is not one of losses {list(self.losses)}")
         for name, params in self.losses.items():
-            if name not in LOSS_NAMES:
-                raise ValueError(f"{where}: losses.{name}: unknown loss family; expected one of {LOSS_NAMES}")
             if not isinstance(params, dict):
                 raise ValueError(f"{where}: losses.{name}: expected a mapping of hyper-parameters")
+            check_plain_name(str(name), f"{where}: losses.{name}")
+            family = self.family(name)
+            if family not in LOSS_NAMES:
+                raise ValueError(
+                    f"{where}: losses.{name}: unknown loss family {family!r}; expected one of {LOSS_NAMES}"
+                )
             try:
-                make_loss(name, **params)
+                make_loss(family, **{k: v for k, v in params.items() if k != "family"})
             except (ValueError, TypeError) as err:
                 raise ValueError(f"{where}: losses.{name}: {err}") from err
         allowed = [*(f for f in tunable_fields() if f not in STUDY_FIELDS), *EVALUATION_FIELDS, "use_gpu"]
@@ -207,7 +223,7 @@ class StudySpec:
         if unknown:
             raise ValueError(f"{where}: resources.{unknown[0]}: unknown; expected some of {RESOURCE_KEYS}")
         for variant in self.variants():
-            key = f"losses.{variant.loss}" if not variant.kind else f"controls ({variant.name})"
+            key = f"controls ({variant.name})" if variant.kind else f"losses.{variant.name}"
             try:
                 make_loss(variant.loss, **variant.params)
                 self.run_config("<data_dir>", variant, 0, max(self.train_sizes())).validate()
@@ -253,12 +269,13 @@ class StudySpec:
             for name in names:
                 if name not in self.losses:
                     raise ValueError(f"{where}: controls.{control}: {name!r} is not one of losses")
-                if control == "ablations" and name not in ABLATIONS:
+                if control == "ablations" and self.family(name) not in ABLATIONS:
                     raise ValueError(
                         f"{where}: controls.ablations: {name!r} declares no ablation; "
                         f"families with one: {sorted(ABLATIONS)}"
                     )
-                source = make_loss(name, **self.losses[name]).relevance_source
+                row = self._row(name)
+                source = make_loss(row.loss, **row.params).relevance_source
                 if control == "shuffled" and source not in SHUFFLED_SOURCES:
                     raise ValueError(
                         f"{where}: controls.shuffled: {name!r} uses relevance {source!r}; the shuffled "

@@ -64,3 +64,18 @@ def test_precompute_resize_mode_is_checked_and_keeps_old_hashes():
     assert PrecomputeConfig(resize_mode="shortest").hash() != PrecomputeConfig().hash()
     with pytest.raises(ValueError, match="resize_mode must be one of"):
         PrecomputeConfig(resize_mode="crop").resolved()
+
+
+def test_a_shipped_arch_resolves_by_its_file_name_unless_a_local_file_has_it(tmp_path, monkeypatch):
+    """`clip-tiny.json` names the shipped tiny towers (the study protocol's), the tests' tiny config."""
+    import json
+
+    from tests.support.tiny_clip import OPEN_CLIP_CFG
+    from vse_ray.models.clip_files import SHIPPED_ARCHS
+
+    monkeypatch.chdir(tmp_path)
+    source = check_clip_source(arch="clip-tiny.json")
+    assert source.arch == str(SHIPPED_ARCHS / "clip-tiny.json")
+    assert json.loads((SHIPPED_ARCHS / "clip-tiny.json").read_text()) == OPEN_CLIP_CFG
+    (tmp_path / "clip-tiny.json").write_text(json.dumps(OPEN_CLIP_CFG))
+    assert check_clip_source(arch="clip-tiny.json").arch == "clip-tiny.json"

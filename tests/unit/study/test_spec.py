@@ -117,7 +117,7 @@ def test_bad_hyper_parameter_and_files():
         parse_study("name: [", "s.yaml")
     with pytest.raises(ValueError, match="s.yaml: expected a mapping at the top level"):
         parse_study("- 1", "s.yaml")
-    shipped = r"'nope.yaml': no such file or shipped study; shipped: \['demo', 'ladder"
+    shipped = r"'nope.yaml': no such file or shipped study; shipped: \['clip_graded', 'demo', 'ladder"
     with pytest.raises(ValueError, match=shipped):
         load_study("nope.yaml")
 
@@ -140,3 +140,29 @@ def test_a_study_file_is_validated_once_with_its_seeds_override(monkeypatch):
     assert load_study("ladder_bcls_cs", seeds=2).seeds == 2 and len(calls) == 1
     with pytest.raises(ValueError, match=r"ladder_bcls_cs.yaml: seeds: expected an integer >= 1, got 0"):
         load_study("ladder_bcls_cs", seeds=0)
+
+
+def test_rows_of_one_family_are_named_by_their_keys():
+    """`family:` lets one loss family give several rows; controls name rows, runs train the family."""
+    spec = parse_study(
+        """
+name: one-family
+baseline: infonce
+losses:
+  infonce: {}
+  infonce_graded: {family: infonce, targets: graded, soft_weight: 0.3}
+controls: {shuffled: [infonce_graded]}
+""",
+        "s.yaml",
+    )
+    assert [v.name for v in spec.variants()] == ["infonce", "infonce_graded", "infonce_graded-shuffled"]
+    cfg = spec.run_config("d", spec.variants()[2], 0, 0)
+    assert (cfg.loss, cfg.loss_params, cfg.shuffle_relevance) == (
+        "infonce",
+        {"targets": "graded", "soft_weight": 0.3},
+        True,
+    )
+    with pytest.raises(ValueError, match=r"^s.yaml: losses.x: unknown loss family 'nce'; expected one of"):
+        parse_study("name: a\nbaseline: x\nlosses: {x: {family: nce}}\n", "s.yaml")
+    with pytest.raises(ValueError, match=r"^s.yaml: losses.x: .*soft_weight"):
+        parse_study("name: a\nbaseline: x\nlosses: {x: {family: infonce, soft_weight: 2}}\n", "s.yaml")

@@ -137,6 +137,16 @@ PROGRAMS = {
         PRECOMP,
         EPOCH_ENDS,
     ),
+    "cusa": Program(
+        "lerogo/aaai24_itr_cusa 5b996f4 configs/vitb32/{flickr,coco}/only_contrastive.yaml (40 and 30 "
+        "epochs), retrieval.py: validates and tests on the whole Karpathy val and test splits after each "
+        "epoch and keeps the epoch with the best test mean recall",
+        {"f30k": 40, "coco": 30},
+        {"f30k": 1014, "coco": 5000},
+        EPOCH_ENDS,
+        listed=("selection",),
+        val_listed="val_split",
+    ),
 }
 
 FOLLOWS = [  # (recipe name pattern, program): the first match
@@ -153,6 +163,7 @@ FOLLOWS = [  # (recipe name pattern, program): the first match
     (r"^cvse_baseline_", "cvse"),
     (r"^cvse_", "sam_cvse"),
     (r"^gsmn_", "gsmn"),
+    (r"^clip_infonce_", "cusa"),
 ]
 
 

@@ -26,6 +26,7 @@ TINY_MODEL = {  # the tiny store has 5 regions and 10 concept words
     "cvse": ["model_params.n_regions=5", "model_params.n_concepts=6", "model_params.concept_dim=8"],
     "vsrn": ["model_params.caption_hidden=8", "model_params.caption_word_dim=8"],
     "gsmn": ["model_params.num_block=4", "model_params.hid_dim=16"],
+    "clip": ["model_params.arch=clip-tiny.json", "model_params.pretrained=''"],
 }
 
 
@@ -53,11 +54,13 @@ def test_the_papers_rows_are_there():
         "vsepp_lseh_f30k",
         "vsepp_lseh_iaprtc12",
         "vse_inf_lseh_bert_f30k",
+        "clip_infonce_f30k",
+        "clip_infonce_coco5k",
     } <= set(recipe_names())
 
 
 PAPERS = {"vsepp.md", "ladder_loss_cvsepp.md", "sam_ncs.md", "bcls_kendall.md", "lseh.md"}
-PAPERS |= {"vse_infty/README.md"}
+PAPERS |= {"vse_infty/README.md", "cusa.md", "clip_benchmark.md", "eccv_caption.md"}
 
 
 def _one_per_build() -> list[str]:
@@ -94,12 +97,14 @@ def test_every_recipe_loads_with_its_row_numbers_and_deviations(name):
 
 @pytest.mark.parametrize("name", _one_per_build())
 def test_every_recipe_builds_and_trains_one_step(
-    name, tiny_data_dir, tiny_region_dir, tiny_bert_dir, tmp_path
+    name, tiny_data_dir, tiny_region_dir, tiny_pixel_dir, tiny_bert_dir, tmp_path
 ):
     paper = load_recipe(name, "<data>")
     flattened = bool(paper.config.model_params.get("regions"))  # VSE++ on concatenated regions
     regions = model_class(paper.config.model).feature_layout == "regions" or flattened
     folder = tiny_region_dir if regions else tiny_data_dir
+    if paper.config.model == "clip":  # the shipped tiny towers, random, on images at their input size
+        folder = tiny_pixel_dir
     tiny = TINY + TINY_MODEL.get(paper.config.model, []) + (["model_params.regions=5"] if flattened else [])
     if paper.config.train_fraction < 0.1:  # 3 % of the tiny store is less than a batch
         tiny.append("train_fraction=0.5")
@@ -382,6 +387,14 @@ def test_recipes_paper_lists_its_rows_with_their_numbers():
     assert "order-violation similarity" in order  # no recipe: the reason
     tables = [line.split()[0] for line in lines[2:]]
     assert tables == sorted(tables, key=int)
+
+
+def test_recipes_paper_lists_the_zero_shot_clip_rows_with_how_to_score_them():
+    """Zero-shot rows train nothing: listed rows with the published numbers and the evaluate command."""
+    result = CliRunner().invoke(app, ["recipes", "--paper", "clip_benchmark"])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "R@1 78.9/58.8" in text and "R@1 50.1/30.4" in text and "evaluate --model clip" in text
 
 
 def test_recipes_paper_lists_lseh_iapr_and_bert_rows():
