@@ -164,11 +164,7 @@ def play_official(args: argparse.Namespace, out: Path) -> None:
     from official_vse_inf import build, final_test_rsum, train_epoch
 
     rec = dict(np.load(out / f"vse_ray_s{args.seed}.npz"))
-    official = argparse.Namespace(
-        official=args.official, data=args.data, seed=args.seed, epochs=args.epochs, embed=256, word_dim=300,
-        lr=5e-4, warmup_epochs=1, adam=args.settings == "adam", caption_aug=False,
-    )  # fmt: skip
-    run = build(official)
+    run = build(_official_options(args, caption_aug=False))  # the recorded ids are fed as drawn
     if args.take != "draws":
         _load_ours(run, {k.split("/", 1)[1]: v for k, v in rec.items() if k.startswith("init/")})
     losses: list[float] = []
@@ -205,11 +201,7 @@ def play_initial_weights(args: argparse.Namespace) -> None:
 
     from vse_ray.models import build_model
 
-    official = argparse.Namespace(
-        official=args.official, data=args.data, seed=args.seed, epochs=args.epochs, embed=256, word_dim=300,
-        lr=5e-4, warmup_epochs=1, adam=args.settings == "adam", caption_aug=args.settings == "released",
-    )  # fmt: skip
-    run = build(official)
+    run = build(_official_options(args, caption_aug=args.settings == "released"))
     if args.init == "vse_ray":
         drawn = torch.get_rng_state()  # the official draws go on from where its own model left the stream
         torch.manual_seed(args.seed)
@@ -223,6 +215,14 @@ def play_initial_weights(args: argparse.Namespace) -> None:
     print(
         json.dumps({"seed": args.seed, "init": args.init, "val_rsum": val, "test_rsum": final_test_rsum(run)})
     )
+
+
+def _official_options(args: argparse.Namespace, caption_aug: bool) -> argparse.Namespace:
+    """`official_vse_inf.build`'s options for `run_parity.py`'s setting, this seed and epoch count."""
+    return argparse.Namespace(
+        official=args.official, data=args.data, seed=args.seed, epochs=args.epochs, embed=256, word_dim=300,
+        lr=5e-4, warmup_epochs=1, adam=args.settings == "adam", caption_aug=caption_aug,
+    )  # fmt: skip
 
 
 def _load_ours(run: types.SimpleNamespace, weights: dict[str, np.ndarray]) -> None:

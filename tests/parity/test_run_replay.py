@@ -31,13 +31,14 @@ from tests.support.run_replay import (
     Recording,
     ReplayBatches,
     official_start,
+    relative_diff,
     replay_config,
+    replay_run,
     rounding_copies,
     write_store,
 )
 from vse_ray.checkpoint_files import load_checkpoint
 from vse_ray.models import official_names
-from vse_ray.train.epoch_loop import WorkerContext, run_training
 from vse_ray.train.training_data import TrainingData
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "official"
@@ -61,8 +62,7 @@ def _relative_weight_diff(ours: dict[str, torch.Tensor], theirs: dict[str, np.nd
         if key is None or key in NOISE_FED or expected.ndim == 0:
             continue
         mine = ours[key].numpy()
-        expected = expected[: len(mine)]
-        worst = max(worst, float(np.abs(mine - expected).max() / max(np.abs(expected).max(), 1e-30)))
+        worst = max(worst, relative_diff(mine, expected[: len(mine)]))
     return worst
 
 
@@ -78,11 +78,9 @@ def replay(
     cfg = replay_config(rec, write_store(rec, root / "data"), root / "out")
     data = TrainingData.load(cfg, None)
     assert data.train_captions is not None
-    batches = ReplayBatches(rec, data.train_captions)
-    reporter = LocalReporter(root / "checkpoints")
     torch.set_num_threads(1)
     start = official_start(rec, cfg, data.model_args)
-    run_training(cfg.checked(), reporter, start, WorkerContext(batches, torch.device("cpu")))
+    reporter, batches = replay_run(rec, cfg, data.train_captions, start, root / "checkpoints")
     copies = rounding_copies(rec, cfg, data.train_captions, start, reporter, ROUNDING_COPIES, NOISE_FED)
     return rec, reporter, batches, copies
 

@@ -173,6 +173,20 @@ def official_start(rec: Recording, cfg: TrainConfig, model_args: dict[str, Any])
     }
 
 
+def replay_run(
+    rec: Recording, cfg: TrainConfig, train_captions: pa.Table, start: dict[str, Any], folder: Path
+) -> tuple[LocalReporter, ReplayBatches]:
+    """vse_ray's engine from `start`, fed the recording's draws, checkpoints copied to `folder`."""
+    reporter, batches = LocalReporter(folder), ReplayBatches(rec, train_captions)
+    run_training(cfg.checked(), reporter, start, WorkerContext(batches, torch.device("cpu")))
+    return reporter, batches
+
+
+def relative_diff(ours: np.ndarray, theirs: np.ndarray) -> float:
+    """max |ours − theirs| / max |theirs|: how far one weight tensor is from another, relative to its size."""
+    return float(np.abs(ours - theirs).max() / max(np.abs(theirs).max(), 1e-30))
+
+
 def _perturbed(start: dict[str, Any], seed: int) -> dict[str, Any]:
     """`start` with every floating-point weight multiplied by (1 + 1e-7·N(0, 1)): a rounding-size change."""
     draw = torch.Generator().manual_seed(seed)
@@ -203,10 +217,8 @@ def rounding_copies(
     rsums = [[m["rsum"] for m in replayed.history]]
     with tempfile.TemporaryDirectory() as folder:
         for k in range(1, copies + 1):
-            reporter = LocalReporter(Path(folder) / f"copy{k}")
-            batches = ReplayBatches(rec, train_captions)
-            run_training(
-                cfg.checked(), reporter, _perturbed(start, k), WorkerContext(batches, torch.device("cpu"))
+            reporter, _ = replay_run(
+                rec, cfg, train_captions, _perturbed(start, k), Path(folder) / f"copy{k}"
             )
             rsums.append([m["rsum"] for m in reporter.history])
             for e, (ours, base) in enumerate(zip(reporter.history, replayed.history, strict=True)):
@@ -216,10 +228,8 @@ def rounding_copies(
                 a = load_checkpoint(reporter.checkpoints[e])["model"]
                 b = load_checkpoint(replayed.checkpoints[e])["model"]
                 for name in b:
-                    if name in skip or not b[name].is_floating_point() or b[name].ndim == 0:
-                        continue
-                    scale = max(float(b[name].abs().max()), 1e-30)
-                    weight_diff[e] = max(weight_diff[e], float((a[name] - b[name]).abs().max()) / scale)
+                    if name not in skip and b[name].is_floating_point() and b[name].ndim > 0:
+                        weight_diff[e] = max(weight_diff[e], relative_diff(a[name].numpy(), b[name].numpy()))
     table = np.array(rsums)
     low, high = table.min(axis=0), table.max(axis=0)
     return {
