@@ -14,7 +14,8 @@ records each phase's span in every process of the run, the Ray Train worker's in
 - ``mlflow run``: the experiment and the run created, its parameters logged (`get_or_create_experiment`,
   `RunRecorder.open`);
 - ``worker start``: `TorchTrainer.fit` called to the worker's training function entered (Ray Train's
-  controller and worker actors, their imports);
+  controller and worker actors, their imports); with ``--num-workers 0`` (no Ray, no worker: there is no
+  ``ray start`` either) the training's start in the command's process up to its data open;
 - ``data open``: the worker's `TrainingData.load`;
 - ``set-up``: the model, loss and optimiser built, up to the first step;
 - ``other``: the gaps between those (the driver's own work between phases).
@@ -58,15 +59,16 @@ def phases(events: list[dict], start: float) -> dict[str, float]:
     for event in sorted(events, key=lambda e: e["t0"]):
         first.setdefault(event["name"], event)
     span = lambda name: first[name]["t1"] - first[name]["t0"]  # noqa: E731
-    ready = max(first["claim"]["t1"], first["ray_start"]["t1"])
+    ready = max(first["claim"]["t1"], first.get("ray_start", first["claim"])["t1"])  # none in process
     out = {
         "imports": first["checks"]["t0"] - start,
         "checks": span("checks"),
         "claim, store, Ray": ready - first["checks"]["t1"],
         "claim": span("claim"),
-        "ray start": span("ray_start"),
+        "ray start": span("ray_start") if "ray_start" in first else 0.0,
         "mlflow run": span("experiment") + span("run_open"),
-        "worker start": first["worker"]["t0"] - first["fit"]["t0"],
+        # in process (`--num-workers 0`) no worker starts: the engine's imports up to the data's open
+        "worker start": first.get("worker", first["data_open"])["t0"] - first["fit"]["t0"],
         "data open": span("data_open"),
         "set-up": first["step"]["t0"] - first["data_open"]["t1"],
     }

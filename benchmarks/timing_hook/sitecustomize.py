@@ -81,8 +81,18 @@ def _trainer(module: ModuleType) -> None:
     module.get_or_create_experiment = timed("experiment", module.get_or_create_experiment)  # type: ignore[attr-defined]
     recorder = module.RunRecorder  # type: ignore[attr-defined]
     recorder.open = classmethod(timed("run_open", recorder.open.__func__))
+
+
+def _torch_trainer(module: ModuleType) -> None:
     trainer = module.TorchTrainer  # type: ignore[attr-defined]
     trainer.fit = timed("fit", trainer.fit)
+
+
+def _in_process(module: ModuleType) -> None:
+    """`num_workers: 0`: the run's training is its `fit`, its reports the folder reporter's."""
+    module.train_in_process = timed("fit", module.train_in_process)  # type: ignore[attr-defined]
+    reporter = module.FolderReporter  # type: ignore[attr-defined]
+    reporter.report = timed("report", reporter.report)
 
 
 PATCHES: dict[str, Callable[[ModuleType], None]] = {
@@ -93,6 +103,8 @@ PATCHES: dict[str, Callable[[ModuleType], None]] = {
     "vse_ray.train.rerun": _start("claim", "claim_run"),
     "vse_ray.ray_session": _start("ray_start", "ensure_ray"),
     "vse_ray.train.trainer": _trainer,
+    "vse_ray.train.in_process": _in_process,
+    "ray.train.torch": _torch_trainer,
     "vse_ray.train.worker": _start("worker", "train_loop_per_worker"),
 }
 

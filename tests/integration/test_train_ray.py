@@ -100,3 +100,8 @@ def test_killed_worker_resumes_and_matches_a_clean_run(
     clean_result = fit(check_training(clean.checked()))
     assert clean_result.run_id != faulty_result.run_id
     assert clean_result.history == faulty_result.history  # same seed, 1 worker: identical metrics
+
+    # the same run in this process, without Ray (`num_workers: 0`), trains the same numbers
+    local = _cfg(tiny_dir, tmp_path, mlflow_uri, num_workers=0, run_name="local")
+    local_result = fit(check_training(local.checked()))
+    assert local_result.history == clean_result.history

@@ -98,6 +98,9 @@ def train(
     from vse_ray.train.rerun import claim_run
     from vse_ray.train.trainer import fit
 
+    in_process = checked.config.num_workers == 0
+    if in_process and ray_address:
+        raise ValueError("--ray-address: num_workers 0 trains in this process, without Ray; drop one of them")
     with command_log(checked.config.output_dir) as log:  # MLflow's store-creation lines too
         # locked for the command; a folder precomputed again since the run started is refused
         # Ray starts beside the store's creation, once the refusals are behind
@@ -108,7 +111,7 @@ def train(
             wait,
             notify=typer.echo,
             data=checked.data,
-            beside=lambda: ensure_ray(ray_address),
+            beside=(lambda: None) if in_process else lambda: ensure_ray(ray_address),
         )
         if planned.run_name != checked.config.run_name:
             checked = checked.renamed(planned.run_name)

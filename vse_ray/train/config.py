@@ -179,7 +179,14 @@ class TrainConfig:
     finetune: bool = _field(False, "Fine-tune a CNN on the stored raw images.", warmup=True, cli=True)
     cnn: str = _field("resnet152", "CNN to fine-tune: small|resnet18|...|vgg19.", warmup=True, cli=True)
     cnn_weights: str | None = _field("IMAGENET1K_V1", "torchvision weights, or none.", warmup=True, cli=True)
-    num_workers: int = _field(1, "Ray Train workers (DDP).", "run", warmup=True, cli=True)
+    num_workers: int = _field(
+        1,
+        "Ray Train workers (DDP); 0: train in the command's own process, without Ray (short runs on one "
+        "machine; no worker restart).",
+        "run",
+        warmup=True,
+        cli=True,
+    )
     cpus_per_worker: float = _field(1.0, "CPUs reserved per worker.", "run", cli=True)
     placement_strategy: str = _field(
         "PACK",
@@ -233,11 +240,15 @@ class TrainConfig:
             make_loss(self.loss, **self.loss_params)
         except (TypeError, ValueError) as err:
             raise ValueError(f"loss_params of {self.loss!r}: {err}") from err
-        positive_ints = ("epochs", "batch_size", "lr_update", "word_dim", "embed_dim", "num_workers")
+        positive_ints = ("epochs", "batch_size", "lr_update", "word_dim", "embed_dim")
         for name in (*positive_ints, "eval_batch_size"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name}: must be a positive integer, got {value!r}")
+        if type(self.num_workers) is not int or self.num_workers < 0:
+            raise ValueError(
+                f"num_workers: must be an integer >= 0 (0: in this process), got {self.num_workers!r}"
+            )
         if not isinstance(self.warmup_epochs, int) or not 0 <= self.warmup_epochs <= self.epochs:
             raise ValueError(f"warmup_epochs: must be an integer in [0, epochs], got {self.warmup_epochs!r}")
         if type(self.train_images) is not int or self.train_images < 0:

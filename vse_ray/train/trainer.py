@@ -5,11 +5,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import ray
-import ray.train
-from ray.train.torch import TorchTrainer
+from typing import TYPE_CHECKING, Any
 
 from vse_ray.checkpoint_files import load_checkpoint, remove_partial_checkpoints
 from vse_ray.disk_full import disk_full_is_an_error, disk_full_value_error
@@ -18,10 +14,13 @@ from vse_ray.tracking.code_version import code_version
 from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.tracking.uri import local_store
 from vse_ray.train.config import CheckedConfig
-from vse_ray.train.epoch_lines import RunEpochLines
+from vse_ray.train.in_process import train_in_process
 from vse_ray.train.preflight import CheckedTraining
 from vse_ray.train.run_artifacts import log_training_plots
-from vse_ray.train.worker import train_loop_per_worker
+
+if TYPE_CHECKING:
+    import ray.train
+    from ray.train.torch import TorchTrainer
 
 RAY_CHECKPOINT_LIST = "checkpoint_manager_snapshot.json"  # Ray Train's list of a run's checkpoints
 
@@ -43,8 +42,15 @@ def build_trainer(valid: CheckedConfig, *, callbacks: list | None = None) -> Tor
 
     The workers trust the config they receive, checked where it was made.
     """
+    import ray.train
+    from ray.train.torch import TorchTrainer
+
+    from vse_ray.train.worker import train_loop_per_worker
+
     checked = valid.resolved()
     cfg = checked.config
+    if cfg.num_workers == 0:  # Ray Train's local mode would keep no checkpoint
+        raise ValueError("num_workers 0 trains in the command's own process: `vse-ray train` only")
     resources: dict[str, float] = {"CPU": cfg.cpus_per_worker}
     if cfg.use_gpu:
         resources["GPU"] = 1.0
@@ -110,6 +116,29 @@ def _train_and_record(
     """Fit, then record the run: every epoch of the checkpoint's history, the selected checkpoint, the
     plots. Returns the latest checkpoint, the selected checkpoint's folder and its metrics."""
     cfg = checked.config
+    if cfg.num_workers == 0:  # in this process, without Ray
+        folder = Path(cfg.filled("storage_path")) / cfg.filled("run_name")
+        latest, best_dir, best_metrics = train_in_process(
+            checked.checked, folder, on_epoch=lambda metrics: recorder.log_epochs([metrics])
+        )
+    else:
+        latest, best_dir, best_metrics = _fit_on_ray_train(checked, recorder)
+    # Every epoch the checkpoint holds, once: a driver killed after an epoch's checkpoint and before its
+    # live log lost that epoch in MLflow, and the rerun resumes after it.
+    recorder.log_epochs(latest["history"])
+    recorder.record_checkpoint(best_dir, best_metrics, latest["history"], cfg.to_dict())
+    log_training_plots(recorder, latest, best_metrics)
+    return latest, best_dir, dict(best_metrics)
+
+
+def _fit_on_ray_train(
+    checked: CheckedTraining, recorder: RunRecorder
+) -> tuple[dict[str, Any], Path, dict[str, Any]]:
+    """Fit on Ray Train, each reported epoch printed and logged as it arrives; returns the latest
+    checkpoint, the best checkpoint's folder and its metrics."""
+    from vse_ray.train.epoch_lines import RunEpochLines
+
+    cfg = checked.config
     lines = RunEpochLines(cfg.epochs, on_epoch=lambda metrics: recorder.log_epochs([metrics]))
     trainer = build_trainer(checked.checked, callbacks=[lines.callback])
     with lines:
@@ -120,14 +149,8 @@ def _train_and_record(
         raise RuntimeError(f"run {cfg.filled('run_name')}: Ray Train returned no checkpoint")
     with result.checkpoint.as_directory() as latest_dir:
         latest = load_checkpoint(latest_dir)
-    # Every epoch the checkpoint holds, once: a driver killed after an epoch's checkpoint and before its
-    # live log lost that epoch in MLflow, and the rerun resumes after it.
-    recorder.log_epochs(latest["history"])
     best_checkpoint, best_metrics = max(result.best_checkpoints, key=lambda item: item[1]["rsum"])
-    best_dir = _local_dir(best_checkpoint)
-    recorder.record_checkpoint(best_dir, best_metrics, latest["history"], cfg.to_dict())
-    log_training_plots(recorder, latest, best_metrics)
-    return latest, best_dir, dict(best_metrics)
+    return latest, _local_dir(best_checkpoint), dict(best_metrics)
 
 
 def _remove_partial_files(folder: Path) -> Path | None:

@@ -9,7 +9,7 @@ from ray import tune
 from ray.tune.result import SHOULD_CHECKPOINT
 from tqdm import tqdm
 
-from vse_ray.train.epoch_lines import epoch_summary
+from vse_ray.train.epoch_text import epoch_summary
 
 
 class SavedResults(tune.Callback):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 
 from vse_ray.losses import make_loss
-from vse_ray.train.epoch_lines import epoch_lines
+from vse_ray.train.epoch_text import epoch_lines
 
 
 def test_collapse_value_is_the_loss_of_equal_similarities():
