@@ -12,15 +12,23 @@ logit scale clamped to [0, ln 100]; its images arrive preprocessed from the data
 the same weights (a tiny open_clip config: width 64, 2 layers, image 32, context 16, embed 32, unless
 ``--width`` / ``--layers`` say otherwise).
 
+``--locked``: instead, vse_ray's locked-image (LiT) step (``lock_image``, the image tower frozen whole) from
+the stored pixels against the same step from the tower's cached embeddings (``image_cache``: the batch's
+images are the (B, E) rows the cache holds, so the image tower does not run), same model, batch, optimiser
+and precision: the ratio pixels / cache is the step's speed-up from the cache.
+
     python benchmarks/bench_clip_step.py                      # B = 64, one thread, fp32 (CPU)
     python benchmarks/bench_clip_step.py --precision bf16
     python benchmarks/bench_clip_step.py --device cuda --batch 256 --precision bf16 --threads 0
+    python benchmarks/bench_clip_step.py --locked --width 256 --layers 4
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
+import functools
 import json
 import math
 import os
@@ -58,6 +66,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (0: torch's default)")
     parser.add_argument("--repeats", type=int, default=20, help="timed steps of each")
+    parser.add_argument(
+        "--locked", action="store_true", help="a LiT step from the pixels against one from cached embeddings"
+    )
     return parser.parse_args()
 
 
@@ -140,6 +151,9 @@ def main() -> None:
         precision=args.precision,
         use_gpu=device.type == "cuda",
     ).validate()
+    if args.locked:
+        locked_steps(ours, batch, dataclasses.replace(cfg, lock_image=True), args, device)
+        return
     infonce = make_loss("infonce").to(device)
     infonce.start_from(ours.learned_logits)
     optimizer, scheduler = build_optimizer(cfg, ours, infonce, steps_per_epoch=STEPS)
@@ -189,6 +203,40 @@ def main() -> None:
     )
     print(f"vse_ray step {ms['vse_ray']:.2f} ms, open_clip step {ms['open_clip']:.2f} ms")
     print(f"speed ratio open_clip / vse_ray = {ratio:.3f} (target >= {TARGET})")
+
+
+def locked_steps(
+    ours: ClipModel, batch: TrainBatch, cfg: TrainConfig, args: argparse.Namespace, device: torch.device
+) -> None:
+    """--locked: vse_ray's LiT step from the pixels against the same step from the cached embeddings."""
+    models = {"pixels": ours, "cache": copy.deepcopy(ours)}
+    with torch.no_grad():
+        cached = ours.eval().encode_images(batch.images)  # the rows `compute_image_cache` stores
+    batches = {"pixels": batch, "cache": dataclasses.replace(batch, images=cached)}
+    precision = Precision(args.precision, device)
+    steps = {}
+    for name, model in models.items():
+        loss = make_loss("infonce").to(device)
+        loss.start_from(model.learned_logits)
+        optimizer, _ = build_optimizer(cfg, model, loss, steps_per_epoch=STEPS)
+        model.train()
+        step = functools.partial(
+            train_step, model, loss, optimizer, batches[name], CLIP_NORM, precision=precision
+        )
+        steps[name] = synchronised(step, device)
+    for step in steps.values():  # one of each from the same weights updates them alike
+        step()
+    weights = dict(models["cache"].named_parameters())
+    differ = max(float((weights[n] - p).detach().abs().max()) for n, p in models["pixels"].named_parameters())
+    print(f"after one step, largest parameter difference {differ:.1e}")
+    clock = time.process_time if torch.get_num_threads() == 1 and device.type == "cpu" else time.perf_counter
+    ms = round_robin_median_ms(steps, args.repeats, clock=clock)
+    print(
+        f"LiT step, B = {args.batch}, width {args.width}, {args.layers} layers, {args.precision}, {device}, "
+        f"torch threads = {torch.get_num_threads()}, load average {os.getloadavg()[0]:.1f}"
+    )
+    print(f"from pixels {ms['pixels']:.2f} ms, from cached embeddings {ms['cache']:.2f} ms")
+    print(f"speed-up pixels / cache = {ms['pixels'] / ms['cache']:.2f}")
 
 
 if __name__ == "__main__":

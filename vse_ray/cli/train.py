@@ -95,12 +95,15 @@ def train(
             typer.echo(f"  - {line}")
     from vse_ray.log_file import command_log, log_file_line
     from vse_ray.ray_session import ensure_ray
+    from vse_ray.train.locked_image import missing_caches
     from vse_ray.train.rerun import claim_run
     from vse_ray.train.trainer import fit
 
     in_process = checked.config.num_workers == 0
     if in_process and ray_address:
         raise ValueError("--ray-address: num_workers 0 trains in this process, without Ray; drop one of them")
+    # in process, Ray starts only for Ray Data to compute a missing image cache
+    needs_ray = not in_process or (checked.config.image_cache and bool(missing_caches(checked.config)))
     with command_log(checked.config.output_dir) as log:  # MLflow's store-creation lines too
         # locked for the command; a folder precomputed again since the run started is refused
         # Ray starts beside the store's creation, once the refusals are behind
@@ -111,7 +114,7 @@ def train(
             wait,
             notify=typer.echo,
             data=checked.data,
-            beside=(lambda: None) if in_process else lambda: ensure_ray(ray_address),
+            beside=(lambda: ensure_ray(ray_address)) if needs_ray else lambda: None,
         )
         if planned.run_name != checked.config.run_name:
             checked = checked.renamed(planned.run_name)

@@ -1,8 +1,9 @@
 """A frozen image tower's embeddings, computed once into the data folder by a Ray Data actor pool.
 
 A model whose image side is a fixed function of the stored image (a CLIP tower scored zero-shot) gives the
-same vectors on every run; ``vse-ray evaluate --model clip --image-cache`` computes them once and later runs
-read them instead of running the tower again. Layout, beside the precompute tables (left as they are)::
+same vectors on every run; ``vse-ray evaluate --model clip --image-cache`` and a locked-image training with
+``image_cache`` (:mod:`vse_ray.train.locked_image`) compute them once and later runs read them instead of
+running the tower again. Layout, beside the precompute tables (left as they are)::
 
     image_embeddings/<model>-<params hash>/split=<split>/part-00000000.parquet
         image_id int64, embedding fixed_size_list<float32>[E]: `encode_images` of each stored image (unit
@@ -13,11 +14,13 @@ read them instead of running the tower again. Layout, beside the precompute tabl
 The stage reads the split's ``image`` column with Ray Data, decodes it in ``map_batches`` and runs the tower
 in a pool of actors, one per GPU when the cluster has GPUs, else CPU actors sharing the cores (the precompute
 stages' resource plan, :func:`vse_ray.data.precompute.resources.plan_resources`). The cache is named by the
-model's options: computed from a weights file that later changes in place, it is stale (delete its folder).
+model's options (`model_label`): computed from a weights file that later changes in place, it is stale (delete
+its folder).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -30,10 +33,18 @@ import pyarrow.parquet as pq
 from vse_ray.arrow_columns import fixed_size_list, vectors
 from vse_ray.data.precompute.resources import plan_resources
 from vse_ray.data.store.readers import read_features_table
-from vse_ray.data.store.split_data import decode_png_column
+from vse_ray.data.store.split_data import ImageStore, decode_png_column
+from vse_ray.ray_session import ensure_ray
 
 CACHE_DIR = "image_embeddings"
 CACHE_FILE, META_FILE = "part-00000000.parquet", "cache.json"
+
+
+def model_label(model: str, model_params: dict[str, Any]) -> str:
+    """``<model>-<first digits of the sha256 of its options>``: the name of a model's cache folder, and of
+    its zero-shot report and run."""
+    canonical = json.dumps(model_params, sort_keys=True, default=str)
+    return f"{model}-{hashlib.sha256(canonical.encode()).hexdigest()[:8]}"
 
 
 def cache_folder(data_dir: str, label: str, split: str) -> Path:
@@ -99,19 +110,46 @@ def compute_image_cache(
     order = read_features_table(data_dir, split, ["image_id"])["image_id"].to_numpy()
     position = {int(image_id): row for row, image_id in enumerate(ids)}
     take = np.array([position[int(i)] for i in order], dtype=np.int64)  # the split's stored order
-    table = pa.table({"image_id": order.astype(np.int64), "embedding": fixed_size_list(embeddings[take])})
+    return write_image_cache(folder, order, embeddings[take], model, model_params)
+
+
+def write_image_cache(
+    folder: Path, image_ids: np.ndarray, embeddings: np.ndarray, model: str, model_params: dict[str, Any]
+) -> Path:
+    """Write a cache folder of `embeddings` (n, E), row k the embedding of `image_ids[k]` (the split's stored
+    order), atomically: a half-written cache is never read. Returns the folder."""
+    table = pa.table(
+        {
+            "image_id": np.asarray(image_ids, dtype=np.int64),
+            "embedding": fixed_size_list(np.asarray(embeddings, dtype=np.float32)),
+        }
+    )
     folder.mkdir(parents=True, exist_ok=True)
     temporary = folder / f".{CACHE_FILE}.tmp"
     pq.write_table(table, temporary)
     meta = {
         "model": model,
         "model_params": model_params,
-        "rows": len(order),
-        "embed_dim": embeddings.shape[1],
+        "rows": len(image_ids),
+        "embed_dim": int(embeddings.shape[1]),
     }
     (folder / META_FILE).write_text(json.dumps(meta, indent=2, default=str))
     os.replace(temporary, folder / CACHE_FILE)
     return folder
+
+
+def has_image_cache(data_dir: str, label: str, split: str) -> bool:
+    """Whether the data folder holds a finished cache of `split` for the model `label` names."""
+    return (cache_folder(data_dir, label, split) / CACHE_FILE).is_file()
+
+
+def ensure_image_cache(
+    data_dir: str, split: str, model: str, model_params: dict[str, Any], label: str, batch_size: int
+) -> None:
+    """Compute the cache of `split` (`compute_image_cache`, Ray started when it is not) unless it is there."""
+    if not has_image_cache(data_dir, label, split):
+        ensure_ray()
+        compute_image_cache(data_dir, split, model, model_params, label, batch_size)
 
 
 def read_image_cache(data_dir: str, label: str, split: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -122,3 +160,13 @@ def read_image_cache(data_dir: str, label: str, split: str) -> tuple[np.ndarray,
         return None
     table = pq.read_table(path)
     return table["image_id"].to_numpy().astype(np.int64), vectors(table["embedding"])
+
+
+def cached_images(
+    data_dir: str, split: str, model: str, model_params: dict[str, Any], label: str, batch_size: int
+) -> ImageStore:
+    """The image side of `split` as the cache for `label` holds it (computed first when there is none)."""
+    ensure_image_cache(data_dir, split, model, model_params, label, batch_size)
+    cached = read_image_cache(data_dir, label, split)
+    assert cached is not None
+    return ImageStore(*cached)

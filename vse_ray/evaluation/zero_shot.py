@@ -9,16 +9,12 @@ its parameters.
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from vse_ray.data.store.readers import load_manifest, load_vocab
-from vse_ray.data.store.split_data import ImageStore, load_split
+from vse_ray.data.store.split_data import load_split
 from vse_ray.data.store.verify import verify_data_dir
 from vse_ray.evaluation.eccv import eccv_positives
 from vse_ray.evaluation.embed import scoring_device, split_similarities
@@ -30,33 +26,13 @@ from vse_ray.evaluation.evaluate import (
     score_split,
     write_report,
 )
-from vse_ray.evaluation.image_cache import compute_image_cache, read_image_cache
+from vse_ray.evaluation.image_cache import cached_images, model_label
 from vse_ray.folder_names import DEFAULT_OUTPUT_DIR
 from vse_ray.models import build_model
-from vse_ray.ray_session import ensure_ray
 from vse_ray.tracking import resolve_tracking_uri
 from vse_ray.tracking.lifecycle import check_server, prepare_store
 
 ZERO_SHOT_EXPERIMENT = "zero_shot"
-
-
-def model_label(model: str, model_params: dict[str, Any]) -> str:
-    """``<model>-<first digits of the sha256 of its options>``: the report's and the run's name."""
-    canonical = json.dumps(model_params, sort_keys=True, default=str)
-    return f"{model}-{hashlib.sha256(canonical.encode()).hexdigest()[:8]}"
-
-
-def cached_images(
-    data_dir: str, split: str, model: str, model_params: dict[str, Any], label: str, batch_size: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """The image embeddings of the data folder's cache for `label`, computed first when it has none."""
-    cached = read_image_cache(data_dir, label, split)
-    if cached is None:
-        ensure_ray()
-        compute_image_cache(data_dir, split, model, model_params, label, batch_size)
-        cached = read_image_cache(data_dir, label, split)
-    assert cached is not None
-    return cached
 
 
 def evaluate_model(
@@ -88,10 +64,8 @@ def evaluate_model(
     check_server(uri)  # MLflow itself retries an absent server for minutes
     device = scoring_device()
     if image_cache:
-        data = dataclasses.replace(
-            load_split(data_dir, split, raw=False),
-            images=ImageStore(*cached_images(data_dir, split, model, model_params, label, batch_size)),
-        )
+        store = cached_images(data_dir, split, model, model_params, label, batch_size)
+        data = load_split(data_dir, split, raw=False, image_store=store)
     else:
         data = load_split(data_dir, split, raw=built.feature_layout == "pixels")
     sims = split_similarities(built.to(device), data, batch_size, device, progress=True)

@@ -127,6 +127,13 @@ class TrainConfig:
     freeze_image_epochs: int = _field(
         0, "clip: train the first N epochs with the image tower frozen.", warmup=True, cli=True
     )
+    image_cache: bool = _field(
+        False,
+        "clip with lock_image: train and validate on the locked image tower's embeddings cached in the data "
+        "folder (image_embeddings/, computed once with Ray Data when missing) instead of running the tower.",
+        "run",
+        cli=True,
+    )
     precision: str = _field(
         "fp32", "fp32 | bf16 | fp16 autocast of the forward and loss (fp16: GPU only).", warmup=True, cli=True
     )
@@ -327,7 +334,7 @@ class TrainConfig:
             raise ValueError(f"lr_warmup_steps: must be an integer >= 0, got {self.lr_warmup_steps!r}")
         if self.lr_warmup_steps and self.lr_schedule != "cosine":
             raise ValueError("lr_warmup_steps: needs lr_schedule cosine (step decays per epoch)")
-        for name in ("weight_decay_exclude", "lock_image", "grad_checkpointing"):
+        for name in ("weight_decay_exclude", "lock_image", "grad_checkpointing", "image_cache"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name}: must be true or false, got {getattr(self, name)!r}")
         for name in ("lr_image", "lr_text"):
@@ -357,14 +364,35 @@ class TrainConfig:
             "lock_image": self.lock_image,
             "freeze_image_epochs": self.freeze_image_epochs > 0,
             "grad_checkpointing": self.grad_checkpointing,
+            "image_cache": self.image_cache,
         }
         used = [name for name, on in tower.items() if on]
         if used and self.model != "clip":
             raise ValueError(f"{used[0]}: a setting of the clip model's towers, not of {self.model!r}")
+        if self.image_cache:
+            self._validate_image_cache()
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision: must be one of {PRECISIONS}, got {self.precision!r}")
         if self.precision == "fp16" and not self.use_gpu:
             raise ValueError("precision: fp16 needs a GPU (use_gpu true); on the CPU use bf16 or fp32")
+
+    def _validate_image_cache(self) -> None:
+        """The cached embeddings stand for the image tower only when nothing of it trains or changes: locked
+        whole, with the weights of `model_params`, reading the stored images as they are."""
+        cached = "the cache holds the locked tower's embeddings of the stored images"
+        if not self.lock_image:
+            raise ValueError(f"image_cache: needs lock_image true ({cached})")
+        if self.lock_image_unlocked_groups:
+            raise ValueError(
+                f"image_cache: the image tower's last {self.lock_image_unlocked_groups} layer groups train "
+                f"(lock_image_unlocked_groups); {cached}"
+            )
+        if self.finetune:
+            raise ValueError(f"image_cache: finetune trains a CNN on random crops of the images; {cached}")
+        if self.init_weights:
+            raise ValueError(
+                f"image_cache: init_weights replaces the image tower's weights; {cached} by model_params"
+            )
 
     def checked(self) -> CheckedConfig:
         """A validated copy (`validate()`): the value code downstream trusts without checking again."""

@@ -11,6 +11,7 @@ from vse_ray.folder_names import check_folder_name
 from vse_ray.models import model_class
 from vse_ray.tracking.filters import quote_value
 from vse_ray.train.config import CheckedConfig, TrainConfig
+from vse_ray.train.locked_image import check_cache_input
 from vse_ray.train.model_factory import check_model_data, constructor_params
 from vse_ray.train.model_input import check_data_for_model, reads_pixels
 
@@ -36,7 +37,8 @@ def check_training(valid: CheckedConfig) -> CheckedTraining:
     """Check a training once, before Ray or MLflow start, on a config whose fields were checked where it was
     made (`TrainConfig.checked()`, or a recipe): the data folder against its manifest (finished precompute,
     row counts, checksums), that the folder holds the image input the model reads (pooled, regions or
-    pixels), and that pretrained weights or files the model needs (VSE∞'s BERT, CVSE's concepts) are there.
+    pixels, or the stored images a missing image cache is computed from), and that pretrained weights or
+    files the model needs (VSE∞'s BERT, CVSE's concepts) are there.
 
     Returns:
         The resolved config and the verified data folder (its ``mlflow_params()`` go on the run).
@@ -53,6 +55,8 @@ def check_training(valid: CheckedConfig) -> CheckedTraining:
     verified = verify_data_dir(cfg.data_dir, splits=("train", "val"))
     verified.check_cutoffs("val", cfg.eval_ks)  # each epoch ranks the val images
     check_data_for_model(cfg.data_dir, cfg.model, reads_pixels(cfg), cfg.model_params)
+    if cfg.image_cache:
+        check_cache_input(cfg)  # the stored images of a split whose tower embeddings are not cached yet
     cls = model_class(cfg.model)
     cls.check_pretrained(
         **{name: getattr(cfg, name) for name in cls.config_fields}, **constructor_params(cfg)

@@ -15,6 +15,7 @@ from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.tracking.uri import local_store
 from vse_ray.train.config import CheckedConfig
 from vse_ray.train.in_process import train_in_process
+from vse_ray.train.locked_image import compute_missing_caches
 from vse_ray.train.preflight import CheckedTraining
 from vse_ray.train.run_artifacts import log_training_plots
 
@@ -80,10 +81,13 @@ def fit(checked: CheckedTraining) -> TrainResult:
 
     The driver alone writes to MLflow: it opens and closes the run, logs each epoch as Ray Train reports it
     (with its console line, `RunEpochLines`) and at the end every epoch of the checkpoint's history that the
-    run lacks, and records the selected checkpoint; the workers never import MLflow.
+    run lacks, and records the selected checkpoint; the workers never import MLflow. A locked-image run
+    with `image_cache` first computes the tower embeddings the data folder lacks (`compute_missing_caches`).
     ``checked``: the training `check_training` checked, trusted here.
     """
     cfg, data = checked.config, checked.data
+    if cfg.image_cache:
+        compute_missing_caches(cfg)  # on Ray Data, once: the workers read them
     params = {**cfg.to_flat_dict(), **data.mlflow_params(), "code_version": code_version()}
     run_name, tracking_uri = cfg.filled("run_name"), cfg.filled("tracking_uri")
     store = local_store(tracking_uri)

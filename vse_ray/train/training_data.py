@@ -17,6 +17,7 @@ from vse_ray.special_tokens import MASK
 from vse_ray.train.batches import check_train_columns, cider_references, train_columns
 from vse_ray.train.caption_aug import CaptionAugment
 from vse_ray.train.config import TrainConfig
+from vse_ray.train.locked_image import cached_store
 from vse_ray.train.model_factory import constructor_params, model_data
 from vse_ray.train.model_input import check_model_input, check_same_image_shape, reads_pixels
 from vse_ray.train.train_captions import select_train_captions
@@ -70,15 +71,19 @@ class TrainingData:
             captions = load_captions(cfg.data_dir, "train", train_columns(source))
             captions = select_train_captions(captions, cfg, source)
         raw = reads_pixels(cfg)
-        images = load_image_store(cfg.data_dir, "train", raw=raw)
-        check_model_input(
-            cfg.model,
-            images.layout,
-            str(Path(cfg.data_dir) / "features" / "split=train"),
-            images.values.shape[1:],
-            cfg.model_params,
-        )
-        val = load_split(cfg.data_dir, "val", raw=raw, images=cfg.val_images)
+        if cfg.image_cache:  # the locked image tower's embeddings (`vse_ray.train.locked_image`)
+            images = cached_store(cfg, "train")
+            val_images: ImageStore | None = cached_store(cfg, "val")
+        else:
+            images, val_images = load_image_store(cfg.data_dir, "train", raw=raw), None
+            check_model_input(
+                cfg.model,
+                images.layout,
+                str(Path(cfg.data_dir) / "features" / "split=train"),
+                images.values.shape[1:],
+                cfg.model_params,
+            )
+        val = load_split(cfg.data_dir, "val", raw=raw, images=cfg.val_images, image_store=val_images)
         check_same_image_shape(images, val.images, cfg.data_dir, "val")
         vocab = load_vocab(cfg.data_dir)
         vocab_size = max(vocab.values()) + 1
@@ -93,7 +98,7 @@ class TrainingData:
             references = cider_references(captions)
             captions = captions.drop_columns(list(spec.columns))  # read through `references`
         return cls(
-            model_args=model_args(cfg, vocab, vocab_size, 0 if images.raw else int(images.values.shape[-1])),
+            model_args=model_args(cfg, vocab, vocab_size, 0 if raw else int(images.values.shape[-1])),
             model_inputs=model_data(cfg, vocab, vocab_size),
             train_images=images,
             train_captions=captions if with_captions else None,

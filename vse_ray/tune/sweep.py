@@ -32,6 +32,7 @@ from vse_ray.tracking.lifecycle import (
 from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.tracking.views import comparison_view, save_view, view_url
 from vse_ray.train.config import TrainConfig
+from vse_ray.train.locked_image import check_cache_input, compute_missing_caches
 from vse_ray.tune.mlflow_trials import (
     BEST_METRIC,
     BEST_PARAM,
@@ -98,6 +99,8 @@ def check_sweep(cfg: SweepConfig) -> CheckedSweep:
         raise ValueError(f"name: sweep {name!r} already exists at {path}; resume it or pick another name")
     data = verify_data_dir(cfg.data_dir)  # a finished precompute that matches its manifest
     data.check_cutoffs("val", base["eval_ks"])  # each epoch of each trial ranks the val images
+    if resolved.image_cache:
+        check_cache_input(resolved)
     return CheckedSweep(cfg, space, base, path, resolved, data)
 
 
@@ -161,6 +164,8 @@ def _run(
     name = path.name
     epochs = int(base["epochs"])
     prepare_store_beside(uri, ensure_ray)
+    if resolved.image_cache:
+        compute_missing_caches(resolved)  # once for every trial (of the same model_params)
     restoring = tune.Tuner.can_restore(path)
     experiment_id = get_or_create_experiment(resolved.experiment, uri, resolved.output_dir)
     parent, num_samples = _parent_run(experiment_id, name, uri, cfg, space, data)

@@ -131,13 +131,15 @@ def load_split(
     raw: bool,
     sources: tuple[str, ...] = RELEVANCE_SOURCES,
     images: int = 0,
+    image_store: ImageStore | None = None,
 ) -> SplitData:
     """Load a val/test split in memory (up to 5K images × 25K captions): the first `images` images in
     stored order with their captions and the rows of their relevance (all when 0 or at least the split's
     size; the reference code validates on the first 1,000 dev images). Only those rows are read: COCO's
-    5,000 dev images have 0.5 GB of relevance a source."""
+    5,000 dev images have 0.5 GB of relevance a source. `image_store`: the split's image side in stored
+    order from elsewhere (a frozen tower's cached embeddings), read instead of the stored features."""
     captions = load_captions(data_dir, split)
-    store = load_image_store(data_dir, split, raw)
+    store = load_image_store(data_dir, split, raw) if image_store is None else image_store
     rows, keep = None, None
     if 0 < images < len(store.image_ids):
         rows = images
