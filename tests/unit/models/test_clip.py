@@ -28,6 +28,18 @@ def test_stored_shortest_fit_is_open_clips_preprocessing(size, tiny_clip):
     torch.testing.assert_close(PixelPreprocess(spec)(stored)[0], transform(image), rtol=0, atol=1e-6)
 
 
+def test_an_image_at_the_towers_size_is_only_scaled_and_normalised():
+    """At the crop's size (here not square), each value is (x / 255 - mean_c) / std_c of its channel c, to
+    the bit, as a channels-first view of the batch."""
+    mean, std = (0.1, 0.5, 0.9), (0.2, 0.3, 0.7)
+    spec = PixelSpec((3, 5), (3, 5), "squash", "bicubic", mean, std, "test")
+    images = torch.from_numpy(np.random.default_rng(0).integers(0, 256, (2, 3, 5, 3), dtype=np.uint8))
+    mean_c, std_c = torch.tensor(mean)[:, None, None], torch.tensor(std)[:, None, None]
+    want = (images.permute(0, 3, 1, 2).float() / 255.0 - mean_c) / std_c
+    got = PixelPreprocess(spec)(images)
+    assert got.shape == (2, 3, 3, 5) and torch.equal(got, want)
+
+
 def test_the_checkpoint_logit_scale_and_bias_are_exposed(tiny_clip):
     open_clip_model = build_model("clip", **tiny_clip["open_clip"])
     assert open_clip_model.logit_scale is open_clip_model.towers.model.logit_scale
