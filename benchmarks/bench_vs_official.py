@@ -3,9 +3,10 @@
 For each system, the official training script (its own `main`, from a checkout under `--official-root`) and
 `vse-ray train` (the command, with Ray, MLflow and checkpoints) train the same number of epochs on the same
 precomp files: a synthetic region dataset of `--fraction` of Flickr30K's size (`make_region_dataset.py`,
-36 x 2,048 float32 regions; VSE++ reads their mean, a pooled (N, 2,048) feature), batch 128, with
+36 x 2,048 float32 regions, or `--dim`; VSE++ reads their mean, a pooled (N, 2,048) feature), batch 128, with
 `OMP_NUM_THREADS=--threads` on both sides and one Ray Train worker of `--threads` CPUs (`--vse-ray-workers 0`:
-the command trains in its own process, without Ray). vse_ray needs at least 10 dev images (`--fraction` ≥ 0.01).
+the command trains in its own process, without Ray). vse_ray needs at least 10 dev images (`--fraction` ≥
+0.01).
 
 Systems and their checkouts (`--official-root/<folder>`), run with the official code's released settings
 and on vse_ray's side the recipe of the same settings. The checkouts are patched at run time only (nothing of
@@ -112,6 +113,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--systems", nargs="+", choices=sorted(CHECKOUTS), default=["vse_inf", "vsepp"])
     parser.add_argument("--fraction", type=float, default=0.1, help="of Flickr30K's images")
     parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument(
+        "--dim", type=int, default=2048, help="region feature width (2,048: bottom-up features)"
+    )
+    parser.add_argument(
+        "--embed-dim", type=int, default=1024, help="vse_inf: joint embedding size on both sides"
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch threads on each side")
     parser.add_argument("--official-workers", type=int, default=0, help="official DataLoader workers")
     parser.add_argument(
@@ -147,15 +154,16 @@ def parse_args() -> argparse.Namespace:
 # ---------------------------------------------------------------------------------------------------- data
 
 
-def make_data(out: Path, fraction: float, systems: list[str]) -> dict[str, Path]:
-    """The region folder, the pooled folder, the layouts the official codes read, and vse_ray's data folders
-    of `systems` (all cached)."""
-    regions = out / f"regions_{fraction}"
+def make_data(out: Path, fraction: float, systems: list[str], dim: int = 2048) -> dict[str, Path]:
+    """The region folder (regions of width `dim`), the pooled folder, the layouts the official codes read, and
+    vse_ray's data folders of `systems` (all cached)."""
+    tag = f"{fraction}" if dim == 2048 else f"{fraction}_d{dim}"
+    regions = out / f"regions_{tag}"
     if not (regions / "vocab.json").exists():
         sizes = [str(max(1, round(n * fraction))) for n in F30K_IMAGES]
         maker = [sys.executable, str(HERE / "make_region_dataset.py"), "--out", str(regions)]
-        subprocess.run([*maker, "--sizes", *sizes, "--dim", "2048"], check=True)
-    pooled = out / f"pooled_{fraction}"
+        subprocess.run([*maker, "--sizes", *sizes, "--dim", str(dim)], check=True)
+    pooled = out / f"pooled_{tag}"
     pooled.mkdir(exist_ok=True)
     for split in ("train", "dev", "test"):
         if not (pooled / f"{split}_ims.npy").exists():
@@ -164,19 +172,19 @@ def make_data(out: Path, fraction: float, systems: list[str]) -> dict[str, Path]
         _link(pooled / f"{split}_caps.txt", regions / f"{split}_caps.txt")
     _link(pooled / "vocab.json", regions / "vocab.json")
     # vse_infty reads <data_path>/precomp/ and <vocab_path>/f30k_precomp_vocab.json
-    vse_inf = out / f"official_vse_inf_{fraction}"
+    vse_inf = out / f"official_vse_inf_{tag}"
     (vse_inf / "precomp").mkdir(parents=True, exist_ok=True)
     for file in regions.iterdir():
         _link(vse_inf / "precomp" / file.name, file)
     _link(vse_inf / "f30k_precomp_vocab.json", regions / "vocab.json")
     # vsepp reads <data_path>/f30k_precomp/ (pooled)
-    vsepp = out / f"official_vsepp_{fraction}"
+    vsepp = out / f"official_vsepp_{tag}"
     (vsepp / "f30k_precomp").mkdir(parents=True, exist_ok=True)
     for file in pooled.iterdir():
         _link(vsepp / "f30k_precomp" / file.name, file.resolve())
     # SCAN, SGRAF, VSRN, CVSE read <data_path>/f30k_precomp/ (regions; CVSE also its image ids) and
     # <vocab_path>/f30k_precomp_vocab.json (SCAN, SGRAF; VSRN and CVSE a pickle made at run time)
-    official = out / f"official_regions_{fraction}"
+    official = out / f"official_regions_{tag}"
     (official / "f30k_precomp").mkdir(parents=True, exist_ok=True)
     for file in regions.iterdir():
         _link(official / "f30k_precomp" / file.name, file)
@@ -185,7 +193,7 @@ def make_data(out: Path, fraction: float, systems: list[str]) -> dict[str, Path]
         write_cvse_inputs(regions, official)
     stores = {}
     for name, folder, users in (("regions", regions, REGION_SYSTEMS), ("pooled", pooled, ("vsepp",))):
-        store = out / f"vse_ray_{name}_{fraction}"
+        store = out / f"vse_ray_{name}_{tag}"
         if set(users) & set(systems) and not (store / "manifest.json").exists():
             subprocess.run(
                 [
@@ -265,7 +273,8 @@ def official_argv(system: str, data: Path, run: Path, args: argparse.Namespace) 
     """The official training script's command line for `system` (the settings of the module docstring)."""
     common = [
         *("--batch_size", str(BATCH), "--num_epochs", str(args.epochs), "--margin", "0.2"),
-        *("--word_dim", "300", "--embed_size", "1024", "--grad_clip", "2", "--lr_update", "15"),
+        *("--word_dim", "300", "--embed_size", str(args.embed_dim if system == "vse_inf" else 1024)),
+        *("--grad_clip", "2", "--lr_update", "15"),
         *("--workers", str(args.official_workers), "--logger_name", str(run / "log")),
     ]
     f30k = ["--data_path", str(data), "--data_name", "f30k_precomp"]
@@ -273,6 +282,7 @@ def official_argv(system: str, data: Path, run: Path, args: argparse.Namespace) 
         "vse_inf": [
             *("--data_path", str(data), "--data_name", "precomp", "--vocab_path", str(data)),
             *("--learning_rate", "5e-4", "--vse_mean_warmup_epochs", "1", "--model_name", str(run / "ckpt")),
+            *("--img_dim", str(args.dim)),
         ],
         "vsepp": [
             *f30k,
@@ -469,7 +479,16 @@ def vse_ray_argv(system: str, paths: dict[str, Path], run: Path, args: argparse.
                 "--lr-update",
                 "15",
             ),
-            *("--grad-clip", "2", "--word-dim", "300", "--embed-dim", "1024", "--warmup-epochs", "1"),
+            *(
+                "--grad-clip",
+                "2",
+                "--word-dim",
+                "300",
+                "--embed-dim",
+                str(args.embed_dim),
+                "--warmup-epochs",
+                "1",
+            ),
             *("--negatives", "diagonal"),
             *(arg for item in sets.split() for arg in ("--set", item)),
         ]
@@ -664,7 +683,7 @@ def main() -> None:
         records = [read_record(Path(run)) for run in args.records]
         results[args.systems[0]] = compare(records, ["official", "vse_ray"], args.skip)
     else:
-        paths = make_data(out, args.fraction, args.systems)
+        paths = make_data(out, args.fraction, args.systems, args.dim)
     for system in [] if args.records else args.systems:
         with ThreadPoolExecutor(len(args.sides) if args.together else 1) as pool:
             runs = [pool.submit(timed_run, side, system, paths, out, args) for side in args.sides]
