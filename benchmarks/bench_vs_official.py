@@ -531,6 +531,7 @@ def timed_run(side: str, system: str, paths: dict[str, Path], out: Path, args: a
                 str(args.epochs),
             ),
             *("--official-workers", str(args.official_workers)),
+            *("--dim", str(args.dim), "--embed-dim", str(args.embed_dim)),
         ]
     else:
         cmd = ["vse-ray", *vse_ray_argv(system, paths, run, args)]
