@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from tests.support.local_reporter import LocalReporter
 from tests.support.no_epoch_lines import NoEpochLines
 from vse_ray.cli.main import app
-from vse_ray.train import preflight, trainer
+from vse_ray.train import preflight
 from vse_ray.train.config import CheckedConfig, TrainConfig
 from vse_ray.train.epoch_loop import run_training
 
@@ -50,8 +50,8 @@ def counted(monkeypatch) -> Counter:
 
 
 def test_cli_to_first_step_validates_once(counted, monkeypatch, tiny_data_dir, tmp_path):
-    monkeypatch.setattr(trainer, "TorchTrainer", _FakeTrainer)
-    monkeypatch.setattr(trainer, "RunEpochLines", NoEpochLines)
+    monkeypatch.setattr("ray.train.torch.TorchTrainer", _FakeTrainer)  # imported where it is used
+    monkeypatch.setattr("vse_ray.train.epoch_lines.RunEpochLines", NoEpochLines)
     monkeypatch.setattr("vse_ray.ray_session.ensure_ray", lambda address=None: None)
     args = ["train", "--data", str(tiny_data_dir), "--output-dir", str(tmp_path), "--epochs", "1"]
     args += ["--batch-size", "16", "--word-dim", "16", "--embed-dim", "32", "--set", "cs_ks=[5, 10]"]

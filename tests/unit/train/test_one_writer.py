@@ -179,7 +179,7 @@ def test_ctrl_c_on_train_is_one_line_and_marks_the_run_killed(store, tmp_path, m
 
     monkeypatch.setattr("vse_ray.ray_session.ensure_ray", lambda address=None: None)
     monkeypatch.setattr("vse_ray.train.trainer.build_trainer", lambda *args, **kwargs: Interrupted())
-    monkeypatch.setattr("vse_ray.train.trainer.RunEpochLines", NoEpochLines)
+    monkeypatch.setattr("vse_ray.train.epoch_lines.RunEpochLines", NoEpochLines)
     out = tmp_path / "out"
     result = run_cli(["train", "--data", str(store), "--output-dir", str(out), "--epochs", "1"])
     assert result.exit_code == 130, result.output
@@ -238,7 +238,7 @@ def test_a_full_disk_during_training_is_one_line_naming_the_file(store, tmp_path
 
     monkeypatch.setattr("vse_ray.ray_session.ensure_ray", lambda address=None: None)
     monkeypatch.setattr("vse_ray.train.trainer.build_trainer", lambda *args, **kwargs: Full())
-    monkeypatch.setattr("vse_ray.train.trainer.RunEpochLines", NoEpochLines)
+    monkeypatch.setattr("vse_ray.train.epoch_lines.RunEpochLines", NoEpochLines)
     result = run_cli(["train", "--data", str(store), "--output-dir", str(tmp_path / "out"), "--epochs", "1"])
     assert result.exit_code == 2, result.output
     assert (
