@@ -42,9 +42,17 @@ class FolderReporter:
     """Keeps each reported epoch's checkpoint in the run's folder (the latest and the best by ``rsum``),
     prints the epoch's console line, then calls ``on_epoch`` with its metrics."""
 
-    def __init__(self, folder: Path, epochs: int, on_epoch: Callable[[dict[str, Any]], object]):
+    def __init__(
+        self,
+        folder: Path,
+        epochs: int,
+        on_epoch: Callable[[dict[str, Any]], object],
+        history: list[dict[str, Any]],
+    ):
+        """``history``: the resumed checkpoint's epochs (the rsum of each kept epoch is read there)."""
         self.folder, self.epochs, self.on_epoch = folder, epochs, on_epoch
-        self.rsum = {epoch: _epoch_rsum(path) for epoch, path in kept_checkpoints(folder).items()}
+        rsum = {int(m["epoch"]): float(m.get("rsum", float("-inf"))) for m in history}
+        self.rsum = {epoch: rsum[epoch] for epoch in kept_checkpoints(folder)}
         self._last = time.time()
 
     def report(self, metrics: dict[str, Any], checkpoint_dir: str | None) -> None:
@@ -94,7 +102,8 @@ def train_in_process(
         shutil.rmtree(partial)
     kept = kept_checkpoints(folder)
     start_state = load_checkpoint(kept[max(kept)]) if kept else None
-    reporter = FolderReporter(folder, checked.config.epochs, on_epoch)
+    history = start_state["history"] if start_state else []
+    reporter = FolderReporter(folder, checked.config.epochs, on_epoch, history)
     run_training(checked, reporter, start_state)
     kept = kept_checkpoints(folder)
     if not kept:
@@ -103,9 +112,3 @@ def train_in_process(
     best = reporter.best()
     metrics = next(m for m in latest["history"] if int(m["epoch"]) == best)
     return latest, kept[best], dict(metrics)
-
-
-def _epoch_rsum(path: Path) -> float:
-    """The validation rsum a kept checkpoint's own epoch reached (its history's last entry)."""
-    history = load_checkpoint(path)["history"]
-    return float(history[-1].get("rsum", float("-inf"))) if history else float("-inf")

@@ -34,9 +34,8 @@ def cache_label(cfg: TrainConfig) -> str:
 def check_cache_input(cfg: TrainConfig) -> None:
     """Before Ray starts: each split without a cache yet stores the images to compute it from (ValueError
     naming the folder and how to keep the images, as for zero-shot scoring)."""
-    for split in CACHED_SPLITS:
-        if not has_image_cache(cfg.data_dir, cache_label(cfg), split):
-            check_split_input(cfg.data_dir, split, cfg.model, cfg.model_params)
+    for split in missing_caches(cfg):
+        check_split_input(cfg.data_dir, split, cfg.model, cfg.model_params)
 
 
 def missing_caches(cfg: TrainConfig) -> list[str]:
