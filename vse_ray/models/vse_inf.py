@@ -40,9 +40,6 @@ class RegionEncoder(nn.Module):
     def __init__(self, feature_dim: int, embed_dim: int):
         super().__init__()
         self.fc = nn.Linear(feature_dim, embed_dim)
-        bound = float(np.sqrt(6.0) / np.sqrt(feature_dim + embed_dim))
-        nn.init.uniform_(self.fc.weight, -bound, bound)
-        nn.init.zeros_(self.fc.bias)
         self.mlp = nn.Sequential(
             nn.Linear(feature_dim, embed_dim // 2),
             nn.BatchNorm1d(embed_dim // 2),
@@ -50,6 +47,11 @@ class RegionEncoder(nn.Module):
             nn.Linear(embed_dim // 2, embed_dim),
         )
         self.gpo = GPO()
+        # The Xavier-uniform FC drawn last, as the reference draws it: after the same torch seed both codes
+        # start from the same weights (tests/parity/test_vse_inf_init.py).
+        bound = float(np.sqrt(6.0) / np.sqrt(feature_dim + embed_dim))
+        nn.init.uniform_(self.fc.weight, -bound, bound)
+        nn.init.zeros_(self.fc.bias)
 
     def forward(self, regions: Tensor, keep: Tensor | None = None) -> Tensor:
         if keep is None:
@@ -82,10 +84,13 @@ class BiGRUTextEncoder(nn.Module):
             raise ValueError(f"vocab_size must be >= 2, got {vocab_size}")
         # No padding_idx, as in the reference encoders: padded positions never reach the GRU (packed), and a
         # caption augmentation's replacement that draws id 0 trains row 0 like any other word.
+        # Drawn in the reference's order (embedding, GPO, GRU, then the uniform embedding), registered in
+        # this one (the parameters' order, which gradient clipping sums in, is the module's own).
         self.embed = nn.Embedding(vocab_size, word_dim)
-        nn.init.uniform_(self.embed.weight, -0.1, 0.1)
+        gpo = GPO()
         self.rnn = nn.GRU(word_dim, embed_dim, num_layers, batch_first=True, bidirectional=True)
-        self.gpo = GPO()
+        self.gpo = gpo
+        nn.init.uniform_(self.embed.weight, -0.1, 0.1)
 
     def forward(self, tokens: Tensor, lengths: Tensor) -> Tensor:
         lengths = lengths.clamp(min=1)
