@@ -40,6 +40,7 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -182,24 +183,32 @@ def targets(
     official: np.ndarray, vse_ray: np.ndarray, e1_official: np.ndarray, e1_vse_ray: np.ndarray
 ) -> dict:
     """The three targets on these seeds, from each side's test rsums and epoch-1 validation rsums."""
-    delta = abs(vse_ray.mean() - official.mean())
-    sd, sd_bound = vse_ray.std(ddof=1), 1.5 * official.std(ddof=1) + 2
     p_e1 = float(stats.mannwhitneyu(e1_official, e1_vse_ray).pvalue)
+    o_mean, o_sd, v_mean, v_sd = official.mean(), official.std(ddof=1), vse_ray.mean(), vse_ray.std(ddof=1)
     return {
-        "delta": delta,
-        "sd": sd,
-        "sd_bound": sd_bound,
+        "delta": abs(v_mean - o_mean),
+        "sd": v_sd,
+        "sd_bound": sd_bound(o_sd),
         "p_e1": p_e1,
-        "met": delta <= 5 and sd <= sd_bound and p_e1 > 0.05,
+        "met": bool(first_two_met(o_mean, o_sd, v_mean, v_sd)) and p_e1 > 0.05,
     }
+
+
+def sd_bound(official_sd: Any) -> Any:
+    """The second target's bound on vse_ray's sd."""
+    return 1.5 * official_sd + 2
+
+
+def first_two_met(o_mean: Any, o_sd: Any, v_mean: Any, v_sd: Any) -> Any:
+    """|Δ mean| ≤ 5 and sd(vse_ray) ≤ 1.5 × sd(official) + 2, for numbers or arrays of them."""
+    return (abs(v_mean - o_mean) <= 5) & (v_sd <= sd_bound(o_sd))
 
 
 def resampled_rate(a: np.ndarray, b: np.ndarray, draws: int = 20_000, size: int = 8, seed: int = 0) -> float:
     """How often `size` seeds drawn from `a` (read as official) and from `b` meet the first two targets."""
     rng = np.random.default_rng(seed)
     sa, sb = rng.choice(a, (draws, size)), rng.choice(b, (draws, size))
-    met = (np.abs(sa.mean(1) - sb.mean(1)) <= 5) & (sb.std(1, ddof=1) <= 1.5 * sa.std(1, ddof=1) + 2)
-    return float(met.mean())
+    return float(first_two_met(sa.mean(1), sa.std(1, ddof=1), sb.mean(1), sb.std(1, ddof=1)).mean())
 
 
 def one_law_rates(official: np.ndarray, vse_ray: np.ndarray, swaps: int = 400) -> np.ndarray:
@@ -259,16 +268,15 @@ def report(runs: dict[str, list[dict]], args: argparse.Namespace) -> str:
         for r in records:
             vals = " | ".join(f"{v:.1f}" for v in r["val_rsum"])
             lines.append(f"| {side} | {r['seed']} | {r['test_rsum']:.1f} | {vals} |")
-    for side, records in runs.items():
-        test = np.array([r["test_rsum"] for r in records])
-        val = np.array([r["val_rsum"] for r in records])
-        sd = test.std(ddof=1) if len(test) > 1 else 0.0
-        means = " | ".join(f"{v:.1f}" for v in val.mean(axis=0))
-        lines.append(f"| {side} | mean ± sd | {test.mean():.1f} ± {sd:.1f} | {means} |")
+    test = {side: np.array([r["test_rsum"] for r in records]) for side, records in runs.items()}
+    val = {side: np.array([r["val_rsum"] for r in records]) for side, records in runs.items()}
+    for side in runs:
+        sd = test[side].std(ddof=1) if len(test[side]) > 1 else 0.0
+        means = " | ".join(f"{v:.1f}" for v in val[side].mean(axis=0))
+        lines.append(f"| {side} | mean ± sd | {test[side].mean():.1f} ± {sd:.1f} | {means} |")
     if set(runs) != set(SIDES) or len(runs["official"]) < 2:
         return "\n".join(lines) + "\n"
-    test = {side: np.array([r["test_rsum"] for r in runs[side]]) for side in SIDES}
-    e1 = {side: np.array([r["val_rsum"][0] for r in runs[side]]) for side in SIDES}
+    e1 = {side: val[side][:, 0] for side in SIDES}
     n = len(test["official"])
     blocks = [("all", slice(None))] + (
         [(f"{lo}–{lo + 7}", slice(lo, lo + 8)) for lo in range(0, n - 7, 8)] if n > 8 else []
