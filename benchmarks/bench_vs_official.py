@@ -2,11 +2,11 @@
 
 For each system, the official training script (its own `main`, from a checkout under `--official-root`) and
 `vse-ray train` (the command, with Ray, MLflow and checkpoints) train the same number of epochs on the same
-precomp files: a synthetic region dataset of `--fraction` of Flickr30K's size (`make_region_dataset.py`,
-36 x 2,048 float32 regions, or `--dim`; VSE++ reads their mean, a pooled (N, 2,048) feature), batch 128, with
-`OMP_NUM_THREADS=--threads` on both sides and one Ray Train worker of `--threads` CPUs (`--vse-ray-workers 0`:
-the command trains in its own process, without Ray). vse_ray needs at least 10 dev images (`--fraction` ≥
-0.01).
+precomp files: a synthetic region dataset of `--fraction` of Flickr30K's size
+(`parity/make_region_dataset.py`, 36 x 2,048 float32 regions, or `--dim`; VSE++ reads their mean, a pooled
+(N, 2,048) feature), batch 128, with `OMP_NUM_THREADS=--threads` on both sides and one Ray Train worker of
+`--threads` CPUs (`--vse-ray-workers 0`: the command trains in its own process, without Ray). vse_ray
+needs at least 10 dev images (`--fraction` ≥ 0.01).
 
 Systems and their checkouts (`--official-root/<folder>`), run with the official code's released settings
 and on vse_ray's side the recipe of the same settings. The checkouts are patched at run time only (nothing of
@@ -35,9 +35,9 @@ per axis):
   `cvse_baseline_sam_f30k` (the released reading) given those concept files, vectors and WordNet folder.
 
 SCAN, SGRAF and VSRN run from a temporary copy of their Python files with the Python 2 idioms of
-`official_code.EDITS` spelled for Python 3 (integer division, bytes captions, `iteritems`, `loss.data[0]`,
-VSRN's integer `bidirectional` and a `.contiguous()` its `.view` needs); vse_ray's recipes run on the
-benchmark's store (float32 features, SVD relevance: `STORE`).
+`parity/official_code.py`'s `EDITS` spelled for Python 3 (integer division, bytes captions, `iteritems`,
+`loss.data[0]`, VSRN's integer `bidirectional` and a `.contiguous()` its `.view` needs); vse_ray's recipes run
+on the benchmark's store (float32 features, SVD relevance: `STORE`).
 
 Both sides are timed by the same wrappers (`timing_hook/sitecustomize.py`): every step, validation,
 checkpoint, data open and (vse_ray) batch build and report is one event. The report gives:
@@ -77,9 +77,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from official_code import EDITS, no_cuda, patched_checkout, stub_modules
 
 HERE = Path(__file__).resolve().parent
+PARITY = HERE.parent / "parity"  # the authors' code run on a modern stack, and the region dataset maker
+sys.path.insert(0, str(PARITY))
+from official_code import EDITS, no_cuda, patched_checkout, stub_modules  # noqa: E402
+
 HOOK = HERE / "timing_hook"
 F30K_IMAGES = (29000, 1014, 1000)  # train, dev, test
 CHECKOUTS = {
@@ -161,7 +164,7 @@ def make_data(out: Path, fraction: float, systems: list[str], dim: int = 2048) -
     regions = out / f"regions_{tag}"
     if not (regions / "vocab.json").exists():
         sizes = [str(max(1, round(n * fraction))) for n in F30K_IMAGES]
-        maker = [sys.executable, str(HERE / "make_region_dataset.py"), "--out", str(regions)]
+        maker = [sys.executable, str(PARITY / "make_region_dataset.py"), "--out", str(regions)]
         subprocess.run([*maker, "--sizes", *sizes, "--dim", str(dim)], check=True)
     pooled = out / f"pooled_{tag}"
     pooled.mkdir(exist_ok=True)

@@ -9,10 +9,10 @@ changed at run time only:
 
 - `vsepp`: its loss returns a one-element tensor, since it logs `loss.data[0]`, which PyTorch ≥ 0.5 refuses on
   a 0-dim tensor (the value and its gradient are unchanged);
-- `scan`, `sgraf`: imported from a copy of `model.py` made at run time with the edits of `official_code.EDITS`
-  (`size(2)/2` → `size(2)//2`, Python 2's integer division; SCAN's `loss.data[0]` → `loss.item()`; SGRAF's
-  loss moving its diagonal mask with `.cuda()` whether or not it sees a GPU: it skips that line, and fails,
-  without one);
+- `scan`, `sgraf`: imported from a copy of `model.py` made at run time with the edits of
+  `parity/official_code.py`'s `EDITS` (`size(2)/2` → `size(2)//2`, Python 2's integer division; SCAN's
+  `loss.data[0]` → `loss.item()`; SGRAF's loss moving its diagonal mask with `.cuda()` whether or not it sees
+  a GPU: it skips that line, and fails, without one);
 - without CUDA, `Tensor.cuda` is a no-op and the authors' code sees no GPU; `nltk`, `tensorboard_logger`,
   `cv2` and `imageio` (imported, unused here) are empty modules when absent.
 
@@ -37,7 +37,6 @@ from pathlib import Path
 import numpy as np
 import torch
 from bench_losses import round_robin_median_ms, synchronised
-from official_code import import_patched, no_cuda, stub_modules
 
 from vse_ray.data.store.split_data import ImageStore
 from vse_ray.losses import make_loss
@@ -47,6 +46,9 @@ from vse_ray.train.epoch_loop import train_step
 from vse_ray.train.region_drop import draw_region_keep
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT / "parity"))  # the authors' code run on a modern stack
+from official_code import import_patched, no_cuda, stub_modules  # noqa: E402
+
 DEFAULT_CAPTIONS = "../shared/data/f30k_test_caps.txt"
 SYSTEMS = ("vsepp", "vse_inf", "scan", "sgraf")
 CHECKOUTS = {"vsepp": "vsepp", "vse_inf": "vse_infty", "scan": "SCAN", "sgraf": "SGRAF"}

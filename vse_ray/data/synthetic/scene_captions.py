@@ -12,7 +12,7 @@ and which *extra* visible facts are added: sizes, positions and the spatial rela
 (read from their positions). Every fact a caption states is drawn in the pixels
 (:func:`vse_ray.data.synthetic.dataset.render_scene`).
 
-What S-BERT makes of them (``benchmarks/bench_caption_relevance.py``) is in docs/relevance.md, "What S-BERT
+What S-BERT makes of them (``parity/caption_relevance.py``) is in docs/relevance.md, "What S-BERT
 measures on the embedded captions".
 """
 

@@ -23,9 +23,9 @@ the other way, for one seed of `run_parity.py`'s setting:
   same draws, without recording a vse_ray run. It prints one JSON line (validation rsum of each epoch, test
   rsum).
 
-    python benchmarks/replay_in_official.py --role vse_ray --out runs/replay --seed 2 \\
+    python parity/replay_in_official.py --role vse_ray --out runs/replay --seed 2 \\
         --data-dir runs/parity/vse_ray_noise2.5
-    python benchmarks/replay_in_official.py --role official --out runs/replay --seed 2 \\
+    python parity/replay_in_official.py --role official --out runs/replay --seed 2 \\
         --official ~/src/vse_infty --data runs/parity/official_noise2.5
 """
 

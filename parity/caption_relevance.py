@@ -11,8 +11,8 @@ side by side with the real Flickr30K test captions (5 per image), with the same 
 - for the embedded set, the cosines split by whether the two scenes share an object kind: the p90 of all pairs
   falls among the kind-sharing pairs whenever more than 10 % of pairs share a kind.
 
-    python benchmarks/bench_caption_relevance.py                       # 1,000 test images, as F30K test
-    python benchmarks/bench_caption_relevance.py --f30k PATH --n-images 1000 --pairs 200000
+    python parity/caption_relevance.py                       # 1,000 test images, as F30K test
+    python parity/caption_relevance.py --f30k PATH --n-images 1000 --pairs 200000
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ The map and the noise are seeded, so the folder is the same on every run. Writte
 order) and `vocab.json` ({"word2idx", "idx2word", "idx"}: <pad>, <start>, <end>, <unk>, then every training
 word seen at least 4 times, most frequent first), the vocabulary format of the VSE∞ and SCAN code.
 
-    python benchmarks/make_region_dataset.py --out data/regions_small
+    python parity/make_region_dataset.py --out data/regions_small
     vse-ray precompute --dataset precomp --precomp-dir data/regions_small --out data/regions_small_vr
 """
 

@@ -28,7 +28,7 @@ and, as the reference, with the two runs of each seed given their side at random
 the rate the targets allow two equal codes on this data). Both codes draw a seed's image-side initial weights
 alike (the whole start with caption augmentation), so the report also pairs the epoch-1 rsums by seed.
 
-    python benchmarks/run_parity.py --official ~/src/vse_infty --out runs/parity --seeds 8 --jobs 2
+    python parity/run_parity.py --official ~/src/vse_infty --out runs/parity --seeds 8 --jobs 2
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Run the authors' released code on a modern Python, PyTorch and NumPy, changed at run time only.
 
-`step_vs_official.py` and `bench_vs_official.py` import the authors' modules from their checkouts through
-these helpers; nothing of the authors' code is copied into this project. Three kinds of change, none of which
-touches the arithmetic of a training step:
+`benchmarks/step_vs_official.py` and `benchmarks/bench_vs_official.py` import the authors' modules from their
+checkouts through these helpers; nothing of the authors' code is copied into this project. Three kinds of
+change, none of which touches the arithmetic of a training step:
 
 - `stub_modules`: empty modules for what the code imports but never calls here (`tensorboard_logger`, `cv2`,
   `imageio`, `torchtext`, ...); their functions do nothing;

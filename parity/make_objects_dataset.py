@@ -14,7 +14,7 @@ its limits:
 Captions are lower case without punctuation. Written files as `make_region_dataset.py` writes them:
 `{train,dev,test}_ims.npy` (N, R, D) float32, `{split}_caps.txt` and the training vocabulary `vocab.json`.
 
-    python benchmarks/make_objects_dataset.py --out data/objects
+    python parity/make_objects_dataset.py --out data/objects
 """
 
 from __future__ import annotations
