@@ -70,15 +70,17 @@ class CaptionDecoder(nn.Module):
         if max_len < 2:
             raise ValueError(f"max_len must be >= 2 (<start> and one target), got {max_len}")
         self.max_len, self.end_id = max_len, end_id
+        # Drawn in the released order: the region encoder (its FC redrawn Xavier-normal after its GRU),
+        # then the decoder (its output layer redrawn last).
         self.region_fc = nn.Linear(region_dim, hidden_dim)
         self.region_rnn = nn.GRU(hidden_dim, hidden_dim, batch_first=True)
+        nn.init.xavier_normal_(self.region_fc.weight)
         self.embed = nn.Embedding(vocab_size, word_dim)
         self.attend = nn.Linear(2 * hidden_dim, hidden_dim)
         self.attend_score = nn.Linear(hidden_dim, 1, bias=False)
         self.rnn = nn.GRU(hidden_dim + word_dim, hidden_dim, batch_first=True)
         self.out = nn.Linear(hidden_dim, vocab_size)
         self.dropout = nn.Dropout(dropout)
-        nn.init.xavier_normal_(self.region_fc.weight)
         nn.init.xavier_normal_(self.out.weight)
 
     def _context(self, hidden: Tensor, memory: Tensor) -> Tensor:

@@ -15,11 +15,11 @@ from vse_ray.models.cvse_modules import (
     ConceptGCN,
     ConsensusLevel,
     GuidedTextSelfAttention,
+    ReleasedVisualSelfAttention,
     normalized_adjacency,
 )
 from vse_ray.models.region_input import check_region_features
 from vse_ray.models.region_word import RegionWordModel
-from vse_ray.models.sgraf_modules import VisualSelfAttention
 from vse_ray.models.training_output import TrainingOutput
 
 # The two released codes of CVSE (docs/cvse.md): the copy inside SAM's code
@@ -115,15 +115,19 @@ class CVSEModel(RegionWordModel):
         rank_loss: Callable[[Tensor], Tensor] | None = None,
     ) -> None:
         _check_reading(reading, eval_dataset)
-        super().__init__(vocab_size, feature_dim, word_dim, embed_dim, True, dropout, n_regions)
+        # Built in the released order (image, text, the two attentions, the two consensus levels, the GCN),
+        # so that a seed draws the released start; the text side's embedding is its `random_init` start.
+        super().__init__(
+            vocab_size, feature_dim, word_dim, embed_dim, True, dropout, n_regions, xavier_words=True
+        )
         self.reading, self.eval_dataset = reading, eval_dataset
         # SAM's copy leaves the GCN out of gradient clipping; BruceW91/CVSE clips every module.
         self.unclipped = ("gcn.",) if reading == "sam_copy" else ()
-        self.image_attention = VisualSelfAttention(embed_dim, n_regions, dropout)
-        self.text_attention = GuidedTextSelfAttention(embed_dim, dropout)
+        self.image_attention = ReleasedVisualSelfAttention(embed_dim, n_regions, dropout, xavier=False)
+        self.text_attention = GuidedTextSelfAttention(embed_dim, dropout, xavier=False)
+        image_consensus, text_consensus = ConsensusLevel(embed_dim), ConsensusLevel(embed_dim)
         self.gcn = ConceptGCN(concept_dim, embed_dim)
-        self.image_consensus = ConsensusLevel(embed_dim)
-        self.text_consensus = ConsensusLevel(embed_dim)
+        self.image_consensus, self.text_consensus = image_consensus, text_consensus
         self.label_ratio = label_ratio
         self.fuse_alpha = TRAIN_ALPHA[reading] if fuse_alpha is None else fuse_alpha
         self.eval_alpha = RELEASED_EVAL_ALPHA[eval_dataset] if reading == "released" else self.fuse_alpha

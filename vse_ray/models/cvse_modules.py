@@ -8,10 +8,25 @@ import torch
 from torch import Tensor, nn
 
 from vse_ray.models.cross_attention import l2_normalize
-from vse_ray.models.sgraf_modules import TextSelfAttention
+from vse_ray.models.initial_weights import draw_unused_linear, xavier_linear
+from vse_ray.models.sgraf_modules import TextSelfAttention, VisualSelfAttention
 
 # Temperature of the concept scores: softmax(10 · score) (the released `smooth_coef`).
 CONCEPT_SHARPNESS = 10.0
+
+
+class ReleasedVisualSelfAttention(VisualSelfAttention):
+    """`VisualSelfAttention` as the released CVSE builds it: PyTorch's default initialisation (build it with
+    ``xavier=False``), and two more layers drawn among its three that the released forward never reads."""
+
+    @staticmethod
+    def draw_layers(embed_dim: int) -> tuple[nn.Linear, nn.Linear, nn.Linear]:
+        """fc1 (local), fc2 (global), fc2_2 (unused), fc3 (common), fc4 (unused), in this order."""
+        local, glob = nn.Linear(embed_dim, embed_dim), nn.Linear(embed_dim, embed_dim)
+        draw_unused_linear(embed_dim, embed_dim)
+        common = nn.Linear(embed_dim, 1)
+        draw_unused_linear(embed_dim, embed_dim)
+        return local, glob, common
 
 
 class GuidedTextSelfAttention(TextSelfAttention):
@@ -50,6 +65,7 @@ class ConceptGCN(nn.Module):
             bound = 1.0 / math.sqrt(weight.shape[1])
             nn.init.uniform_(weight, -bound, bound)
         self.relu = nn.LeakyReLU(0.2)
+        xavier_linear(embed_dim, embed_dim)  # the released `joint_att_emb`: drawn, redrawn, never read
 
     def forward(self, inputs: Tensor, adjacency: Tensor) -> Tensor:
         """(K, concept_dim) input vectors, (K, K) normalised adjacency → (K, E) unit concept vectors."""

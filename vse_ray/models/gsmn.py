@@ -101,10 +101,13 @@ class PolarKernels(KernelConvolution):
 
     def __init__(self, n_blocks: int, hidden: int, n_kernels: int) -> None:
         super().__init__(n_blocks, hidden, n_kernels, bias=False)
-        self.mean_rho = nn.Parameter(torch.empty(n_kernels, 1).uniform_(0.0, 1.0))
-        self.mean_theta = nn.Parameter(torch.empty(n_kernels, 1).uniform_(-math.pi, math.pi))
-        self.precision_rho = nn.Parameter(torch.empty(n_kernels, 1).uniform_(0.0, 1.0))
-        self.precision_theta = nn.Parameter(torch.empty(n_kernels, 1).uniform_(0.0, 1.0))
+        # drawn in the released `init_parameters`' order, registered in the released constructor's
+        mean_theta = torch.empty(n_kernels, 1).uniform_(-math.pi, math.pi)
+        mean_rho = torch.empty(n_kernels, 1).uniform_(0.0, 1.0)
+        precision_theta = torch.empty(n_kernels, 1).uniform_(0.0, 1.0)
+        precision_rho = torch.empty(n_kernels, 1).uniform_(0.0, 1.0)
+        self.mean_rho, self.mean_theta = nn.Parameter(mean_rho), nn.Parameter(mean_theta)
+        self.precision_rho, self.precision_theta = nn.Parameter(precision_rho), nn.Parameter(precision_theta)
 
     def kernel_sums(self, centres: Tensor) -> Tensor:
         """(N_img, R, 2) box centres → (N_img, R, K): each region's kernel weights, summed over its
@@ -158,16 +161,18 @@ class VisualGraph(ScoreMLP):
     """The image graph (released ``VisualGraph``): polar kernels, then the score MLP."""
 
     def __init__(self, n_blocks: int, hidden: int, n_kernels: int) -> None:
+        conv = PolarKernels(n_blocks, hidden, n_kernels)  # drawn before the score MLP, as released
         super().__init__(hidden)
-        self.conv = PolarKernels(n_blocks, hidden, n_kernels)
+        self.conv = conv
 
 
 class TextualGraph(ScoreMLP):
     """The caption graph (released ``TextualGraph``): attention kernels, then the score MLP."""
 
     def __init__(self, n_blocks: int, hidden: int, n_kernels: int) -> None:
+        conv = AttentionKernels(n_blocks, hidden, n_kernels)  # drawn before the score MLP, as released
         super().__init__(hidden)
-        self.conv = AttentionKernels(n_blocks, hidden, n_kernels)
+        self.conv = conv
 
 
 def block_cosine(query: Tensor, attended: Tensor, n_blocks: int) -> Tensor:

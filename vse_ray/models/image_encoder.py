@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
 from vse_ray.features.cnn import build_cnn
 from vse_ray.features.random_crops import centre_crops, random_resized_crops
+from vse_ray.models.initial_weights import xavier_linear
 from vse_ray.models.normalize import l2_normalize
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -22,10 +22,7 @@ class ImageProjection(nn.Module):
     def __init__(self, feature_dim: int, embed_dim: int, normalize: bool = True, feature_norm: bool = False):
         super().__init__()
         self.feature_norm = feature_norm  # L2-normalise φ(i) first
-        self.fc = nn.Linear(feature_dim, embed_dim)
-        bound = float(np.sqrt(6.0) / np.sqrt(feature_dim + embed_dim))
-        nn.init.uniform_(self.fc.weight, -bound, bound)
-        nn.init.zeros_(self.fc.bias)
+        self.fc = xavier_linear(feature_dim, embed_dim)
         self.normalize = normalize
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:

@@ -17,7 +17,7 @@ class RegionWordModel(RetrievalModel):
 
     Args:
         vocab_size, feature_dim, word_dim, embed_dim: vocabulary, region feature size D, word size, E.
-        bidirectional, dropout: of the word encoder (see WordGRUEncoder).
+        bidirectional, dropout, xavier_words: of the word encoder (see WordGRUEncoder).
         n_regions: regions per image when the model depends on it (checked on input), else None.
     """
 
@@ -33,10 +33,13 @@ class RegionWordModel(RetrievalModel):
         bidirectional: bool,
         dropout: float = 0.0,
         n_regions: int | None = None,
+        xavier_words: bool = False,
     ) -> None:
         super().__init__()
         self.image_encoder = ImageProjection(feature_dim, embed_dim)
-        self.text_encoder = WordGRUEncoder(vocab_size, word_dim, embed_dim, bidirectional, dropout)
+        self.text_encoder = WordGRUEncoder(
+            vocab_size, word_dim, embed_dim, bidirectional, dropout, xavier_words
+        )
         self.n_regions = n_regions
 
     def encode_images(self, images: Tensor) -> Tensor:

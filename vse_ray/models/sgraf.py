@@ -11,6 +11,7 @@ from vse_ray.models.cross_attention import (
     length_mask,
     region_word_logits,
 )
+from vse_ray.models.initial_weights import xavier_fill_
 from vse_ray.models.pair_scoring import pairs_per_pass, score_pairs
 from vse_ray.models.region_word import RegionWordModel
 from vse_ray.models.sgraf_modules import (
@@ -18,7 +19,6 @@ from vse_ray.models.sgraf_modules import (
     GraphReasoning,
     TextSelfAttention,
     VisualSelfAttention,
-    xavier_linear,
 )
 
 SGRAF_MODULES = ("sgr", "saf")
@@ -71,14 +71,17 @@ class SGRAFModel(RegionWordModel):
         super().__init__(vocab_size, feature_dim, word_dim, embed_dim, bidirectional, dropout, n_regions)
         self.image_global = VisualSelfAttention(embed_dim, n_regions, dropout)
         self.text_global = TextSelfAttention(embed_dim, dropout)
-        self.local_sim = xavier_linear(embed_dim, sim_dim)
-        self.global_sim = xavier_linear(embed_dim, sim_dim)
-        self.final = xavier_linear(sim_dim, 1)
+        self.local_sim = nn.Linear(embed_dim, sim_dim)
+        self.global_sim = nn.Linear(embed_dim, sim_dim)
+        self.final = nn.Linear(sim_dim, 1)
         self.module = module
         if module == "sgr":
             self.reasoning = nn.ModuleList(GraphReasoning(sim_dim) for _ in range(sgr_steps))
         else:
             self.filtration = AttentionFiltration(sim_dim)
+        # As the released similarity module: its own linear layers redrawn after the reasoning modules.
+        for layer in (self.local_sim, self.global_sim, self.final):
+            xavier_fill_(layer)
         self.lambda_softmax, self.max_pairs = lambda_softmax, max_pairs
 
     @staticmethod

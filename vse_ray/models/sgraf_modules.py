@@ -6,21 +6,11 @@ with a node mask, so the (N_img, N_txt) pairs of a block are reasoned on in one 
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import Tensor, nn
 
 from vse_ray.models.cross_attention import EPS, l2_normalize
-
-
-def xavier_linear(in_features: int, out_features: int) -> nn.Linear:
-    """nn.Linear with U(-r, r) weights, r = sqrt(6 / (in + out)), zero bias (as the references)."""
-    layer = nn.Linear(in_features, out_features)
-    bound = math.sqrt(6.0 / (in_features + out_features))
-    nn.init.uniform_(layer.weight, -bound, bound)
-    nn.init.zeros_(layer.bias)
-    return layer
+from vse_ray.models.initial_weights import xavier_fill_
 
 
 def masked_softmax(logits: Tensor, mask: Tensor | None, dim: int = -1) -> Tensor:
@@ -35,17 +25,27 @@ class VisualSelfAttention(nn.Module):
 
     w_i = softmax_i(W_c [tanh(BN(W_l v_i)) ⊙ tanh(BN(W_g v̄))]), v̂ = l2norm(Σ_i w_i v_i), v̄ = mean_i v_i.
     As in the reference code the local branch's batch norm has one channel per region index.
+
+    Args:
+        embed_dim, n_regions, dropout: the region width E, regions per image R, the branches' dropout.
+        xavier: redraw the three layers Xavier-uniform after building them (SGRAF's ``init_weights``);
+            False keeps PyTorch's default draw (CVSE's attention).
     """
 
-    def __init__(self, embed_dim: int, n_regions: int, dropout: float) -> None:
+    def __init__(self, embed_dim: int, n_regions: int, dropout: float, xavier: bool = True) -> None:
         super().__init__()
-        self.local = nn.Sequential(
-            xavier_linear(embed_dim, embed_dim), nn.BatchNorm1d(n_regions), nn.Tanh(), nn.Dropout(dropout)
-        )
-        self.glob = nn.Sequential(
-            xavier_linear(embed_dim, embed_dim), nn.BatchNorm1d(embed_dim), nn.Tanh(), nn.Dropout(dropout)
-        )
-        self.common = xavier_linear(embed_dim, 1)
+        local, glob, common = self.draw_layers(embed_dim)
+        self.local = nn.Sequential(local, nn.BatchNorm1d(n_regions), nn.Tanh(), nn.Dropout(dropout))
+        self.glob = nn.Sequential(glob, nn.BatchNorm1d(embed_dim), nn.Tanh(), nn.Dropout(dropout))
+        self.common = common
+        if xavier:
+            for layer in (local, glob, common):
+                xavier_fill_(layer)
+
+    @staticmethod
+    def draw_layers(embed_dim: int) -> tuple[nn.Linear, nn.Linear, nn.Linear]:
+        """The local, global and common layers, drawn in this order."""
+        return nn.Linear(embed_dim, embed_dim), nn.Linear(embed_dim, embed_dim), nn.Linear(embed_dim, 1)
 
     def forward(self, regions: Tensor) -> Tensor:
         """(N_img, R, E) → (N_img, E)."""
@@ -55,13 +55,18 @@ class VisualSelfAttention(nn.Module):
 
 
 class TextSelfAttention(nn.Module):
-    """Global caption vector t̂, the same self-attention over its words (no batch norm), padding left out."""
+    """Global caption vector t̂, the same self-attention over its words (no batch norm), padding left out;
+    `xavier` as for `VisualSelfAttention`."""
 
-    def __init__(self, embed_dim: int, dropout: float) -> None:
+    def __init__(self, embed_dim: int, dropout: float, xavier: bool = True) -> None:
         super().__init__()
-        self.local = nn.Sequential(xavier_linear(embed_dim, embed_dim), nn.Tanh(), nn.Dropout(dropout))
-        self.glob = nn.Sequential(xavier_linear(embed_dim, embed_dim), nn.Tanh(), nn.Dropout(dropout))
-        self.common = xavier_linear(embed_dim, 1)
+        local, glob, common = VisualSelfAttention.draw_layers(embed_dim)
+        self.local = nn.Sequential(local, nn.Tanh(), nn.Dropout(dropout))
+        self.glob = nn.Sequential(glob, nn.Tanh(), nn.Dropout(dropout))
+        self.common = common
+        if xavier:
+            for layer in (local, glob, common):
+                xavier_fill_(layer)
 
     def forward(self, words: Tensor, mask: Tensor) -> Tensor:
         """(N_txt, L, E) words, (N_txt, L) mask → (N_txt, E)."""
@@ -79,9 +84,11 @@ class GraphReasoning(nn.Module):
 
     def __init__(self, sim_dim: int) -> None:
         super().__init__()
-        self.query = xavier_linear(sim_dim, sim_dim)
-        self.key = xavier_linear(sim_dim, sim_dim)
-        self.update = xavier_linear(sim_dim, sim_dim)
+        self.query = nn.Linear(sim_dim, sim_dim)
+        self.key = nn.Linear(sim_dim, sim_dim)
+        self.update = nn.Linear(sim_dim, sim_dim)
+        for layer in (self.query, self.key, self.update):  # redrawn after all three are built, as released
+            xavier_fill_(layer)
 
     def forward(self, nodes: Tensor, mask: Tensor) -> Tensor:
         """(..., N, S) nodes, (..., N) mask → (..., N, S); padded nodes are never neighbours."""
@@ -140,8 +147,9 @@ class AttentionFiltration(nn.Module):
 
     def __init__(self, sim_dim: int) -> None:
         super().__init__()
-        self.gate = xavier_linear(sim_dim, 1)
+        self.gate = nn.Linear(sim_dim, 1)
         self.bn = CaptionBatchNorm()
+        xavier_fill_(self.gate)
 
     def forward(self, nodes: Tensor, mask: Tensor) -> Tensor:
         """(N_img, N_txt, N, S) nodes, (N_txt, N) mask → (N_img, N_txt, S)."""

@@ -31,6 +31,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from vse_ray.models.base import AugmentIds, CaptionSpace, RetrievalModel
 from vse_ray.models.bert_text import BertTextEncoder, bert_folder
 from vse_ray.models.gpo import GPO
+from vse_ray.models.initial_weights import xavier_fill_
 from vse_ray.models.normalize import l2_normalize
 
 
@@ -49,9 +50,7 @@ class RegionEncoder(nn.Module):
         self.gpo = GPO()
         # The Xavier-uniform FC drawn last, as the reference draws it: after the same torch seed both codes
         # start from the same weights (tests/parity/test_vse_inf_init.py).
-        bound = float(np.sqrt(6.0) / np.sqrt(feature_dim + embed_dim))
-        nn.init.uniform_(self.fc.weight, -bound, bound)
-        nn.init.zeros_(self.fc.bias)
+        xavier_fill_(self.fc)
 
     def forward(self, regions: Tensor, keep: Tensor | None = None) -> Tensor:
         if keep is None:

@@ -27,9 +27,9 @@ from torch import Tensor, nn
 
 from vse_ray.models.base import RetrievalModel
 from vse_ray.models.caption_decoder import CaptionDecoder
+from vse_ray.models.initial_weights import xavier_linear
 from vse_ray.models.normalize import l2_normalize
 from vse_ray.models.region_input import check_region_features
-from vse_ray.models.sgraf_modules import xavier_linear
 from vse_ray.models.text_encoder import GRUTextEncoder
 from vse_ray.models.training_output import TrainingOutput
 from vse_ray.special_tokens import END
@@ -43,8 +43,10 @@ class RegionGraphReasoning(nn.Module):
 
     def __init__(self, dim: int):
         super().__init__()
-        self.g, self.theta, self.phi = nn.Linear(dim, dim), nn.Linear(dim, dim), nn.Linear(dim, dim)
-        self.out = nn.Linear(dim, dim)
+        # Drawn in the released ``Rs_GCN``'s order (g, W's conv, theta, phi; its 1×1 convolutions draw what
+        # these linear layers draw), registered in this one.
+        g, out, theta, phi = (nn.Linear(dim, dim) for _ in range(4))
+        self.g, self.theta, self.phi, self.out = g, theta, phi, out
         self.bn = nn.BatchNorm1d(dim)
         nn.init.zeros_(self.bn.weight)
         nn.init.zeros_(self.bn.bias)
@@ -64,8 +66,9 @@ class ReasoningImageEncoder(nn.Module):
             raise ValueError(f"variant: must be one of {VSRN_VARIANTS}, got {variant!r}")
         self.normalize_regions = variant == "coco"
         self.fc = xavier_linear(feature_dim, embed_dim)
+        rnn = nn.GRU(embed_dim, embed_dim, batch_first=True)  # drawn before the reasoning, as released
         self.reasoning = nn.Sequential(*(RegionGraphReasoning(embed_dim) for _ in range(REASONING_LAYERS)))
-        self.rnn = nn.GRU(embed_dim, embed_dim, batch_first=True)
+        self.rnn = rnn
         self.bn = nn.BatchNorm1d(embed_dim) if variant == "f30k" else nn.Identity()
 
     def forward(self, regions: Tensor) -> tuple[Tensor, Tensor]:

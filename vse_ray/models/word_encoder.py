@@ -21,10 +21,18 @@ class WordGRUEncoder(nn.Module):
         embed_dim: GRU hidden size = feature size E (1024).
         bidirectional: Bi-GRU (True in both references' recipes) or a one-way GRU.
         dropout: Dropout on the word embeddings (SGRAF 0.4, SCAN 0).
+        xavier_words: draw the embedding Xavier-uniform (CVSE's random start) instead of U(-0.1, 0.1)
+            (SCAN, SGRAF, GSMN); either is drawn after the GRU, as released.
     """
 
     def __init__(
-        self, vocab_size: int, word_dim: int, embed_dim: int, bidirectional: bool = True, dropout: float = 0.0
+        self,
+        vocab_size: int,
+        word_dim: int,
+        embed_dim: int,
+        bidirectional: bool = True,
+        dropout: float = 0.0,
+        xavier_words: bool = False,
     ) -> None:
         super().__init__()
         if vocab_size < 2:
@@ -34,7 +42,10 @@ class WordGRUEncoder(nn.Module):
         self.embed = nn.Embedding(vocab_size, word_dim)
         self.dropout = nn.Dropout(dropout)
         self.rnn = nn.GRU(word_dim, embed_dim, batch_first=True, bidirectional=bidirectional)
-        nn.init.uniform_(self.embed.weight, -0.1, 0.1)
+        if xavier_words:
+            nn.init.xavier_uniform_(self.embed.weight)
+        else:
+            nn.init.uniform_(self.embed.weight, -0.1, 0.1)
 
     def forward(self, tokens: Tensor, lengths: Tensor) -> Tensor:
         """(B, L) token ids, (B,) lengths → (B, max(lengths), E) unit word vectors, zeros at padding."""
