@@ -51,8 +51,7 @@ def test_a_seed_draws_the_official_initial_weights(official_init):
 
 
 def test_the_image_side_does_not_depend_on_the_vocabulary(official_init):
-    """The image side is drawn first, so it equals the official draw whatever the vocabulary's size (a run
-    without caption augmentation has no `<mask>` row)."""
+    """The image side is drawn first, so it equals the official draw whatever the vocabulary's size."""
     model = _seeded_model(official_init, len(official_init["txt_enc.embed.weight"]) - 1)
     ours = model.state_dict()
     for name, expected in official_init.items():

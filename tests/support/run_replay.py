@@ -154,14 +154,15 @@ def replay_config(rec: Recording, data_dir: Path, output_dir: Path) -> TrainConf
 
 
 def official_start(rec: Recording, cfg: TrainConfig, model_args: dict[str, Any]) -> dict[str, Any]:
-    """The epoch-0 state of a run from the official initial weights (its `<mask>` embedding row left out
-    where the recording has no caption augmentation), with a fresh optimiser and schedule."""
+    """The epoch-0 state of a run from the official initial weights (every tensor, the `<mask>` row
+    included: vse_ray's VSE∞ holds it with or without caption augmentation), with a fresh optimiser and
+    schedule."""
     model = build_model(cfg.model, **model_args)
     state = model.state_dict()
     for name, value in rec.group("init").items():
         key = official_names.VSE_INF_BIGRU.ours(name)
         if key is not None:
-            state[key] = torch.from_numpy(value[: len(state[key])] if value.ndim else value)
+            state[key] = torch.from_numpy(value)
     model.load_state_dict(state)
     optimizer, scheduler = build_optimizer(cfg, model)
     return {

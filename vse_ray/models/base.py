@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import torch
 from torch import Tensor, nn
 
 from vse_ray.models.training_output import TrainingOutput
@@ -89,6 +90,10 @@ class RetrievalModel(nn.Module):
     # Share of each training image's regions the data path drops (VSE∞'s size augmentation; 0: none). The
     # training step then passes the kept regions to `forward` (`region_keep`), which pools only those.
     region_drop: float = 0.0
+    # State-dict key of a word embedding that holds a `<mask>` row after the vocabulary's words whether or not
+    # captions are augmented, as the reference code adds it (VSE∞'s BiGRU; None: the row only when training
+    # masks words). Training gives such a model one id more (`vse_ray.train.training_data`).
+    mask_row: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -201,3 +206,15 @@ class RetrievalModel(nn.Module):
                 raise ValueError(f"{type(self).__name__}: only embedding models gather across workers")
             img, txt = gather(img), gather(txt)
         return self.score(img, txt, lengths)
+
+
+def with_mask_row(theirs: dict[str, Any], ours: dict[str, Any], key: str | None) -> dict[str, Any]:
+    """Checkpoint weights `theirs` for a model whose state is `ours`: where the embedding `key` (a model's
+    `mask_row`) has one row less there (a run made before that model always held `<mask>`), its rows
+    followed by `ours`'s last, the `<mask>` row as drawn. Any other checkpoint is returned as it is."""
+    if key is None or key not in theirs or key not in ours:
+        return theirs
+    old, new = theirs[key], ours[key]
+    if old.dim() != 2 or old.shape[1] != new.shape[1] or old.shape[0] != new.shape[0] - 1:
+        return theirs
+    return {**theirs, key: torch.cat([old, new[-1:].to(old)])}

@@ -122,6 +122,9 @@ class VSEInfModel(RetrievalModel):
 
     kind = "embedding"
     feature_layout = "regions"
+    # The released train.py adds `<mask>` to the vocabulary whatever the augmentation: its row is drawn, so
+    # a seed draws the released text side with or without augmentation (never read without it).
+    mask_row = "text_encoder.embed.weight"
 
     def __init__(
         self,

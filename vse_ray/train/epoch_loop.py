@@ -22,6 +22,7 @@ from vse_ray.losses import make_loss
 from vse_ray.losses.base import BaseVSELoss
 from vse_ray.metrics.registry import CUTOFFS
 from vse_ray.models import build_model
+from vse_ray.models.base import with_mask_row
 from vse_ray.models.image_encoder import projection_for_the_cnn
 from vse_ray.models.training_output import split_output
 from vse_ray.relevance.histogram import RelevanceHistogram
@@ -233,7 +234,9 @@ def warmup_state(cfg: TrainConfig) -> dict[str, Any]:
 def load_init_weights(model: nn.Module, path: str) -> None:
     """Load the model weights of checkpoint `path` (`init_weights`: another run, any training settings) into
     `model`; nothing else of that run (optimiser, schedule, epoch, history) is taken. A run on precomputed
-    features starts a model with the CNN in the loop: its projection, the CNN keeping its own weights.
+    features starts a model with the CNN in the loop: its projection, the CNN keeping its own weights. A
+    checkpoint whose embedding lacks the `<mask>` row this model always holds (`mask_row`: a VSE∞ run made
+    before it did) starts that row as this model drew it.
 
     Raises:
         ValueError: one line naming the checkpoint and the first weight that this model lacks, that the
@@ -243,6 +246,7 @@ def load_init_weights(model: nn.Module, path: str) -> None:
     state = load_checkpoint(path, name=name)
     ours = model.state_dict()
     theirs = projection_for_the_cnn(state["model"], ours)
+    theirs = with_mask_row(theirs, ours, getattr(model, "mask_row", None))
     other = f"a {state['model_name']!r} model's checkpoint"
     for key in sorted(ours.keys() | theirs.keys()):
         if key not in theirs:

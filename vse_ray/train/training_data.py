@@ -88,7 +88,7 @@ class TrainingData:
         vocab = load_vocab(cfg.data_dir)
         vocab_size = max(vocab.values()) + 1
         mask_id = vocab.get(MASK, vocab_size)
-        if cfg.caption_mask > 0 and MASK not in vocab:
+        if (cfg.caption_mask > 0 or model_class(cfg.model).mask_row) and MASK not in vocab:
             vocab_size += 1  # the mask token gets the next id: one more embedding row
         augment = CaptionAugment(
             cfg.caption_mask, cfg.caption_replace, cfg.caption_delete, mask_id, vocab_size

@@ -59,6 +59,19 @@ def test_training_data_adds_a_mask_row_only_when_masking(tiny_data_dir, mask):
     )
 
 
+def test_vse_inf_always_has_the_mask_row(tiny_region_dir):
+    """VSE∞'s released train.py adds `<mask>` whatever the augmentation, so vse_ray's VSE∞ gives it a row
+    without augmentation too (never read then): a seed draws the released text side (test_vse_inf_init)."""
+    from vse_ray.data.store.readers import load_vocab
+    from vse_ray.train.config import TrainConfig
+    from vse_ray.train.training_data import TrainingData
+
+    cfg = TrainConfig(data_dir=str(tiny_region_dir), model="vse_inf").validate()
+    data = TrainingData.load(cfg, None)
+    assert data.model_args["vocab_size"] == max(load_vocab(str(tiny_region_dir)).values()) + 2
+    assert data.caption_augment is None
+
+
 V, TOKEN = 12, 7
 
 

@@ -163,6 +163,25 @@ def test_load_init_weights_copies_the_weights_and_refuses_another_shape(tiny_cfg
         epoch_loop.load_init_weights(wider, str(stage1.checkpoints[0]))
 
 
+def test_init_weights_of_a_vse_inf_run_without_the_mask_row(tmp_path):
+    """A VSE∞ checkpoint made before the model always held `<mask>` (one embedding row less) starts every
+    weight but that row, which keeps its drawn value; two rows less is another vocabulary, refused."""
+    args = {"vocab_size": 9, "feature_dim": 6, "word_dim": 4, "embed_dim": 8}
+    old = build_model("vse_inf", **args).state_dict()
+    state = {"epoch": 1, "optimizer": {}, "scheduler": {}, "config": {}, "history": []}
+    save_checkpoint(tmp_path / "old", {**state, "model_name": "vse_inf", "model_args": args, "model": old})
+    model = build_model("vse_inf", **{**args, "vocab_size": 10})
+    drawn = model.text_encoder.embed.weight.detach().clone()
+    epoch_loop.load_init_weights(model, str(tmp_path / "old"))
+    ours, key = model.state_dict(), "text_encoder.embed.weight"
+    assert torch.equal(ours[key], torch.cat([old[key], drawn[-1:]]))
+    assert all(torch.equal(ours[k], v) for k, v in old.items() if k != key)
+    with pytest.raises(ValueError, match=r"'text_encoder\.embed\.weight' has shape \[9, 4\] there"):
+        epoch_loop.load_init_weights(
+            build_model("vse_inf", **{**args, "vocab_size": 11}), str(tmp_path / "old")
+        )
+
+
 def test_a_run_on_stored_features_starts_a_model_with_the_cnn_in_the_loop(tiny_cfg, tmp_path):
     """The ladder code's fine-tuning: stage 1 read precomputed features, stage 2 runs the CNN; the projection
     and text side come from stage 1, the CNN keeps the weights it was built with."""
