@@ -205,9 +205,8 @@ def play_initial_weights(args: argparse.Namespace) -> None:
     if args.init == "vse_ray":
         drawn = torch.get_rng_state()  # the official draws go on from where its own model left the stream
         torch.manual_seed(args.seed)
-        vocab_size = run.opt.vocab_size - (args.settings == "adam")  # `<mask>` only with augmentation
-        model = build_model(
-            "vse_inf", vocab_size=vocab_size, feature_dim=run.opt.img_dim, word_dim=300, embed_dim=256
+        model = build_model(  # with the `<mask>` row, as vse_ray's training builds VSE∞ and train.py its own
+            "vse_inf", vocab_size=run.opt.vocab_size, feature_dim=run.opt.img_dim, word_dim=300, embed_dim=256
         )
         torch.set_rng_state(drawn)
         _load_ours(run, {n: v.numpy() for n, v in model.state_dict().items()})
@@ -226,8 +225,8 @@ def _official_options(args: argparse.Namespace, caption_aug: bool) -> argparse.N
 
 
 def _load_ours(run: types.SimpleNamespace, weights: dict[str, np.ndarray]) -> None:
-    """vse_ray's weights (by its names) into the official encoders; rows vse_ray has not (`<mask>` without
-    caption augmentation) keep the official values."""
+    """vse_ray's weights (by its names) into the official encoders; rows they lack (`<mask>` in weights
+    recorded before vse_ray's VSE∞ always held it) keep the official values."""
     from vse_ray.models import official_names
 
     for prefix, part in (("img_enc.", run.model.img_enc), ("txt_enc.", run.model.txt_enc)):

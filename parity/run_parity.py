@@ -224,9 +224,9 @@ def one_law_rates(official: np.ndarray, vse_ray: np.ndarray, swaps: int = 400) -
 
 
 def paired_epoch1(official: np.ndarray, vse_ray: np.ndarray) -> str:
-    """Epoch 1 seed by seed: both codes draw the image side's initial weights alike for a seed (the whole
-    initial state when both embeddings hold `<mask>`: the released settings), so the pairs share most of the
-    warm-up epoch's lottery; the signed-rank test of their differences is the sharper test of its law."""
+    """Epoch 1 seed by seed: both codes draw the same initial weights for a seed (both embeddings hold
+    `<mask>`, augmented or not), so the pairs share most of the warm-up epoch's lottery; the signed-rank test
+    of their differences is the sharper test of its law."""
     diff = vse_ray - official
     return (
         f"- epoch 1 paired by seed: vse_ray − official {diff.mean():+.1f} ± {diff.std(ddof=1):.1f}, "
