@@ -25,8 +25,8 @@ Kolmogorov-Smirnov and Levene tests of the test rsums, the lower tail (runs belo
 three median absolute deviations; Fisher's exact test), and how often eight seeds a side resampled from the
 runs meet the first two targets: vse_ray against the official runs, the official runs against themselves,
 and, as the reference, with the two runs of each seed given their side at random 400 times (both from one law:
-the rate the targets allow two equal codes on this data). Both codes draw a seed's image-side initial weights
-alike (the whole start with caption augmentation), so the report also pairs the epoch-1 rsums by seed.
+the rate the targets allow two equal codes on this data). Both codes draw a seed's initial weights alike, so
+the report also pairs the epoch-1 rsums by seed.
 
     python parity/run_parity.py --official ~/src/vse_infty --out runs/parity --seeds 8 --jobs 2
 """
