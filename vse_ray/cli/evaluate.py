@@ -37,8 +37,43 @@ def evaluate(
             " rows: the split's images in stored order, columns: its captions sorted by caption_id."
         ),
     ] = None,
-    split: Annotated[str, typer.Option(help="Split to score.")] = "test",
-    protocol: Annotated[str, typer.Option(help="full | coco5k | coco1k (5 folds of 1,000 images).")] = "full",
+    split: Annotated[
+        str | None, typer.Option(help="Split to score (default: test; with --paper, the paper's).")
+    ] = None,
+    protocol: Annotated[
+        str | None,
+        typer.Option(
+            help="Images: full | coco5k | coco1k (the mean over 5 folds of 1,000) | first1k (the first 1,000 "
+            "images, once). Default: full, or the paper's with --paper."
+        ),
+    ] = None,
+    ncs_reference: Annotated[
+        str | None,
+        typer.Option(
+            help="The relevance NCS@K reads: cider (default) | spice (SAM's tables; needs it stored)."
+        ),
+    ] = None,
+    cs_captions: Annotated[
+        str | None,
+        typer.Option(
+            help="CS@K over: all captions (default) | first (each image against its first caption, "
+            "caption-caption relevance: the ladder code's doTau)."
+        ),
+    ] = None,
+    paper: Annotated[
+        bool,
+        typer.Option(
+            "--paper",
+            help="Score as the paper of the run's recipe scored its numbers (docs/recipes.md) and print them "
+            "beside the run's.",
+        ),
+    ] = False,
+    recipe: Annotated[
+        str | None,
+        typer.Option(
+            help="The recipe whose paper numbers to compare with (implies --paper; default: the run's)."
+        ),
+    ] = None,
     data: Annotated[str | None, typer.Option(help="Precompute folder (default: the run's).")] = None,
     tracking_uri: Annotated[str | None, typer.Option(help="MLflow URI (default: sqlite in out dir).")] = None,
     output_dir: Annotated[
@@ -68,39 +103,87 @@ def evaluate(
         )
     if (set_ or image_cache) and model is None:
         raise ValueError("evaluate: --set and --image-cache go with --model (a run's options are its own)")
-    model_params = _model_params(str(model), str(data), split, set_ or []) if model is not None else {}
+    given = {"images": protocol, "ncs_reference": ncs_reference, "cs_captions": cs_captions}
+    options = {k: v for k, v in given.items() if v is not None}
+    from vse_ray.evaluation.evaluate import resolve_protocol
+    from vse_ray.train.paper_rows import paper_numbers
+
+    as_paper = paper or recipe is not None
+    if run is None:  # the recipe, if any, is named here
+        if paper and recipe is None:
+            raise ValueError("evaluate --paper: with --sims or --model, name the recipe with --recipe")
+        numbers = paper_numbers(recipe) if recipe else None
+        chosen, split = resolve_protocol(options, split, numbers, as_paper)
+    else:
+        chosen = None  # the run's recipe is known once its checkpoint is read
+    model_params = (
+        _model_params(str(model), str(data), split or "test", set_ or []) if model is not None else {}
+    )
     from vse_ray.log_file import command_log, log_file_line
 
     with command_log(output_dir) as log:  # MLflow's lines go to the log file
-        if model is not None:
+        if model is not None and chosen is not None:
             from vse_ray.evaluation.zero_shot import evaluate_model
 
             report = evaluate_model(
                 model,
                 model_params,
                 str(data),
-                split,
-                protocol,
+                str(split),
+                chosen,
                 tracking_uri,
                 output_dir,
                 coco_ids,
                 image_cache=image_cache,
+                paper=numbers,
             )
-        elif run is None:
+        elif run is None and chosen is not None:
             from vse_ray.evaluation.sims_file import evaluate_sims
 
-            report = evaluate_sims(str(sims), str(data), split, protocol, output_dir, coco_ids)
+            report = evaluate_sims(str(sims), str(data), str(split), chosen, output_dir, coco_ids, numbers)
         else:
             from vse_ray.evaluation.evaluate import evaluate_run
 
             report = evaluate_run(
-                run, split, protocol, data, tracking_uri, output_dir, coco_ids, eval_block, ensemble
+                str(run),
+                split,
+                options,
+                data,
+                tracking_uri,
+                output_dir,
+                coco_ids,
+                eval_block,
+                ensemble,
+                recipe=recipe,
+                paper_of=paper_numbers,
+                as_paper=as_paper,
             )
     width = max(len(k) for k in report.metrics)
     for key, value in sorted(report.metrics.items()):
         typer.echo(f"{key:<{width}}  {value:.4f}")
+    typer.echo(f"scored on {report.scoring} (protocol {report.protocol})")
+    typer.echo(paper_lines(report.paper))
     typer.echo(f"report: {report.path}")
     typer.echo(log_file_line(log))
+
+
+def paper_lines(paper: dict[str, Any]) -> str:
+    """The paper's numbers beside the run's (a table), or a line saying why they are not shown."""
+    if not paper:
+        return "the run follows no recipe: no paper numbers to compare with"
+    if "other_protocol" in paper:
+        return (
+            f"recipe {paper['recipe']}: its paper scored on {paper['other_protocol']}, not this protocol; "
+            "`--paper` scores it so, beside the paper's numbers"
+        )
+    rows = [
+        {"metric": key, "run": n["run"], "paper": n["paper"], "run - paper": n["difference"]}
+        for key, n in paper["numbers"].items()
+    ]
+    from vse_ray.reporting import render_table
+
+    head = f"beside the paper's numbers (recipe {paper['recipe']}, the same protocol):"
+    return head + "\n" + render_table(rows, fmt="text", width=None)
 
 
 def _model_params(model: str, data: str, split: str, items: list[str]) -> dict[str, Any]:

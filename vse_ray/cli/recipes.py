@@ -30,7 +30,7 @@ def recipes(
                 "table": r.table,
                 "row": r.row,
                 "recipe": r.recipe or "–",
-                "test": r.protocol or "–",
+                "scored on": f"{r.split} {r.protocol}" if r.protocol else "–",
                 "the paper reports (i2t/t2i)": short_reports(r.reports),
                 "why no recipe": r.reason,
             }

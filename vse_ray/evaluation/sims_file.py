@@ -14,7 +14,15 @@ import numpy as np
 from vse_ray.data.store.split_data import load_split
 from vse_ray.data.store.verify import verify_data_dir
 from vse_ray.evaluation.eccv import eccv_positives
-from vse_ray.evaluation.evaluate import EvaluationReport, check_protocol, score_split, write_report
+from vse_ray.evaluation.evaluate import (
+    EvaluationReport,
+    PaperNumbers,
+    check_protocol,
+    score_split,
+    scored,
+    write_report,
+)
+from vse_ray.evaluation.protocols import Protocol
 from vse_ray.folder_names import DEFAULT_OUTPUT_DIR
 
 SIMS_ORDER = "rows: the split's images in stored order; columns: its captions sorted by caption_id"
@@ -48,9 +56,10 @@ def evaluate_sims(
     sims_path: str,
     data_dir: str,
     split: str = "test",
-    protocol: str = "full",
+    protocol: Protocol = Protocol(),
     output_dir: str = DEFAULT_OUTPUT_DIR,
     coco_ids: str | None = None,
+    paper: PaperNumbers | None = None,
 ) -> EvaluationReport:
     """Score the matrix of `sims_path` (order: :data:`SIMS_ORDER`) against `split` of `data_dir` with
     every metric (:func:`~vse_ray.metrics.evaluate_all` with its default cut-offs) and write a JSON report
@@ -60,9 +69,10 @@ def evaluate_sims(
         sims_path: ``.npy`` file of (n_images, n_captions) similarities.
         data_dir: Precompute folder whose split gives the ground truth and the relevance.
         split: Split of `data_dir` the matrix scores.
-        protocol: "full", "coco5k" or "coco1k" (as ``evaluate_run``).
+        protocol: How to score it (as ``evaluate_run``).
         output_dir: Where the report goes.
         coco_ids: JSON mapping image/caption ids to COCO ids: adds the ECCV Caption metrics.
+        paper: A recipe's paper numbers, put beside the matrix's when scored by the same protocol.
     """
     check_protocol(protocol, coco_ids)
     verify_data_dir(data_dir, splits=(split,))
@@ -71,6 +81,6 @@ def evaluate_sims(
     kwargs: dict[str, Any] = {}
     if coco_ids:
         kwargs["eccv_positives"] = eccv_positives(coco_ids, data.images.image_ids, data.caption_ids)
-    metrics = score_split(sims, data, protocol, kwargs)
-    report = EvaluationReport(None, str(Path(sims_path).resolve()), split, protocol, metrics, Path())
-    return write_report(report, output_dir, f"{Path(sims_path).stem}_{split}_{protocol}.json")
+    metrics = score_split(sims, data, protocol, kwargs, data_dir, split)
+    report = scored(None, str(Path(sims_path).resolve()), split, protocol, metrics, paper)
+    return write_report(report, output_dir, f"{Path(sims_path).stem}_{split}_{protocol.name}.json")

@@ -10,7 +10,6 @@ its parameters.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from vse_ray.data.store.readers import load_manifest, load_vocab
@@ -20,13 +19,16 @@ from vse_ray.evaluation.eccv import eccv_positives
 from vse_ray.evaluation.embed import scoring_device, split_similarities
 from vse_ray.evaluation.evaluate import (
     EvaluationReport,
+    PaperNumbers,
     check_protocol,
     log_evaluation,
     named_run,
     score_split,
+    scored,
     write_report,
 )
 from vse_ray.evaluation.image_cache import cached_images, model_label
+from vse_ray.evaluation.protocols import Protocol
 from vse_ray.folder_names import DEFAULT_OUTPUT_DIR
 from vse_ray.models import build_model
 from vse_ray.tracking import resolve_tracking_uri
@@ -40,12 +42,13 @@ def evaluate_model(
     model_params: dict[str, Any],
     data_dir: str,
     split: str = "test",
-    protocol: str = "full",
+    protocol: Protocol = Protocol(),
     tracking_uri: str | None = None,
     output_dir: str = DEFAULT_OUTPUT_DIR,
     coco_ids: str | None = None,
     batch_size: int = 128,
     image_cache: bool = False,
+    paper: PaperNumbers | None = None,
 ) -> EvaluationReport:
     """Build `model` with `model_params` (and the data's vocabulary size and feature width), score `split` of
     `data_dir` with every metric (default cut-offs, as ``--sims``), write the JSON report and log a run.
@@ -72,10 +75,10 @@ def evaluate_model(
     kwargs: dict[str, Any] = {}
     if coco_ids:
         kwargs["eccv_positives"] = eccv_positives(coco_ids, data.images.image_ids, data.caption_ids)
-    metrics = score_split(sims, data, protocol, kwargs)
+    metrics = score_split(sims, data, protocol, kwargs, data_dir, split)
     source = f"{model} {json.dumps(model_params, sort_keys=True, default=str)}"
-    report = EvaluationReport(None, source, split, protocol, metrics, Path())
-    report = write_report(report, output_dir, f"{label}_{split}_{protocol}.json")
+    report = scored(None, source, split, protocol, metrics, paper)
+    report = write_report(report, output_dir, f"{label}_{split}_{protocol.name}.json")
     prepare_store(uri)
     params = {
         "model": model,

@@ -6,6 +6,8 @@ relevance source of a suffixed key: ``val/rsum``, ``test/CS_at_100_i2t``, ``test
 ``test_coco1k/rsum``. MLflow names accept no ``@``, so ``_at_`` stays. Only the :data:`HEADLINE` keys (those
 the metrics declare, :mod:`vse_ray.metrics.registry`) become MLflow metrics; the whole evaluation goes into
 the run's report artifacts (``metrics.json``, ``evaluation/``). Training keys of an epoch go to ``train/``.
+An evaluation scored by a recipe's paper protocol logs the paper's numbers under ``paper/`` + the run's key
+(``paper/test_first1k-ncs_spice/NCS_at_1_i2t``), beside the run's own.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ BEST_RSUM = "val/best_rsum"  # the selected snapshot's validation rsum; logged l
 BEST_EPOCH = "val/best_epoch"
 VAL_RSUM = "val/rsum"
 TEST_RSUM = "test/rsum"
+PAPER = (
+    "paper"  # the prefix of a paper's numbers, logged beside an evaluation scored as the paper scored them
+)
 
 
 def group(split: str, protocol: str = "full") -> str:
@@ -49,6 +54,11 @@ def mlflow_key(key: str, split: str = VAL, protocol: str = "full") -> str:
         if key.endswith(f"_{source}"):
             return f"{prefix}_{source}/{key.removesuffix(f'_{source}')}"
     return f"{prefix}/{key}"
+
+
+def paper_key(name: str) -> str:
+    """The MLflow name of the paper's number beside the run's metric ``name``: ``paper/test_first1k/rsum``."""
+    return f"{PAPER}/{name}"
 
 
 def evaluation_key(name: str, split: str = VAL, protocol: str = "full") -> str | None:

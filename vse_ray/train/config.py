@@ -216,6 +216,9 @@ class TrainConfig:
     deviations: list[str] = _field(
         [], "Where this run differs from the official code (set by a recipe).", "run"
     )
+    recipe: str = _field(
+        "", "The recipe the run follows (set by a recipe): `evaluate --paper` scores as its paper.", "run"
+    )
     val_every: int = _field(0, "Validate every N steps too (0: after each epoch only).", "evaluation")
     val_images: int = _field(0, "Validate on the first N images of the split (0: all).", "evaluation")
     eval_ks: tuple[int, ...] = _field((1, 5, 10), "R@K cut-offs.", "evaluation")

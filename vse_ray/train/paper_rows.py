@@ -9,6 +9,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from vse_ray.evaluation.evaluate import PaperNumbers
+from vse_ray.evaluation.protocols import Protocol
 from vse_ray.resources import RESOURCE_ROOT, parse_yaml
 from vse_ray.train.recipe import read_recipe, recipe_names
 
@@ -24,7 +26,8 @@ class PaperRow:
     row: str
     reports: dict[str, float] = field(default_factory=dict)
     recipe: str = ""
-    protocol: str = ""
+    protocol: str = ""  # the image set and what else differs from vse_ray's protocol (`Protocol.name`)
+    split: str = ""
     reason: str = ""
 
 
@@ -43,10 +46,18 @@ def _recipe_rows() -> dict[str, list[PaperRow]]:
             str(paper.get("row", "?")),
             raw.get("reports") or {},
             recipe=name,
-            protocol=paper.get("protocol", "full"),
+            protocol=Protocol.of(paper).name,
+            split=str(paper.get("split", "test")),
         )
         out.setdefault(str(paper.get("file", "?")), []).append(row)
     return out
+
+
+def paper_numbers(recipe: str) -> PaperNumbers:
+    """The numbers the paper reports for `recipe`'s row, with the protocol and split it scored them by."""
+    _, raw = read_recipe(recipe)
+    paper = raw.get("paper") or {}
+    return PaperNumbers(recipe, Protocol.of(paper), str(paper.get("split", "test")), raw.get("reports") or {})
 
 
 def paper_names() -> list[str]:

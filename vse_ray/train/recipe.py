@@ -4,7 +4,9 @@ The recipes ship in the package (``vse_ray.resources``): a name resolves there, 
 
 A recipe has these top-level keys::
 
-    paper:      where the row comes from (file, table, row; protocol: the test protocol of its numbers)
+    paper:      where the row comes from (file, table, row) and how the paper scored its numbers: protocol
+                (the image set: full, coco1k, coco5k, first1k), split (test, or dev: the validation images),
+                ncs_reference (cider, spice) and cs_captions (all, first): `vse-ray evaluate --paper`
     reports:    the numbers the paper reports for it (metric name → value)
     precompute: PrecomputeConfig fields of the features the row was trained on
     train:      TrainConfig fields: model, loss, loss_params, epochs, lr, lr_update, batch_size ...
@@ -32,14 +34,16 @@ from pathlib import Path
 from typing import Any
 
 from vse_ray.data.precompute.config import PrecomputeConfig, stored_setting
+from vse_ray.evaluation.protocols import Protocol
 from vse_ray.losses import loss_hparams
 from vse_ray.models import model_class
-from vse_ray.resources import load_yaml, resource_names, shown_keys
+from vse_ray.resources import load_yaml, resource_dir, resource_names, shown_keys
 from vse_ray.train.config import CheckedConfig, TrainConfig, fields_where, merge_overrides
 from vse_ray.train.model_factory import training_options
 
 RECIPE_KEYS = ("paper", "reports", "precompute", "train", "deviations", "base", "init_from")
-PROTOCOLS = ("full", "coco1k", "coco5k")  # as `vse-ray evaluate --protocol`
+PAPER_SCORING = ("protocol", "split", "ncs_reference", "cs_captions")  # the paper block's scoring keys
+SPLITS = ("test", "dev")  # where a paper's numbers were scored: its test images, or its validation images
 
 
 @dataclass
@@ -188,12 +192,16 @@ def _sentences(path: Path, deviations: Any) -> list[str]:
 
 
 def _check_paper(path: Path, paper: Any) -> None:
-    """The ``paper`` block is a mapping (file, table, row ...) whose protocol is one of `PROTOCOLS`."""
+    """The ``paper`` block is a mapping (file, table, row ...) whose scoring keys name a protocol
+    (:class:`~vse_ray.evaluation.protocols.Protocol`) and a split of `SPLITS`."""
     if not isinstance(paper, dict):
         raise ValueError(f"{path}: paper: expected a mapping (file, table, row)")
-    protocol = paper.get("protocol", "full")
-    if protocol not in PROTOCOLS:
-        raise ValueError(f"{path}: paper.protocol: expected one of {PROTOCOLS}, got {protocol!r}")
+    try:
+        Protocol.of(paper)
+    except ValueError as err:
+        raise ValueError(f"{path}: paper.{err}") from err
+    if paper.get("split", "test") not in SPLITS:
+        raise ValueError(f"{path}: paper.split: expected one of {SPLITS}, got {paper['split']!r}")
 
 
 def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **fields: Any) -> Recipe:
@@ -212,7 +220,7 @@ def load_recipe(name: str, data_dir: str, overrides: list[str] | None = None, **
     )
     deviations = _sentences(path, raw.get("deviations") or [])
     train = merge_overrides(raw.get("train") or {}, overrides or [])
-    train.update(fields, data_dir=data_dir, deviations=deviations)
+    train.update(fields, data_dir=data_dir, deviations=deviations, recipe=_cli_name_of(path))
     try:
         checked = TrainConfig.from_dict(train).checked()
     except (ValueError, TypeError) as err:
@@ -345,4 +353,9 @@ def check_recipe_start(recipe: Recipe, data_dir: str) -> None:
 
 def _cli_name(recipe: Recipe) -> str:
     """How ``--recipe`` names `recipe`: its name if shipped, else its file."""
-    return recipe.path.stem if recipe.path.stem in recipe_names() else str(recipe.path)
+    return _cli_name_of(recipe.path)
+
+
+def _cli_name_of(path: Path) -> str:
+    """A shipped recipe's name, else the recipe file's path."""
+    return path.stem if path.resolve().parent == resource_dir("recipe").resolve() else str(path)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from vse_ray.reporting import Column, metric_column, render_table
+from vse_ray.reporting import Column, metric_column, metric_number, render_table
 from vse_ray.tracking import metric_keys as keys
 from vse_ray.tracking.filters import tag_equals
 from vse_ray.tracking.tags import BEST_METRIC, BEST_PARAM, PARENT_TAG, SWEEP_PARAM
@@ -91,7 +91,9 @@ def runs_table(
 
     Columns: run name, status (csv/json add the run and parent ids), the params chosen by ``params``
     (``"differ"``: those that differ between runs compared with each other; ``"all"``; ``"none"``; or
-    comma-separated names), ``metric``, the ``DEFAULT_METRICS`` some run has, then ``metrics``.
+    comma-separated names), ``metric``, the ``DEFAULT_METRICS`` some run has, then ``metrics``, then each
+    metric a run has the paper's number of (an evaluation scored by its recipe's paper protocol). A metric
+    with the paper's number is followed by it and the difference (run - paper).
 
     Raises:
         ValueError: for a ``mode`` other than ``"max"``/``"min"``, a bad ``fmt``, or a ``metric``, one of
@@ -112,11 +114,13 @@ def runs_table(
 
     ordered = sorted(rows, key=key)[:limit]
     shown_params = _chosen_params(rows, params)
-    wanted = dict.fromkeys([metric, *DEFAULT_METRICS, *metrics])
+    beside = sorted({k.removeprefix(f"{keys.PAPER}/") for r in ordered for k in r.metrics if _is_paper(k)})
+    wanted = dict.fromkeys([metric, *DEFAULT_METRICS, *metrics, *beside])
     shown = [m for m in wanted if m == metric or m in metrics or any(m in r.metrics for r in ordered)]
     ids = [Column("run_id"), Column("parent_run_id")] if fmt in ("csv", "json") else []
     param_columns = [Column(p, optional=True) for p in shown_params]
-    columns = [Column("run"), Column("status"), *ids, *param_columns, *(metric_column(m) for m in shown)]
+    metric_columns = [c for m in shown for c in _metric_and_paper(m, m in beside)]
+    columns = [Column("run"), Column("status"), *ids, *param_columns, *metric_columns]
     table = [
         {
             "run": r.name,
@@ -125,10 +129,36 @@ def runs_table(
             "parent_run_id": r.parent_run_id,
             **{p: _param_value(r.params.get(p)) for p in shown_params},
             **{m: r.metrics.get(m) for m in shown},
+            **_paper_cells(r.metrics, beside),
         }
         for r in ordered
     ]
     return render_table(table, columns, fmt, width)
+
+
+def _is_paper(key: str) -> bool:
+    return key.startswith(f"{keys.PAPER}/")
+
+
+def _metric_and_paper(key: str, with_paper: bool) -> list[Column]:
+    """The column of metric ``key``, then (``with_paper``) the paper's number and the difference."""
+    column = metric_column(key)
+    if not with_paper:
+        return [column]
+    paper = Column(keys.paper_key(key), f"paper {column.title}", lambda v: metric_number(v, key))
+    difference = Column(f"{key} - paper", f"Δ {column.title}", lambda v: metric_number(v, key))
+    return [column, paper, difference]
+
+
+def _paper_cells(metrics: Mapping[str, float], beside: Sequence[str]) -> dict[str, float | None]:
+    """A run's paper numbers and differences (run - paper) for the metrics in ``beside``."""
+    cells: dict[str, float | None] = {}
+    for key in beside:
+        paper = metrics.get(keys.paper_key(key))
+        cells[keys.paper_key(key)] = paper
+        run = metrics.get(key)
+        cells[f"{key} - paper"] = None if paper is None or run is None else run - paper
+    return cells
 
 
 def _chosen_params(rows: Sequence[RunRow], choice: str) -> list[str]:

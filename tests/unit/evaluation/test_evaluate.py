@@ -45,9 +45,9 @@ def test_report_matches_explicit_similarities(checkpoint, tiny_data_dir, tmp_pat
 
 def test_coco_protocols_need_the_5k_split(checkpoint, tmp_path):
     with pytest.raises(ValueError, match="coco1k"):
-        evaluate_run(str(checkpoint), protocol="coco1k", output_dir=str(tmp_path))
+        evaluate_run(str(checkpoint), protocol_options={"images": "coco1k"}, output_dir=str(tmp_path))
     with pytest.raises(ValueError, match="protocol"):
-        evaluate_run(str(checkpoint), protocol="flickr", output_dir=str(tmp_path))
+        evaluate_run(str(checkpoint), protocol_options={"images": "flickr"}, output_dir=str(tmp_path))
 
 
 def test_unknown_run(tmp_path, mlflow_uri):

@@ -1,8 +1,9 @@
 """Pure retrieval metrics on a full (queries x gallery) similarity matrix, chunked over queries."""
 
 from vse_ray.metrics.functional.average_precision import average_precision
-from vse_ray.metrics.functional.coco_folds import coco_1k_folds, mean_over_folds
+from vse_ray.metrics.functional.coco_folds import coco_1k_folds, image_block, mean_over_folds
 from vse_ray.metrics.functional.coherent_score import coherent_score, coherent_scores
+from vse_ray.metrics.functional.first_captions import first_caption_view
 from vse_ray.metrics.functional.kendall_tau import kendall_tau_b
 from vse_ray.metrics.functional.map_at_r import map_at_r
 from vse_ray.metrics.functional.ncs import ncs, ncs_at_ks
@@ -17,7 +18,9 @@ __all__ = [
     "coco_1k_folds",
     "coherent_score",
     "coherent_scores",
+    "first_caption_view",
     "ground_truth_mask",
+    "image_block",
     "kendall_tau_b",
     "map_at_r",
     "mean_over_folds",

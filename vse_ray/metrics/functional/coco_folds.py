@@ -1,4 +1,5 @@
-"""COCO 1K protocol: the 5K test images split into 5 folds of 1,000 images, metrics averaged over folds."""
+"""Image blocks of a split: COCO 1K's 5 folds of 1,000 images (metrics averaged over folds), or its first
+1,000 images once."""
 
 from __future__ import annotations
 
@@ -38,10 +39,17 @@ def coco_1k_folds(
             raise ValueError(f"relevance[{name!r}]: shape {np.shape(matrix)} differs from sims {sims.shape}")
     fold_size = n_images // n_folds
     for fold in range(n_folds):
-        images = slice(fold * fold_size, (fold + 1) * fold_size)
-        captions = np.flatnonzero((index >= images.start) & (index < images.stop))
-        fold_relevance = {name: np.asarray(m)[images][:, captions] for name, m in relevance.items()}
-        yield sims[images][:, captions], index[captions] - images.start, fold_relevance
+        yield image_block(sims, index, relevance, fold * fold_size, (fold + 1) * fold_size)[:3]
+
+
+def image_block(
+    sims: np.ndarray, index: np.ndarray, relevance: Mapping[str, Any], start: int, stop: int
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], np.ndarray]:
+    """``(sims, img_of_cap, relevance, captions)`` of images ``[start, stop)`` and every caption of them:
+    ``img_of_cap`` re-indexed to the block, ``captions`` the block's caption columns in the whole matrix."""
+    captions = np.flatnonzero((index >= start) & (index < stop))
+    block_relevance = {name: np.asarray(m)[start:stop][:, captions] for name, m in relevance.items()}
+    return sims[start:stop][:, captions], index[captions] - start, block_relevance, captions
 
 
 def mean_over_folds(results: list[Mapping[str, float]]) -> dict[str, float]:
