@@ -234,3 +234,124 @@ def test_the_check_wants_the_programs_own_selection_listed(tmp_path):
     path = tmp_path / "vsrn_sam_f30k.yaml"
     path.write_text("base: vsrn_sam_f30k\ndeviations: [{selection: null}]\n")
     assert "does not list ['selection']" in " ".join(_against_program(str(path)))
+
+
+# The evaluation side: how each paper scored the numbers a recipe reports (`paper:` block, docs/recipes.md).
+
+
+@dataclass(frozen=True)
+class Scoring:
+    """How a paper's numbers were scored: the images of each row kind, the split, the reference of NCS@K
+    and the captions of CS@K (:class:`~vse_ray.evaluation.protocols.Protocol`), read in the code that
+    scored them."""
+
+    read: str
+    images: dict[str, str]  # row kind ("f30k", "iaprtc12", "coco1k", "coco1fold", "coco5k") -> image set
+    split: str = "test"
+    ncs_reference: str = "cider"
+    cs_captions: str = "all"
+
+
+EVALRANK = {"f30k": "full", "iaprtc12": "full", "coco1k": "coco1k", "coco5k": "coco5k"}
+
+SCORINGS = {
+    "sam_ncs.md": Scoring(
+        "AndresPMD/semantic_adaptive_margin 554fef3: run_all.py:88 (N@K with SPICE; the paper: 'we employ "
+        "SPICE when NCS is used as an evaluation metric'), evaluate.py:16, 51-52 and evaluation.py:181-193 (MSCOCO "
+        "1K: --split test, coco_precomp's 1,000 test images, scored once), metrics/eval.py:48-58 (the "
+        "relevance of the first 1,000 or 5,000 test images)",
+        {"f30k": "full", "coco1k": "first1k", "coco5k": "coco5k"},
+        ncs_reference="spice",
+    ),
+    "ladder_loss_cvsepp.md": Scoring(
+        "cdluminate/ladderloss b37ad78: thCapRank.py:399-401, 652-654, 693-695 (feat_best.pth: the "
+        "validation images at the best validation, the first 1,000, or all 5,000 with --eval5k; the test split is never "
+        "scored), Makefile:199-200, 259 (doRecall and doTau on those dumps), ladderloss.py:1192-1207, "
+        "1262-1299 (doTau: one caption per image, the S-BERT cosine of the first captions)",
+        {"f30k": "first1k", "coco1k": "first1k", "coco5k": "coco5k"},
+        split="dev",
+        cs_captions="first",
+    ),
+    "vsepp.md": Scoring(
+        "fartashf/vsepp abe382f evaluation.py:123-160 evalrank (COCO 1K: fold5, the mean over five folds; a "
+        "'1 fold' row without fold5: the first 1,000 test images; 5K and Flickr30K: the test split)",
+        {**EVALRANK, "coco1fold": "first1k"},
+    ),
+    "lseh.md": Scoring("the SCAN-style evalrank of each program's repository (fold5 for COCO 1K)", EVALRANK),
+    "bcls_kendall.md": Scoring("SGRAF's and SCAN's evalrank (fold5 for COCO 1K)", EVALRANK),
+    "vse_infty/README.md": Scoring("woodfrog/vse_infty eval.py (fold5 for COCO 1K)", EVALRANK),
+    "cusa.md": Scoring("lerogo/aaai24_itr_cusa retrieval.py: the whole test split", EVALRANK),
+}
+
+
+def _row_kind(name: str, paper: dict) -> str:
+    dataset = _dataset(name)
+    if dataset != "coco":
+        return dataset
+    return "coco5k" if "coco5k" in name else "coco1fold" if "(1 fold)" in str(paper.get("row")) else "coco1k"
+
+
+def _against_paper(recipe: str) -> list[str]:
+    """What recipe `recipe` (a shipped name or a path) scores otherwise than its paper did and does not list
+    (deviation key ``scoring``): the image set, the split, NCS@K's reference and CS@K's captions of the
+    metrics it reports."""
+    from vse_ray.evaluation.protocols import Protocol
+
+    name = Path(recipe).stem
+    _, raw = read_recipe(recipe)
+    paper, reports = raw.get("paper") or {}, raw.get("reports") or {}
+    if not reports or "scoring" in _listed(recipe):
+        return []
+    scoring, ours = SCORINGS[paper["file"]], Protocol.of(paper)
+    wanted = {"images": scoring.images[_row_kind(name, paper)], "split": scoring.split}
+    if any(k.startswith("NCS_") for k in reports):
+        wanted["ncs_reference"] = scoring.ncs_reference
+    if any(k.startswith("CS_") for k in reports):
+        wanted["cs_captions"] = scoring.cs_captions
+    have = {**vars(ours), "split": paper.get("split", "test")}
+    return [
+        f"{name}: {key} {have[key]}, the paper's {value} ({scoring.read})"
+        for key, value in wanted.items()
+        if have[key] != value
+    ]
+
+
+def test_every_paper_has_its_scoring():
+    assert {read_recipe(n)[1]["paper"]["file"] for n in recipe_names()} <= set(SCORINGS)
+
+
+@pytest.mark.parametrize("name", recipe_names())
+def test_every_recipe_scores_as_its_paper(name):
+    """The images, split, NCS@K reference and CS@K captions the paper's numbers were scored with, or the
+    deviation ``scoring`` that lists what vse_ray cannot express."""
+    assert _against_paper(name) == []
+
+
+@pytest.mark.parametrize(
+    ("recipe", "paper", "found"),
+    [
+        (
+            "cvse_sam_coco",
+            "{file: sam_ncs.md, row: x, protocol: coco1k, ncs_reference: spice}",
+            "images coco1k",
+        ),
+        ("sgr_sam_f30k", "{file: sam_ncs.md, row: x}", "ncs_reference cider, the paper's spice"),
+        (
+            "cvsepp_coco5k_resnet152",
+            "{file: ladder_loss_cvsepp.md, protocol: coco5k, cs_captions: first}",
+            "split test",
+        ),
+        (
+            "cvsepp_f30k_vgg19",
+            "{file: ladder_loss_cvsepp.md, row: x, split: dev, protocol: first1k}",
+            "cs_captions",
+        ),
+    ],
+)
+def test_the_check_catches_a_recipe_scored_otherwise(tmp_path, recipe, paper, found):
+    path = tmp_path / f"{recipe}.yaml"
+    reports = read_recipe(recipe)[1]["reports"]
+    path.write_text(f"base: {recipe}\npaper: {paper}\nreports: {dict(reports)}\n")
+    assert [found in line for line in _against_paper(str(path))] == [True]
+    path.write_text(path.read_text() + "deviations: [{scoring: the paper's protocol is not expressible}]\n")
+    assert _against_paper(str(path)) == []
