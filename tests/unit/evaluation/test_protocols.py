@@ -87,7 +87,8 @@ def test_spice_missing_is_one_line():
 
 
 def _recall_at_1_i2t(sims: np.ndarray, img_of_cap: np.ndarray) -> float:
-    """fartashf/vsepp evaluation.i2t (and SAM's copy) as a loop: a hit when an image's best caption is its own."""
+    """fartashf/vsepp evaluation.i2t (SAM's copy too) as a loop: a hit when an image's best caption is its
+    own."""
     hits = [img_of_cap[np.argmax(row)] == i for i, row in enumerate(sims)]
     return 100.0 * float(np.mean(hits))
 

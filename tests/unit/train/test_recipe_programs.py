@@ -256,18 +256,19 @@ EVALRANK = {"f30k": "full", "iaprtc12": "full", "coco1k": "coco1k", "coco5k": "c
 
 SCORINGS = {
     "sam_ncs.md": Scoring(
-        "AndresPMD/semantic_adaptive_margin 554fef3: run_all.py:88 (N@K with SPICE; the paper: 'we employ "
-        "SPICE when NCS is used as an evaluation metric'), evaluate.py:16, 51-52 and evaluation.py:181-193 (MSCOCO "
-        "1K: --split test, coco_precomp's 1,000 test images, scored once), metrics/eval.py:48-58 (the "
-        "relevance of the first 1,000 or 5,000 test images)",
+        "AndresPMD/semantic_adaptive_margin 554fef3: run_all.py:88 (N@K with SPICE; the paper: 'we "
+        "employ SPICE when NCS is used as an evaluation metric'), evaluate.py:16, 51-52 and "
+        "evaluation.py:181-193 (MSCOCO 1K: --split test, coco_precomp's 1,000 test images, scored once), "
+        "metrics/eval.py:48-58 (the relevance of the first 1,000 or 5,000 test images)",
         {"f30k": "full", "coco1k": "first1k", "coco5k": "coco5k"},
         ncs_reference="spice",
     ),
     "ladder_loss_cvsepp.md": Scoring(
         "cdluminate/ladderloss b37ad78: thCapRank.py:399-401, 652-654, 693-695 (feat_best.pth: the "
-        "validation images at the best validation, the first 1,000, or all 5,000 with --eval5k; the test split is never "
-        "scored), Makefile:199-200, 259 (doRecall and doTau on those dumps), ladderloss.py:1192-1207, "
-        "1262-1299 (doTau: one caption per image, the S-BERT cosine of the first captions)",
+        "validation images at the best validation, the first 1,000, or all 5,000 with --eval5k; the test "
+        "split is never scored), Makefile:199-200, 259 (doRecall and doTau on those dumps), "
+        "ladderloss.py:1192-1207, 1262-1299 (doTau: one caption per image, the S-BERT cosine of the first "
+        "captions)",
         {"f30k": "first1k", "coco1k": "first1k", "coco5k": "coco5k"},
         split="dev",
         cs_captions="first",
