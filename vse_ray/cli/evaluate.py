@@ -167,6 +167,9 @@ def evaluate(
     typer.echo(log_file_line(log))
 
 
+BESIDE = {"run": "run", "paper": "paper", "run - paper": "difference"}  # column title -> the report's field
+
+
 def paper_lines(paper: dict[str, Any]) -> str:
     """The paper's numbers beside the run's (a table), or a line saying why they are not shown."""
     if not paper:
@@ -176,14 +179,18 @@ def paper_lines(paper: dict[str, Any]) -> str:
             f"recipe {paper['recipe']}: its paper scored on {paper['other_protocol']}, not this protocol; "
             "`--paper` scores it so, beside the paper's numbers"
         )
+    from vse_ray.reporting import Column, metric_number, render_table
+
     rows = [
-        {"metric": key, "run": n["run"], "paper": n["paper"], "run - paper": n["difference"]}
+        {
+            "metric": key,
+            **{name: metric_number(n[field], key) for name, field in BESIDE.items()},
+        }
         for key, n in paper["numbers"].items()
     ]
-    from vse_ray.reporting import render_table
-
+    columns = [Column("metric"), *(Column(name, numeric=True) for name in BESIDE)]
     head = f"beside the paper's numbers (recipe {paper['recipe']}, the same protocol):"
-    return head + "\n" + render_table(rows, fmt="text", width=None)
+    return head + "\n" + render_table(rows, columns, fmt="text", width=None)
 
 
 def _model_params(model: str, data: str, split: str, items: list[str]) -> dict[str, Any]:

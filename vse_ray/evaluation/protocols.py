@@ -15,7 +15,7 @@ may have been scored otherwise; each way is a named option of ``vse-ray evaluate
   cosine between first captions as relevance (the ladder code's ``doTau``,
   :func:`~vse_ray.metrics.functional.first_captions.first_caption_view`).
 
-The split is the report's own field: a paper that reported on its validation images is scored on ``dev``.
+The split is the report's own field: a paper that reported on its validation images is scored on ``val``.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class Protocol:
 
     def describe(self, split: str) -> str:
         """One sentence for the report: the split and each choice."""
-        where = "the validation images" if split in ("dev", "val") else f"split {split!r}"
+        where = "the validation images" if split == "val" else f"split {split!r}"
         cs = "each image's first caption, caption-caption" if self.cs_captions == "first" else "all captions,"
         return (
             f"{where} ({split}): {_IMAGES[self.images]}; CS@K over {cs} {COHERENCE} relevance; "

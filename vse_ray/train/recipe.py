@@ -5,7 +5,7 @@ The recipes ship in the package (``vse_ray.resources``): a name resolves there, 
 A recipe has these top-level keys::
 
     paper:      where the row comes from (file, table, row) and how the paper scored its numbers: protocol
-                (the image set: full, coco1k, coco5k, first1k), split (test, or dev: the validation images),
+                (the image set: full, coco1k, coco5k, first1k), split (test, or val: the validation images),
                 ncs_reference (cider, spice) and cs_captions (all, first): `vse-ray evaluate --paper`
     reports:    the numbers the paper reports for it (metric name → value)
     precompute: PrecomputeConfig fields of the features the row was trained on
@@ -43,7 +43,7 @@ from vse_ray.train.model_factory import training_options
 
 RECIPE_KEYS = ("paper", "reports", "precompute", "train", "deviations", "base", "init_from")
 PAPER_SCORING = ("protocol", "split", "ncs_reference", "cs_captions")  # the paper block's scoring keys
-SPLITS = ("test", "dev")  # where a paper's numbers were scored: its test images, or its validation images
+SPLITS = ("test", "val")  # where a paper's numbers were scored: its test images, or its validation images
 
 
 @dataclass

@@ -11,11 +11,13 @@ import torch
 from tests.support.local_reporter import LocalReporter
 from vse_ray.checkpoint_files import load_checkpoint
 from vse_ray.data.store.split_data import load_split
-from vse_ray.evaluation.evaluate import evaluate_run
+from vse_ray.evaluation.evaluate import CHECKPOINT_EXPERIMENT, evaluate_run
 from vse_ray.evaluation.plots import k_series
 from vse_ray.metrics import evaluate_all
 from vse_ray.models import rebuild_model
 from vse_ray.train.epoch_loop import run_training
+from vse_ray.train.paper_rows import paper_numbers
+from vse_ray.tune.runs_table import fetch_runs, runs_table
 
 
 @pytest.fixture()
@@ -79,3 +81,30 @@ def test_the_first_images_of_a_split_read_only_their_rows(store, request):
     for name, matrix in whole.relevance.items():
         np.testing.assert_array_equal(part.relevance[name], matrix[:3][:, keep])
     assert load_split(folder, "val", raw=False, images=10_000).caption_ids.shape == whole.caption_ids.shape
+
+
+def test_a_run_scored_as_its_paper_shows_the_papers_numbers_beside(checkpoint, tmp_path, mlflow_uri):
+    """`--paper` scores by the recipe's protocol; the report, the MLflow run (``paper/…``) and the compare
+    table carry the paper's number beside the run's, with the difference."""
+    recipe = tmp_path / "row.yaml"
+    recipe.write_text(
+        "paper: {file: x.md, table: 1, row: r, cs_captions: first}\n"
+        "reports: {R_at_1_i2t: 50.0, CS_at_5_t2i: 0.25, mAP_t2i: 0.5}\n"
+    )
+    report = evaluate_run(
+        str(checkpoint),
+        tracking_uri=mlflow_uri,
+        output_dir=str(tmp_path / "o"),
+        recipe=str(recipe),
+        paper_of=paper_numbers,
+        as_paper=True,
+    )
+    assert report.protocol == "full-cs_first" and "CS@K over each image's first caption" in report.scoring
+    numbers = report.paper["numbers"]
+    assert sorted(numbers) == ["CS_at_5_t2i", "R_at_1_i2t"]  # a key the evaluation lacks is left out
+    assert numbers["R_at_1_i2t"]["difference"] == pytest.approx(report.metrics["R_at_1_i2t"] - 50.0)
+    runs = fetch_runs(mlflow_uri, CHECKPOINT_EXPERIMENT)
+    assert runs[0].data.metrics["paper/test_full-cs_first/CS_at_5_t2i"] == 0.25
+    table = runs_table(runs, "test_full-cs_first/R_at_1_i2t", width=None)
+    assert "paper R@1 i2t test full-cs first" in table and "Δ CS@5 t2i test full-cs first" in table
+    assert f"{report.metrics['R_at_1_i2t'] - 50.0:.1f}" in table

@@ -114,15 +114,15 @@ def test_first1k_scores_the_first_1000_images_once():
 
 def test_a_recipe_selects_its_protocol_and_split_and_options_override():
     """The ladder rows report on the validation images that chose the checkpoint (thCapRank.py 399-401,
-    652-654; Makefile 199-200, 259): split dev, shown as such in the report's sentence."""
-    paper = PaperNumbers("r", Protocol(images="first1k", cs_captions="first"), "dev", {"R_at_1_i2t": 40.0})
+    652-654; Makefile 199-200, 259): split val, shown as such in the report's sentence."""
+    paper = PaperNumbers("r", Protocol(images="first1k", cs_captions="first"), "val", {"R_at_1_i2t": 40.0})
     protocol, split = resolve_protocol({}, None, paper, as_paper=True)
-    assert (protocol, split) == (paper.protocol, "dev") and paper.matches(protocol, split)
+    assert (protocol, split) == (paper.protocol, "val") and paper.matches(protocol, split)
     assert protocol.name == "first1k-cs_first"
-    assert protocol.describe(split).startswith("the validation images (dev): the split's first 1,000 images")
+    assert protocol.describe(split).startswith("the validation images (val): the split's first 1,000 images")
     assert resolve_protocol({}, None, paper, as_paper=False) == (Protocol(), "test")
     overridden, _ = resolve_protocol({"cs_captions": "all"}, None, paper, as_paper=True)
-    assert not paper.matches(overridden, "dev")
+    assert not paper.matches(overridden, "val")
     assert paper.beside({"R_at_1_i2t": 42.5})["numbers"]["R_at_1_i2t"]["difference"] == pytest.approx(2.5)
     with pytest.raises(ValueError, match="follows no recipe"):
         resolve_protocol({}, None, None, as_paper=True)

@@ -270,7 +270,7 @@ SCORINGS = {
         "ladderloss.py:1192-1207, 1262-1299 (doTau: one caption per image, the S-BERT cosine of the first "
         "captions)",
         {"f30k": "first1k", "coco1k": "first1k", "coco5k": "coco5k"},
-        split="dev",
+        split="val",
         cs_captions="first",
     ),
     "vsepp.md": Scoring(
@@ -344,7 +344,7 @@ def test_every_recipe_scores_as_its_paper(name):
         ),
         (
             "cvsepp_f30k_vgg19",
-            "{file: ladder_loss_cvsepp.md, row: x, split: dev, protocol: first1k}",
+            "{file: ladder_loss_cvsepp.md, row: x, split: val, protocol: first1k}",
             "cs_captions",
         ),
     ],
