@@ -14,8 +14,8 @@ def recipes(
         str | None,
         typer.Option(
             help="List every row of this paper's tables (a file stem: vsepp, ladder_loss_cvsepp, sam_ncs, "
-            "bcls_kendall, lseh): its recipe and test protocol, the numbers the paper reports "
-            "(image-to-text / text-to-image), or why no recipe reproduces it."
+            "bcls_kendall, lseh): its recipe, the split and protocol the paper scored by (`evaluate --paper`), "
+            "the numbers it reports (image-to-text / text-to-image), or why no recipe reproduces it."
         ),
     ] = None,
     fmt: Annotated[str, typer.Option("--format", help=f"One of {', '.join(FORMATS)}.")] = "text",
@@ -30,7 +30,7 @@ def recipes(
                 "table": r.table,
                 "row": r.row,
                 "recipe": r.recipe or "–",
-                "scored on": f"{r.split} {r.protocol}" if r.protocol else "–",
+                "protocol": f"{r.split} {r.protocol}" if r.protocol else "–",
                 "the paper reports (i2t/t2i)": short_reports(r.reports),
                 "why no recipe": r.reason,
             }

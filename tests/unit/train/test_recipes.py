@@ -89,7 +89,7 @@ def test_every_recipe_loads_with_its_row_numbers_and_deviations(name):
     lseh_code |= name.startswith("vse_inf_") and iapr and "_lmh1_" not in name
     gsmn = 32 if "_coco" in name else 64
     assert recipe.config.batch_size == (84 if lseh_code else gsmn if name.startswith("gsmn") else 128)
-    if recipe.paper.get("protocol", "full") != "full":  # COCO: the 5,000 test images
+    if "_coco" in name:  # COCO: the 5,000 test images
         assert recipe.precompute.get("precomp_test", "testall") == "testall"
         assert recipe.precompute["dataset"] == "karpathy" or recipe.precompute["precomp_test"] == "testall"
         assert recipe.config.val_images == 1000 and not any("145,000" in d for d in recipe.deviations)
@@ -377,7 +377,7 @@ def test_recipes_paper_lists_its_rows_with_their_numbers():
     result = CliRunner().invoke(app, ["recipes", "--paper", "vsepp"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert lines[0].split()[:4] == ["table", "row", "recipe", "test"]
+    assert lines[0].split()[:4] == ["table", "row", "recipe", "protocol"]
     row = next(line for line in lines if "vsepp_coco_resnet152" in line)
     assert "1.10 VSE++ (ResNet152), RC+rV" in row and "coco1k" in row
     assert "R@1 58.3/43.6 R@10 93.3/87.8 medr 1.0/2.0" in row
