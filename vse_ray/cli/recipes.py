@@ -14,7 +14,7 @@ def recipes(
         str | None,
         typer.Option(
             help="List every row of this paper's tables (a file stem: vsepp, ladder_loss_cvsepp, sam_ncs, "
-            "bcls_kendall, lseh): its recipe, the split and protocol the paper scored by (`evaluate --paper`), "
+            "bcls_kendall, lseh): its recipe, the split and protocol the paper scored by (evaluate --paper), "
             "the numbers it reports (image-to-text / text-to-image), or why no recipe reproduces it."
         ),
     ] = None,
