@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from tests.support.local_reporter import LocalReporter
+from tests.support.tiny_store import tiny_config
 from vse_ray.checkpoint_files import load_checkpoint
 from vse_ray.data.store.split_data import load_split
 from vse_ray.evaluation.evaluate import CHECKPOINT_EXPERIMENT, evaluate_run
@@ -20,10 +21,12 @@ from vse_ray.train.paper_rows import paper_numbers
 from vse_ray.tune.runs_table import fetch_runs, runs_table
 
 
-@pytest.fixture()
-def checkpoint(tiny_cfg, tmp_path):
-    reporter = LocalReporter(tmp_path / "ckpt")
-    run_training(tiny_cfg.__class__(**{**tiny_cfg.__dict__, "epochs": 1}).checked(), reporter)
+@pytest.fixture(scope="module")
+def checkpoint(tiny_data_dir, tmp_path_factory):
+    """One epoch on the tiny folder, trained once for the module's tests (they only read it)."""
+    folder = tmp_path_factory.mktemp("evaluate")
+    reporter = LocalReporter(folder / "ckpt")
+    run_training(tiny_config(tiny_data_dir, folder / "out", epochs=1).checked(), reporter)
     return reporter.checkpoints[0]
 
 
