@@ -15,7 +15,7 @@ from mlflow import MlflowClient
 
 from vse_ray.arrow_columns import vectors
 from vse_ray.checkpoint_files import CHECKPOINT_FILE, load_checkpoint
-from vse_ray.data.store.readers import load_captions, vocab_mismatch
+from vse_ray.data.store.readers import load_captions, relevance_sources, vocab_mismatch
 from vse_ray.data.store.shards import sha256_file
 from vse_ray.data.store.split_data import SplitData, load_image_store, load_split
 from vse_ray.data.store.verify import verify_data_dir
@@ -127,13 +127,18 @@ def score_split(
 ) -> dict[str, float]:
     """Every metric of `split` under `protocol` (:func:`~vse_ray.evaluation.protocols.score_images`); the
     first-caption CS@K reads the coherence source's caption vectors from ``data_dir``'s ``split_name``."""
-    check_sources(protocol, split.relevance, f"{data_dir or 'data'}: split {split_name!r}")
     caption_vectors = None
     if protocol.cs_captions == "first":
         if data_dir is None:
             raise ValueError("cs_captions 'first' reads the caption vectors of a data folder")
         caption_vectors = split_caption_vectors(data_dir, split_name, split.caption_ids)
     return score_images(sims, split.img_of_cap, split.relevance, protocol, metric_kwargs, caption_vectors)
+
+
+def check_split(protocol: Protocol, data_dir: str, split: str) -> None:
+    """The data folder's split verified, with the relevance the protocol reads (before anything is scored)."""
+    verify_data_dir(data_dir, splits=(split,))
+    check_sources(protocol, relevance_sources(data_dir, split), f"{data_dir}: split {split!r}")
 
 
 def split_caption_vectors(data_dir: str, split: str, caption_ids: np.ndarray) -> np.ndarray:
@@ -250,7 +255,7 @@ def evaluate_run(
     protocol, split = resolve_protocol(protocol_options or {}, split, paper, as_paper)
     check_protocol(protocol, coco_ids)
     data_dir = data_dir or cfg["data_dir"]
-    verify_data_dir(data_dir, splits=(split,))
+    check_split(protocol, data_dir, split)
     states = [state, *(load_checkpoint(m, name=n) for m, n in zip(members, names[1:], strict=True))]
     for name, one in zip(names, states, strict=True):
         args = one["model_args"]

@@ -21,7 +21,7 @@ The split is the report's own field: a paper that reported on its validation ima
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -89,7 +89,7 @@ class Protocol:
         )
 
 
-def check_sources(protocol: Protocol, relevance: Mapping[str, Any], where: str) -> None:
+def check_sources(protocol: Protocol, relevance: Collection[str], where: str) -> None:
     """ValueError (one line) when the split lacks the relevance the protocol reads beyond vse_ray's own."""
     if protocol.ncs_reference != DEFAULT_NCS and protocol.ncs_reference not in relevance:
         raise ValueError(

@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 
 from vse_ray.data.store.split_data import load_split
-from vse_ray.data.store.verify import verify_data_dir
 from vse_ray.evaluation.eccv import eccv_positives
 from vse_ray.evaluation.evaluate import (
     EvaluationReport,
     PaperNumbers,
     check_protocol,
+    check_split,
     score_split,
     scored,
     write_report,
@@ -75,7 +75,7 @@ def evaluate_sims(
         paper: A recipe's paper numbers, put beside the matrix's when scored by the same protocol.
     """
     check_protocol(protocol, coco_ids)
-    verify_data_dir(data_dir, splits=(split,))
+    check_split(protocol, data_dir, split)
     data = load_split(data_dir, split, raw=False)
     sims = load_sims(sims_path, len(data.images.image_ids), len(data.caption_ids))
     kwargs: dict[str, Any] = {}

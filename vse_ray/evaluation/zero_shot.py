@@ -14,13 +14,13 @@ from typing import Any
 
 from vse_ray.data.store.readers import load_manifest, load_vocab
 from vse_ray.data.store.split_data import load_split
-from vse_ray.data.store.verify import verify_data_dir
 from vse_ray.evaluation.eccv import eccv_positives
 from vse_ray.evaluation.embed import scoring_device, split_similarities
 from vse_ray.evaluation.evaluate import (
     EvaluationReport,
     PaperNumbers,
     check_protocol,
+    check_split,
     log_evaluation,
     named_run,
     score_split,
@@ -58,7 +58,7 @@ def evaluate_model(
     :mod:`vse_ray.evaluation.image_cache` (computed first, on Ray, when the data folder has none yet).
     """
     check_protocol(protocol, coco_ids)
-    verify_data_dir(data_dir, splits=(split,))
+    check_split(protocol, data_dir, split)
     shape = load_manifest(data_dir).get("dims", {}).get("feature_shape", [0])
     vocab_size = max(load_vocab(data_dir).values()) + 1
     built = build_model(model, vocab_size=vocab_size, feature_dim=int(shape[-1]), **model_params)

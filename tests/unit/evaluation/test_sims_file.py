@@ -77,3 +77,16 @@ def test_eccv_on_1k_folds_is_refused_before_anything_is_read(tiny_data_dir, tmp_
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output
     assert "--coco-ids: ECCV Caption's metrics are defined on COCO's 5K test images" in result.output
+
+
+def test_ncs_against_spice_without_it_stored_is_one_line_before_scoring(tiny_data_dir, tmp_path):
+    """SAM's N@K read the SPICE relevance: a split without it stops with one line saying how to add it, before
+    the matrix is read (the file does not exist)."""
+    args = ["evaluate", "--sims", str(tmp_path / "sims.npy"), "--data", str(tiny_data_dir)]
+    result = CliRunner().invoke(app, [*args, "--ncs-reference", "spice", "--output-dir", str(tmp_path / "o")])
+    assert result.exit_code == 2, result.output
+    assert (
+        "no 'spice' relevance for NCS@K" in result.output and "precompute --relevance spice" in result.output
+    )
+    result = CliRunner().invoke(app, [*args, "--paper", "--output-dir", str(tmp_path / "o")])
+    assert result.exit_code == 2 and "name the recipe with --recipe" in result.output, result.output
