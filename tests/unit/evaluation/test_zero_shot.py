@@ -108,6 +108,30 @@ def test_zero_shot_equals_the_library(name, tiny_clip, tiny_pixel_dir, pixel_spl
     assert run.data.params["model_params.pretrained"] == params["pretrained"]
 
 
+def test_weights_rewritten_in_place_are_scored_into_a_run_of_their_own(tiny_clip, tiny_pixel_dir, tmp_path):
+    """The same command after the weights file changed in place: a second run and report (before, the run
+    `clip-<hash>` was reused and got a second test/rsum at step 0, and the report was overwritten)."""
+    from mlflow import MlflowClient
+    from safetensors.torch import load_file, save_file
+
+    weights = tmp_path / "clip.safetensors"
+    shutil.copy(tiny_clip["open_clip_file"]["pretrained"], weights)
+    params = {"arch": tiny_clip["open_clip_file"]["arch"], "pretrained": str(weights)}
+    out = tmp_path / "out"
+    for _ in range(2):
+        result = run_cli([*zero_shot_args(params, tiny_pixel_dir, out), "--split", "test"])
+        assert result.exit_code == 0, result.output
+        tensors = load_file(str(weights))
+        save_file({k: v + 0.01 * torch.randn_like(v) for k, v in tensors.items()}, str(weights))
+    reports = sorted((out / "reports").glob("clip-*_test_full.json"))
+    client = MlflowClient(f"sqlite:///{out / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("zero_shot").experiment_id])
+    assert len(reports) == 2 and {run.info.run_name for run in runs} == {
+        path.name.removesuffix("_test_full.json") for path in reports
+    }
+    assert [len(client.get_metric_history(run.info.run_id, "test/rsum")) for run in runs] == [1, 1]
+
+
 @pytest.mark.parametrize("side", [16, 64])
 def test_other_image_sizes_are_resized_as_the_library(side, tiny_clip, tmp_path):
     """Stored images of 16 or 64 px read by a 32 px tower: torchvision's antialiased uint8 resize on the
