@@ -62,7 +62,7 @@ def load_torch_file(
     name = name or f"checkpoint {path}"
     if not path.is_file():
         raise FileNotFoundError(f"{name}: no such file")
-    problem = _not_torch_file(path)
+    problem = not_torch_file(path)
     if problem:
         raise ValueError(f"{name}: expected a torch.save file, found {problem}")
     try:
@@ -70,23 +70,33 @@ def load_torch_file(
             warnings.filterwarnings("ignore", "Detected pickle protocol")  # a guess; the error says more
             return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as err:
-        found = re.search(r"GLOBAL ([\w.]+)", str(err))
-        if isinstance(err, pickle.UnpicklingError) and found:  # torch's advice to drop weights_only stays out
-            named = (
-                t[1] if isinstance(t, tuple) else f"{t.__module__}.{t.__qualname__}" for t in allowed_types
-            )
-            allowed = "".join(f", {n}" for n in dict.fromkeys(named))
-            raise ValueError(
-                f"{name}: holds the type {found.group(1)}, outside what {holder} may hold (tensors, plain "
-                f"values{allowed}); not loaded"
-            ) from None
+        refused = refused_type(err, name, holder, allowed_types)
+        if refused is not None:  # torch's advice to drop weights_only stays out
+            raise refused from None
         first = str(err).strip().split("\n")[0].split(". ")[0] if str(err).strip() else type(err).__name__
         raise ValueError(
             f"{name}: expected a torch.save file, found an unreadable one (truncated?): {first}"
         ) from err
 
 
-def _not_torch_file(path: Path) -> str | None:
+def refused_type(
+    err: BaseException, name: str, holder: str, allowed_types: Sequence[Any] = ()
+) -> ValueError | None:
+    """The one-line refusal of a ``weights_only`` load that met a type outside the allow-list (torch names
+    it ``GLOBAL module.name``), naming the type rather than repeating torch's advice to drop
+    ``weights_only``; None for another error."""
+    found = re.search(r"GLOBAL ([\w.]+)", str(err))
+    if not (isinstance(err, pickle.UnpicklingError) and found):
+        return None
+    named = (t[1] if isinstance(t, tuple) else f"{t.__module__}.{t.__qualname__}" for t in allowed_types)
+    allowed = "".join(f", {n}" for n in dict.fromkeys(named))
+    return ValueError(
+        f"{name}: holds the type {found.group(1)}, outside what {holder} may hold (tensors, plain "
+        f"values{allowed}); not loaded"
+    )
+
+
+def not_torch_file(path: Path) -> str | None:
     """What `path` is instead of a torch.save file, or None when it starts as one: a zip archive (the
     format since PyTorch 1.6) or a pickle (the legacy format)."""
     with path.open("rb") as f:
@@ -129,7 +139,7 @@ def remove_partial_checkpoints(run_folder: Path) -> list[Path]:
     removed = []
     for folder in sorted(run_folder.glob("checkpoint_*")):
         path = folder / CHECKPOINT_FILE
-        if folder.is_dir() and (not path.is_file() or not path.stat().st_size or _not_torch_file(path)):
+        if folder.is_dir() and (not path.is_file() or not path.stat().st_size or not_torch_file(path)):
             shutil.rmtree(folder)
             removed.append(path)
     return removed

@@ -9,13 +9,16 @@ running the tower again. Layout, beside the precompute tables (left as they are)
         image_id int64, embedding fixed_size_list<float32>[E]: `encode_images` of each stored image (unit
         vectors), in the split's stored image order
     image_embeddings/<model>-<params hash>/split=<split>/cache.json
-        model, model_params, rows, embed_dim: what computed them
+        model, model_params, files, rows, embed_dim: what computed them
 
 The stage reads the split's ``image`` column with Ray Data, decodes it in ``map_batches`` and runs the tower
 in a pool of actors, one per GPU when the cluster has GPUs, else CPU actors sharing the cores (the precompute
 stages' resource plan, :func:`vse_ray.data.precompute.resources.plan_resources`). The cache is named by the
-model's options (`model_label`): computed from a weights file that later changes in place, it is stale (delete
-its folder).
+model's options and the files they name (`model_label`): a weights file or folder is known by its absolute
+path and each file's size and modification time, so other weights under the same relative path, or weights
+rewritten in place, get a cache (and a zero-shot run) of their own. The split's folder appears whole, renamed
+from a hidden folder of a unique name: two commands computing one cache at once never share a file, and the
+second finds the first's folder finished and keeps it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -33,23 +38,40 @@ import pyarrow.parquet as pq
 from vse_ray.arrow_columns import fixed_size_list, vectors
 from vse_ray.data.precompute.resources import plan_resources
 from vse_ray.data.store.readers import read_features_table
+from vse_ray.data.store.schema import IMAGE_CACHE_DIR, IMAGE_CACHE_FILE, IMAGE_CACHE_META
 from vse_ray.data.store.split_data import ImageStore, decode_png_column
 from vse_ray.ray_session import ensure_ray
 
-CACHE_DIR = "image_embeddings"
-CACHE_FILE, META_FILE = "part-00000000.parquet", "cache.json"
+
+def named_files(model_params: dict[str, Any]) -> dict[str, list[list[Any]]]:
+    """``{option value: [[absolute path, size, mtime_ns], ...]}`` of each string option naming a file or a
+    folder here (a folder: every file under it): what identifies the weights and configs a model reads.
+
+    A file's size and modification time (ns) stand for its content: a stat costs microseconds, where
+    hashing a published CLIP checkpoint (0.6-1.7 GB) would cost seconds in every command and worker, and
+    a rewrite in place changes the time."""
+    found: dict[str, list[list[Any]]] = {}
+    for value in model_params.values():
+        path = Path(value).expanduser() if isinstance(value, str) and value else None
+        if path is None or not path.exists():
+            continue
+        path = path.resolve()
+        files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        found[value] = [[str(f), f.stat().st_size, f.stat().st_mtime_ns] for f in files]
+    return found
 
 
 def model_label(model: str, model_params: dict[str, Any]) -> str:
-    """``<model>-<first digits of the sha256 of its options>``: the name of a model's cache folder, and of
-    its zero-shot report and run."""
-    canonical = json.dumps(model_params, sort_keys=True, default=str)
+    """``<model>-<first digits of the sha256 of its options and their files>``: the name of a model's cache
+    folder, and of its zero-shot report and run (`named_files`: other weights give another name)."""
+    key = {"model_params": model_params, "files": named_files(model_params)}
+    canonical = json.dumps(key, sort_keys=True, default=str)
     return f"{model}-{hashlib.sha256(canonical.encode()).hexdigest()[:8]}"
 
 
 def cache_folder(data_dir: str, label: str, split: str) -> Path:
     """``<data_dir>/image_embeddings/<label>/split=<split>``."""
-    return Path(data_dir).expanduser().resolve() / CACHE_DIR / label / f"split={split}"
+    return Path(data_dir).expanduser().resolve() / IMAGE_CACHE_DIR / label / f"split={split}"
 
 
 class TowerEmbedder:
@@ -117,30 +139,39 @@ def write_image_cache(
     folder: Path, image_ids: np.ndarray, embeddings: np.ndarray, model: str, model_params: dict[str, Any]
 ) -> Path:
     """Write a cache folder of `embeddings` (n, E), row k the embedding of `image_ids[k]` (the split's stored
-    order), atomically: a half-written cache is never read. Returns the folder."""
+    order), atomically: both files go into a hidden folder of a unique name, renamed to `folder` whole.
+    When another writer's finished folder is there first, it is kept (it holds the same rows). Returns the
+    folder."""
     table = pa.table(
         {
             "image_id": np.asarray(image_ids, dtype=np.int64),
             "embedding": fixed_size_list(np.asarray(embeddings, dtype=np.float32)),
         }
     )
-    folder.mkdir(parents=True, exist_ok=True)
-    temporary = folder / f".{CACHE_FILE}.tmp"
-    pq.write_table(table, temporary)
     meta = {
         "model": model,
         "model_params": model_params,
+        "files": named_files(model_params),
         "rows": len(image_ids),
         "embed_dim": int(embeddings.shape[1]),
     }
-    (folder / META_FILE).write_text(json.dumps(meta, indent=2, default=str))
-    os.replace(temporary, folder / CACHE_FILE)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    temporary = folder.with_name(f".{folder.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    temporary.mkdir()  # a name no other writer has (the pid), nor another thread of this one
+    try:
+        pq.write_table(table, temporary / IMAGE_CACHE_FILE)
+        (temporary / IMAGE_CACHE_META).write_text(json.dumps(meta, indent=2, default=str))
+        os.rename(temporary, folder)  # refused when another writer's folder is there: never replaced
+    except BaseException as err:
+        shutil.rmtree(temporary, ignore_errors=True)
+        if not (isinstance(err, OSError) and (folder / IMAGE_CACHE_FILE).is_file()):
+            raise
     return folder
 
 
 def has_image_cache(data_dir: str, label: str, split: str) -> bool:
     """Whether the data folder holds a finished cache of `split` for the model `label` names."""
-    return (cache_folder(data_dir, label, split) / CACHE_FILE).is_file()
+    return (cache_folder(data_dir, label, split) / IMAGE_CACHE_FILE).is_file()
 
 
 def ensure_image_cache(
@@ -154,12 +185,13 @@ def ensure_image_cache(
 
 def read_image_cache(data_dir: str, label: str, split: str) -> tuple[np.ndarray, np.ndarray] | None:
     """``(image_ids, embeddings (n, E) float32)`` of a finished cache, in the split's stored order; None
-    when there is none."""
-    path = cache_folder(data_dir, label, split) / CACHE_FILE
+    when there is none. The embeddings are an array of their own: Arrow's view of its buffer is read-only,
+    which a tensor made from it (`ImageStore.tensor_rows`) must not be."""
+    path = cache_folder(data_dir, label, split) / IMAGE_CACHE_FILE
     if not path.is_file():
         return None
     table = pq.read_table(path)
-    return table["image_id"].to_numpy().astype(np.int64), vectors(table["embedding"])
+    return table["image_id"].to_numpy().astype(np.int64), np.array(vectors(table["embedding"]))
 
 
 def cached_images(

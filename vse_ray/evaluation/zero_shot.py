@@ -2,9 +2,10 @@
 with no training run (a CLIP checkpoint zero-shot), through the same split scoring, report and MLflow view as
 ``--run`` and ``--sims``.
 
-The report goes to ``<output_dir>/reports/<model>-<params hash>_<split>_<protocol>.json`` and the run to the
-MLflow experiment :data:`ZERO_SHOT_EXPERIMENT`, named like the report, with the model's name and options as
-its parameters.
+The report goes to ``<output_dir>/reports/<model>-<hash>_<split>_<protocol>.json`` and the run to the MLflow
+experiment :data:`ZERO_SHOT_EXPERIMENT`, named like the report, with the model's name and options as its
+parameters; the hash is of the options and the files they name (`model_label`), so other weights, or weights
+rewritten in place, get a report and a run of their own.
 """
 
 from __future__ import annotations

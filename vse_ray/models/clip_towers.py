@@ -28,9 +28,16 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from vse_ray.checkpoint_files import not_torch_file, refused_type
 from vse_ray.models.bert_text import quiet_transformers
-from vse_ray.models.clip_files import ClipSource, hf_weights
+from vse_ray.models.clip_config import check_model_config, check_vocabulary
+from vse_ray.models.clip_files import LOCAL_DIR_CONFIG, ClipSource, hf_weights
 from vse_ray.models.clip_preprocess import PixelSpec
+
+WEIGHTS_HOW = (
+    "give the state dict as a .safetensors file (`safetensors.torch.save_file(model.state_dict(), PATH)`) "
+    "or a torch.save of it (tensors only)"
+)
 
 
 def _offline() -> None:
@@ -49,7 +56,11 @@ def quiet_open_clip() -> Iterator[None]:
 
 
 def weights_error(path: Path, err: Exception) -> ValueError:
-    """One line for weights that would not load: unreadable, or not those of the architecture."""
+    """One line for weights that would not load: a type refused (named, with how to give weights),
+    unreadable, or not those of the architecture."""
+    refused = refused_type(err, f"model_params.pretrained {path}", "weights")
+    if refused is not None:  # torch's advice to drop weights_only stays out
+        return ValueError(f"{refused}; {WEIGHTS_HOW}")
     first = str(err).strip().splitlines()
     detail = " ".join(line.strip() for line in first[:2]) if first else type(err).__name__
     if "state_dict" in detail or "size mismatch" in detail or "Missing key" in detail:
@@ -97,10 +108,10 @@ class OpenClipTowers(ClipTowers):
         _offline()
         import open_clip
 
+        config = _model_config(source)  # checked before anything is built
         if source.folder is not None:
             name = f"local-dir:{source.folder}"
         elif source.arch.endswith(".json"):
-            _check_arch_json(Path(source.arch).expanduser())
             open_clip.add_model_config(str(Path(source.arch).expanduser()))
             name = Path(source.arch).stem
         else:
@@ -110,15 +121,23 @@ class OpenClipTowers(ClipTowers):
                     "(`open_clip.list_models()`) nor a config JSON"
                 )
             name = source.arch
+        self.tokenizer = open_clip.get_tokenizer(name)
+        if config is not None:
+            check_vocabulary(config[0], self.tokenizer, config[1])
         # pretrained_hf=False: a config with a Hugging Face text tower would otherwise fetch its weights
         with quiet_open_clip():
             self.model = open_clip.create_model(name, load_weights=False, pretrained_hf=False)
         if source.weights is not None:
+            problem = None if source.weights.suffix == ".safetensors" else not_torch_file(source.weights)
+            if problem:  # a pickle.dump file: refused before torch reads it
+                raise ValueError(
+                    f"model_params.pretrained {source.weights}: expected a torch.save or .safetensors file, "
+                    f"found {problem}; {WEIGHTS_HOW}"
+                )
             try:
                 open_clip.load_checkpoint(self.model, str(source.weights))
             except Exception as err:  # the library raises what torch, safetensors or pickle raise
                 raise weights_error(source.weights, err) from err
-        self.tokenizer = open_clip.get_tokenizer(name)
         self.spec = PixelSpec.from_open_clip(self.model.visual.preprocess_cfg, name)
 
     def tokenize(self, texts: Sequence[str]) -> list[np.ndarray]:
@@ -142,15 +161,28 @@ class OpenClipTowers(ClipTowers):
         return self.model.logit_bias
 
 
-def _check_arch_json(path: Path) -> None:
-    """ValueError naming the file when it is not an open_clip model config."""
+def _model_config(source: ClipSource) -> tuple[dict[str, Any], str] | None:
+    """The model config of a config JSON or a local-dir folder, checked (`check_model_config`), with how
+    messages name it; None for an architecture of open_clip's own."""
+    if source.folder is not None:
+        path = source.folder / LOCAL_DIR_CONFIG
+        where = f"model_params.pretrained {path} model_cfg"
+        config = _read_json(path, where).get("model_cfg")
+    elif source.arch.endswith(".json"):
+        path = Path(source.arch).expanduser()
+        where = f"model_params.arch {path}"
+        config = _read_json(path, where)
+    else:
+        return None
+    check_model_config(config, where)
+    return config, where
+
+
+def _read_json(path: Path, where: str) -> Any:
     try:
-        cfg = json.loads(path.read_text())
+        return json.loads(path.read_text())
     except (OSError, ValueError) as err:
-        raise ValueError(f"model_params.arch {path}: not a readable JSON file ({err})") from None
-    missing = [key for key in ("embed_dim", "vision_cfg", "text_cfg") if key not in cfg]
-    if missing:
-        raise ValueError(f"model_params.arch {path}: no {missing[0]!r}, not an open_clip model config")
+        raise ValueError(f"{where}: not a readable JSON file ({err})") from None
 
 
 class HFTowers(ClipTowers):

@@ -6,6 +6,7 @@ that loads without running code (``np.load(..., allow_pickle=False)``), unlike a
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from collections.abc import Sequence
@@ -212,7 +213,11 @@ class TfidfSvd:
 
 def fit_or_load(texts: Sequence[str], config: Any, path: Path) -> TfidfSvd:
     """The model saved at ``path``, or one fitted on ``texts`` with the precompute config's ``svd_dim``,
-    ``svd_seed`` (default ``seed``), ``svd_n_iter``, ``svd_stem`` and ``svd_unit``, then saved there."""
+    ``svd_seed`` (default ``seed``), ``svd_n_iter``, ``svd_stem`` and ``svd_unit``, then saved there.
+
+    An ``svd_dim`` the data cannot give is reduced (the saved model holds the components it has), with a
+    warning when the value was asked for and an INFO record when it is the config's default: a small
+    data set (the demo's) is not warned about settings the user did not choose."""
     if path.exists():
         return TfidfSvd.load(path)
     model = TfidfSvd(
@@ -223,7 +228,9 @@ def fit_or_load(texts: Sequence[str], config: Any, path: Path) -> TfidfSvd:
         unit=config.svd_unit,
     ).fit(texts)
     if model.dim < config.svd_dim:
-        logging.getLogger(__name__).warning(
+        default = next(f.default for f in dataclasses.fields(config) if f.name == "svd_dim")
+        logging.getLogger(__name__).log(
+            logging.INFO if config.svd_dim == default else logging.WARNING,  # a warning for a value asked for
             "svd_dim: reduced from %d to %d: the truncated SVD needs fewer components than the %d train "
             "captions and their %d TF-IDF terms",
             config.svd_dim,

@@ -22,6 +22,10 @@ from vse_ray.disk_full import is_disk_full
         (["--n-train", "0"], "n_train (--n-train) must be >= 1: the synthetic 'train' split is requested"),
         (["--n-val", "-1"], "n_val (--n-val) must be >= 1: the synthetic 'val' split is requested"),
         (["--no-restval"], "restval: False needs the karpathy dataset"),
+        (
+            ["--resize", "32", "--crop", "64"],
+            "crop (--crop) 64 is larger than the resized side (--resize 32)",
+        ),
     ],
 )
 def test_bad_options_fail_before_ray(tmp_path, args, message):
@@ -29,6 +33,15 @@ def test_bad_options_fail_before_ray(tmp_path, args, message):
     assert result.exit_code != 0
     assert message in str(result.exception) + result.output
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(("resize", "crop"), [("auto", 224), (256, 224), (224, 224), (32, 32), (None, 224)])
+def test_the_auto_crop_fits_the_resized_side(resize, crop):
+    """`--resize 32` with the default `--crop auto` died inside Ray Data (a 224 crop of a 32 px image)."""
+    from vse_ray.data.precompute.config import PrecomputeConfig
+
+    config = PrecomputeConfig(dataset="karpathy", karpathy_json="k.json", image_root="i", resize=resize)
+    assert config.resolved().crop == crop
 
 
 def test_overwrite_refuses_a_folder_named_like_vse_ray_and_keeps_it(tmp_path):

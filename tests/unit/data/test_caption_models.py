@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
+import pytest
 
 from vse_ray.data.precompute.caption_stage import fit_train_models
 from vse_ray.data.precompute.config import PrecomputeConfig
@@ -13,12 +16,17 @@ SVD_FILE = str(SOURCES["svd"].model_file)
 TEXTS = ["red bike", "blue horse", "green fence", "red horse", "blue bike", "green bike"]  # 6 terms
 
 
-def test_small_data_reduces_svd_dim_and_says_so(tmp_path, caplog):
+@pytest.mark.parametrize(("svd_dim", "level"), [(400, logging.INFO), (300, logging.WARNING)])
+def test_small_data_reduces_svd_dim_and_says_so(tmp_path, caplog, svd_dim, level):
+    """A warning when the value was asked for; the default (400) reduced is an INFO record (the demo
+    printed a warning about its own settings)."""
+    caplog.set_level(logging.INFO)
     train = {"image_id": np.repeat([0, 1], 3), "text": np.array(TEXTS, dtype=object)}
-    _, fitted = fit_train_models(train, PrecomputeConfig(svd_dim=400, vocab_min_count=1), tmp_path)
+    _, fitted = fit_train_models(train, PrecomputeConfig(svd_dim=svd_dim, vocab_min_count=1), tmp_path)
     arrays = fitted["svd"]
     assert arrays["components"].shape == (5, 6)
-    assert "svd_dim: reduced from 400 to 5" in caplog.text  # a warning: on the console, or in the log file
+    (record,) = [r for r in caplog.records if "svd_dim: reduced from" in r.getMessage()]
+    assert record.getMessage().startswith(f"svd_dim: reduced from {svd_dim} to 5") and record.levelno == level
     stored = TfidfSvd.load(tmp_path / SVD_FILE)
     np.testing.assert_array_equal(stored.transform(TEXTS), TfidfSvd.from_arrays(arrays).transform(TEXTS))
 

@@ -61,9 +61,11 @@ def test_karpathy_too_few_captions_names_file_and_row(karpathy_json):
         read_karpathy(str(karpathy_json), ("train",))
 
 
-def test_karpathy_empty_caption_names_file_and_row(karpathy_json):
+@pytest.mark.parametrize("blank", ["   ", "\u200b\u200b", "\u200c \u2060\ufeff", "\u00ad\t"])
+def test_karpathy_empty_caption_names_file_and_row(karpathy_json, blank):
+    """Whitespace, zero-width and other format characters alike (zero-width alone was stored as [2, 3])."""
     sentences = json.loads(karpathy_json.read_text())["images"][4]["sentences"]
-    sentences[1]["raw"] = "   "
+    sentences[1]["raw"] = blank
     _edit(karpathy_json, 4, sentences=sentences)
     with pytest.raises(ValueError, match=r"images\[4\] \(img4.png\): caption 1 is empty"):
         read_karpathy(str(karpathy_json), ("train",))

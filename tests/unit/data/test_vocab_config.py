@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from tests.support.tiny_store import write_tiny_store
@@ -14,6 +15,7 @@ from vse_ray.data.precompute.run import claim_precompute
 from vse_ray.data.precompute.vocab import build_vocab, encode
 from vse_ray.data.store.schema import SCHEMA_VERSION
 from vse_ray.data.store.verify import model_files
+from vse_ray.evaluation.image_cache import cache_folder, write_image_cache
 from vse_ray.file_lock import FolderLock, release_all
 from vse_ray.special_tokens import END, START, UNK
 
@@ -141,7 +143,14 @@ def test_overwrite_keeps_foreign_files_inside_a_vse_ray_folder(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "name", ["logs/notes.txt", "relevance/mine/results.csv", "features/README.txt", "_state/mine.json"]
+    "name",
+    [
+        "logs/notes.txt",
+        "relevance/mine/results.csv",
+        "features/README.txt",
+        "_state/mine.json",
+        "image_embeddings/clip-1234abcd/notes.txt",
+    ],
 )
 def test_overwrite_keeps_foreign_files_in_the_folders_a_precompute_writes(tmp_path, name):
     out = tmp_path / "out"
@@ -176,6 +185,20 @@ def test_overwrite_deletes_the_hidden_temporaries_of_an_interrupted_precompute(t
     ):
         (out / name).parent.mkdir(parents=True, exist_ok=True)
         (out / name).write_text("partial")
+    claim_output(out, PrecomputeConfig(n_train=11), overwrite=True)
+    assert [p.name for p in out.iterdir()] == ["_state"]
+
+
+def test_overwrite_deletes_the_image_cache_evaluate_wrote(tmp_path):
+    """``evaluate --image-cache`` (or a locked-image train) writes the cache into the data folder: vse_ray's
+    files, finished or interrupted, that --overwrite deletes with the rest."""
+    out = tmp_path / "out"
+    claim_output(out, PrecomputeConfig(n_train=10), overwrite=False)
+    write_tiny_store(out)
+    cache = cache_folder(str(out), "clip-1234abcd", "test")
+    write_image_cache(cache, np.arange(3), np.ones((3, 4)), "clip", {})
+    (cache.parent / ".split=val.77-0a1b2c3d.tmp").mkdir()  # a cache write that was killed
+    (cache.parent / ".split=val.77-0a1b2c3d.tmp" / "cache.json").write_text("{}")
     claim_output(out, PrecomputeConfig(n_train=11), overwrite=True)
     assert [p.name for p in out.iterdir()] == ["_state"]
 

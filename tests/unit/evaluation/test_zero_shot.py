@@ -108,6 +108,30 @@ def test_zero_shot_equals_the_library(name, tiny_clip, tiny_pixel_dir, pixel_spl
     assert run.data.params["model_params.pretrained"] == params["pretrained"]
 
 
+def test_weights_rewritten_in_place_are_scored_into_a_run_of_their_own(tiny_clip, tiny_pixel_dir, tmp_path):
+    """The same command after the weights file changed in place: a second run and report (before, the run
+    `clip-<hash>` was reused and got a second test/rsum at step 0, and the report was overwritten)."""
+    from mlflow import MlflowClient
+    from safetensors.torch import load_file, save_file
+
+    weights = tmp_path / "clip.safetensors"
+    shutil.copy(tiny_clip["open_clip_file"]["pretrained"], weights)
+    params = {"arch": tiny_clip["open_clip_file"]["arch"], "pretrained": str(weights)}
+    out = tmp_path / "out"
+    for _ in range(2):
+        result = run_cli([*zero_shot_args(params, tiny_pixel_dir, out), "--split", "test"])
+        assert result.exit_code == 0, result.output
+        tensors = load_file(str(weights))
+        save_file({k: v + 0.01 * torch.randn_like(v) for k, v in tensors.items()}, str(weights))
+    reports = sorted((out / "reports").glob("clip-*_test_full.json"))
+    client = MlflowClient(f"sqlite:///{out / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("zero_shot").experiment_id])
+    assert len(reports) == 2 and {run.info.run_name for run in runs} == {
+        path.name.removesuffix("_test_full.json") for path in reports
+    }
+    assert [len(client.get_metric_history(run.info.run_id, "test/rsum")) for run in runs] == [1, 1]
+
+
 @pytest.mark.parametrize("side", [16, 64])
 def test_other_image_sizes_are_resized_as_the_library(side, tiny_clip, tmp_path):
     """Stored images of 16 or 64 px read by a 32 px tower: torchvision's antialiased uint8 resize on the
@@ -125,6 +149,27 @@ def _bad_arch(tmp_path: Path) -> str:
     cfg["vision_cfg"]["width"] = 32
     (tmp_path / "narrow.json").write_text(json.dumps(cfg))
     return str(tmp_path / "narrow.json")
+
+
+def _arch_with(tmp_path: Path, section: str, key: str, value: object) -> dict[str, str]:
+    """Random towers of the tiny open_clip config with one key set (`section` "" is the top level)."""
+    cfg = json.loads(json.dumps(OPEN_CLIP_CFG))
+    (cfg[section] if section else cfg)[key] = value
+    (tmp_path / "arch.json").write_text(json.dumps(cfg))
+    return {"arch": str(tmp_path / "arch.json")}
+
+
+def _pickled(tiny_clip, tmp_path: Path, how: str) -> dict[str, str]:
+    """The tiny weights as a `pickle.dump` file ("pickle") or a torch.save holding a foreign type."""
+    import argparse
+    import pickle
+
+    path = tmp_path / "weights.pt"
+    if how == "pickle":
+        path.write_bytes(pickle.dumps({"state_dict": {}}))
+    else:
+        torch.save({"state_dict": argparse.Namespace(layers=2)}, path)
+    return {"arch": tiny_clip["open_clip_file"]["arch"], "pretrained": str(path)}
 
 
 def _hf_copy(tiny_clip, tmp_path: Path, change) -> dict[str, str]:
@@ -177,6 +222,34 @@ BAD = {
         lambda c, t: _hf_copy(c, t, _narrow_projection),
         ["the weights do not fit"],
     ),
+    "arch layers not a number": (
+        lambda c, t: _arch_with(t, "vision_cfg", "layers", "two"),
+        ["arch.json: vision_cfg.layers 'two': expected a list of 4 integers or an integer"],
+    ),
+    "arch unknown key": (
+        lambda c, t: _arch_with(t, "text_cfg", "colour", "red"),
+        ["arch.json: text_cfg.colour: not a key of open_clip's text_cfg"],
+    ),
+    "arch vocabulary below the tokenizer's": (
+        lambda c, t: _arch_with(t, "text_cfg", "vocab_size", 10),
+        ["arch.json: text_cfg.vocab_size 10 is smaller than its tokenizer's vocabulary (49408 ids)"],
+    ),
+    "arch embed_dim 0": (
+        lambda c, t: _arch_with(t, "", "embed_dim", 0),
+        ["arch.json: embed_dim 0: must be at least 1"],
+    ),
+    "arch vision_cfg null": (
+        lambda c, t: _arch_with(t, "", "vision_cfg", None),
+        ["arch.json: vision_cfg None: expected an object (CLIPVisionCfg)"],
+    ),
+    "weights written by pickle.dump": (
+        lambda c, t: _pickled(c, t, "pickle"),
+        ["weights.pt: expected a torch.save or .safetensors file, found a pickle file", "save_file"],
+    ),
+    "weights holding a foreign type": (
+        lambda c, t: _pickled(c, t, "torch"),
+        ["weights.pt: holds the type argparse.Namespace, outside what weights may hold", "save_file"],
+    ),
 }
 
 
@@ -191,8 +264,20 @@ def _corrupt(tiny_clip, tmp_path: Path) -> Path:
 def test_bad_checkpoint_is_one_line_before_anything_starts(case, tiny_clip, tiny_pixel_dir, tmp_path):
     make, fragments = BAD[case]
     out = tmp_path / "out"
-    one_error_line(run_cli(zero_shot_args(make(tiny_clip, tmp_path), tiny_pixel_dir, out)), *fragments)
+    line = one_error_line(run_cli(zero_shot_args(make(tiny_clip, tmp_path), tiny_pixel_dir, out)), *fragments)
+    assert "weights_only" not in line
     assert not (out / "mlflow.db").exists() and not (out / "reports").exists()
+
+
+def test_train_refuses_a_bad_clip_config_before_mlflow_starts(tiny_pixel_dir, tmp_path):
+    """Random towers whose vocabulary is smaller than the tokenizer's trained until the first step's
+    index error, leaving a FAILED run; now one line before anything starts."""
+    params = _arch_with(tmp_path, "text_cfg", "vocab_size", 10)
+    out = tmp_path / "out"
+    args = ["train", "--data", str(tiny_pixel_dir), "--model", "clip", "--loss", "infonce"]
+    args += ["--set", f"model_params.arch={params['arch']}", "--output-dir", str(out)]
+    one_error_line(run_cli(args), "text_cfg.vocab_size 10 is smaller than its tokenizer's vocabulary")
+    assert not out.exists()
 
 
 def test_region_features_are_refused_for_an_image_tower(tiny_clip, tiny_region_dir, tmp_path):

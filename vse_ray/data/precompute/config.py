@@ -13,6 +13,7 @@ from vse_ray.tracking.uri import redact_uri
 
 DATASETS = ("synthetic", "karpathy", "precomp")
 AUTO = "auto"
+CNN_CROP = 224  # the centre crop of ImageNet CNNs, of a 256 px image
 PRECOMP_TEST_FILES = ("test", "testall")  # precomp file prefixes read as the test split
 RESIZE_MODES = ("square", "shortest")
 
@@ -70,7 +71,9 @@ class PrecomputeConfig:
         "square: both sides to --resize (the aspect changes); shortest: the shortest side to --resize, then "
         "the centre square, as CLIP's preprocessing (store a CLIP tower's input with --resize its size).",
     )
-    crop: int | str | None = described(AUTO, "auto | none (whole image) | side of the CNN crops.")
+    crop: int | str | None = described(
+        AUTO, "auto (224, or the resized side when smaller) | none (whole image) | side of the CNN crops."
+    )
     ten_crop: bool = described(False, "Mean of 10-crop features (VSE++ 10C) instead of the centre crop.")
     grid: bool = described(
         False,
@@ -165,13 +168,18 @@ class PrecomputeConfig:
             read_vocab_file(self.vocab_file)
         if self.grid and (self.ten_crop or self.dataset == "precomp"):
             raise ValueError("grid: needs raw images (not precomp) and a single crop (not ten_crop)")
+        resize = (self.image_size if synthetic else 256) if self.resize == AUTO else self.resize
         defaults = {
             "cnn": "resnet18" if synthetic else "resnet152",
             "weights": None if synthetic else "IMAGENET1K_V1",
-            "resize": self.image_size if synthetic else 256,
-            "crop": None if synthetic else 224,
+            "resize": resize,
+            # the ImageNet crop, fitted to a smaller resized side (--resize 32: crop 32)
+            "crop": None if synthetic else min(CNN_CROP, resize) if isinstance(resize, int) else CNN_CROP,
             "keep_images": synthetic,
         }
+        crop = defaults["crop"] if self.crop == AUTO else self.crop
+        if isinstance(crop, int) and isinstance(resize, int) and crop > resize:
+            raise ValueError(f"crop (--crop) {crop} is larger than the resized side (--resize {resize})")
         svd_seed = self.seed if self.svd_seed is None else self.svd_seed
         resolved: dict[str, Any] = {k: v for k, v in defaults.items() if getattr(self, k) == AUTO}
         return replace(self, relevance_sources=tuple(sources), svd_seed=svd_seed, **resolved)

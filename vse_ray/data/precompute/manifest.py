@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 
 import vse_ray
 from vse_ray.data.precompute.config import PrecomputeConfig
-from vse_ray.data.store.schema import SCHEMA_VERSION
+from vse_ray.data.store.schema import IMAGE_CACHE_DIR, IMAGE_CACHE_FILE, IMAGE_CACHE_META, SCHEMA_VERSION
 from vse_ray.data.store.shards import ShardLedger, merge_nodes, part_name
 from vse_ray.data.store.verify import MODEL_FILES, model_files, parquet_files
 from vse_ray.file_lock import LOCK_NAME
@@ -22,9 +22,12 @@ FORMAT = "vse_ray.precompute"
 # Every path a precompute writes, relative to its folder (POSIX, hidden temporaries named as what they
 # become); --overwrite deletes a folder only when it holds nothing else. `logs`: the command's log file
 # (vse_ray.log_file), written once the folder is claimed.
+# `image_embeddings`: the image cache that `evaluate --image-cache` and a locked-image train write there.
 _PART = r"part-\d+"
+_CACHE = re.escape(IMAGE_CACHE_DIR)
 _MADE_FOLDERS = re.compile(
     r"_state(/(features|captions))?|logs|(features|captions)(/split=[^/]+)?|relevance(/[^/]+){0,2}"
+    rf"|{_CACHE}(/[^/]+(/split=[^/]+)?)?"
 )
 _MADE_FILES = re.compile(
     "|".join(
@@ -35,11 +38,13 @@ _MADE_FILES = re.compile(
             r"logs/vse_ray\.log",
             rf"(features|captions)/split=[^/]+/{_PART}\.(parquet|arrow)",
             rf"relevance/[^/]+/[^/]+/{_PART}\.parquet",
+            rf"{_CACHE}/[^/]+/split=[^/]+/({re.escape(IMAGE_CACHE_FILE)}|{re.escape(IMAGE_CACHE_META)})",
         )
     )
 )
-# A hidden temporary file or folder (``.<name>.<pid>.tmp``, ``.<stem>.<pid>.tmp.<suffix>``) of a known name.
-TEMPORARY = re.compile(r"^\.(?P<stem>.+)\.\d+\.tmp(?P<suffix>\.[^./]+)?$")
+# A hidden temporary file or folder (``.<name>.<pid>.tmp``, ``.<stem>.<pid>.tmp.<suffix>``, the image
+# cache's ``.<name>.<pid>-<hex>.tmp``) of a known name.
+TEMPORARY = re.compile(r"^\.(?P<stem>.+)\.\d+(-[0-9a-f]+)?\.tmp(?P<suffix>\.[^./]+)?$")
 
 
 def _own_record(path: Path) -> dict | None:

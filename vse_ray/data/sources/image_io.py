@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow.fs as pafs
 from PIL import Image, UnidentifiedImageError
 
+from vse_ray.data.store.pixel_budget import TooManyPixels, open_image
 from vse_ray.data.synthetic.dataset import synthetic_image
 
 
@@ -98,7 +99,7 @@ class FileImages:
         check_regular_file(fs, path)
         with fs.open_input_stream(path) as stream:
             data = stream.read()
-        with Image.open(io.BytesIO(data)) as opened:
+        with open_image(data, path) as opened:  # its size checked before it is decoded
             image = opened.convert("RGB")
             if size is not None:
                 image = fit_image(image, size, mode)
@@ -128,6 +129,8 @@ def reject_reason(error: Exception) -> str:
         return f"not a regular file: {error}"
     if isinstance(error, FileNotFoundError):
         return f"missing file: {error}"
+    if isinstance(error, TooManyPixels):
+        return f"too large: {error}"
     if isinstance(error, UnidentifiedImageError):
         return "not an image: the file is not in a format PIL can decode"
     return f"corrupt image: {type(error).__name__}: {error}"

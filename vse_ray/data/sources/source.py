@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -74,16 +75,17 @@ def checked_captions(
         where: ``where[k]`` names image k (file and row) in messages.
 
     Raises:
-        ValueError: Naming the file and row of an image with too few captions, of an empty caption or of
-            one holding a control character (NUL, ESC ...; tab and line breaks are kept as spaces are).
+        ValueError: Naming the file and row of an image with too few captions, of an empty caption
+            (`is_blank`) or of one holding a control character (NUL, ESC ...; tab and line breaks are kept
+            as spaces are).
     """
     kept, long = [], []
     for k, caps in enumerate(captions):
         if len(caps) < per_image:
             raise ValueError(f"{where[k]}: has {len(caps)} captions, needs at least {per_image}")
         for j, text in enumerate(caps[:per_image]):
-            if not isinstance(text, str) or not text.strip():
-                raise ValueError(f"{where[k]}: caption {j} is empty")
+            if not isinstance(text, str) or is_blank(text):
+                raise ValueError(f"{where[k]}: caption {j} is empty (nothing but blanks)")
             control = CONTROL.search(text)
             if control:
                 raise ValueError(
@@ -101,6 +103,13 @@ def checked_captions(
             long[0],
         )
     return tuple(kept)
+
+
+def is_blank(text: str) -> bool:
+    """Whether `text` holds nothing to read: only whitespace and Unicode format characters (category Cf:
+    zero-width space U+200B, zero-width joiners, word joiner U+2060, byte-order mark U+FEFF, soft hyphen),
+    which print as nothing and tokenise to nothing."""
+    return all(char.isspace() or unicodedata.category(char) == "Cf" for char in text)
 
 
 def _cut(text: str, limit: int) -> str:

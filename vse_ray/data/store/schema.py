@@ -21,6 +21,9 @@ Layout of a precompute folder (``SCHEMA_VERSION`` 3)::
                          ``<row>:<row + block>`` of the (n_images, n_captions) float32 matrix. Read it whole
                          with ``store.load_relevance``, in row chunks with ``store.iter_relevance``, or with
                          ``pyarrow.parquet.read_table`` / ``ray.data.read_parquet`` on the source folder.
+    image_embeddings/<model>-<hash>/split=<split>/part-00000000.parquet, cache.json
+                         written later, by ``evaluate --image-cache`` or a locked-image ``train``: a frozen
+                         image tower's embeddings (:mod:`vse_ray.evaluation.image_cache`); not in the manifest
 
 ``<row>`` is the index (within the split) of the shard's first row, so file names are the same on every run.
 Vectors are ``fixed_size_list<float32>[D]``; ``split`` is dictionary-encoded strings so that reading the
@@ -52,6 +55,11 @@ from vse_ray.relevance.sources import SOURCES
 SCHEMA_VERSION = 3
 READABLE_SCHEMA_VERSIONS = (2, 3)  # 2: captions as Parquet files, read into memory
 SPLIT_TYPE = pa.dictionary(pa.int32(), pa.string())
+IMAGE_CACHE_DIR, IMAGE_CACHE_FILE, IMAGE_CACHE_META = (
+    "image_embeddings",
+    "part-00000000.parquet",
+    "cache.json",
+)
 
 
 FEATURE_DTYPES = {"float32": pa.float32(), "float16": pa.float16()}

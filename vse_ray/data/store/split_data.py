@@ -6,15 +6,14 @@ Pooled features and pixels are held in memory; region features are read by row f
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import torch
-from PIL import Image
 
+from vse_ray.data.store.pixel_budget import open_image
 from vse_ray.data.store.readers import (
     load_captions,
     load_features,
@@ -76,8 +75,9 @@ class ImageStore:
 
 
 def decode_png_column(column: pa.ChunkedArray) -> np.ndarray:
-    """PNG bytes column → uint8 (n, H, W, 3)."""
-    return np.stack([np.asarray(Image.open(io.BytesIO(b)).convert("RGB")) for b in column.to_pylist()])
+    """PNG bytes column → uint8 (n, H, W, 3); each image's size checked against the pixel budget first."""
+    images = [open_image(png, f"stored image {k}") for k, png in enumerate(column.to_pylist())]
+    return np.stack([np.asarray(image.convert("RGB")) for image in images])
 
 
 def load_image_store(data_dir: str, split: str, raw: bool) -> ImageStore:
