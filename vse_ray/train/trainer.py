@@ -153,8 +153,8 @@ def _train_and_record(
         latest, best_dir, best_metrics = train_in_process(checked.checked, folder, on_epoch=live)
     else:
         latest, best_dir, best_metrics = _fit_on_ray_train(checked, live)
-    gone = live.lost is not None and unavailable(recorder.tracking_uri, folder)
-    if gone:
+    gone = unavailable(recorder.tracking_uri, folder) if live.lost is not None else None
+    if gone is not None:  # still gone: no request waits on its retries
         raise gone
     try:
         # Every epoch the checkpoint holds, once: a driver killed after an epoch's checkpoint and before
