@@ -21,9 +21,12 @@ class Driver:
     """``vse-ray ARGS`` in its own process, joined to this process's Ray instance (no Ray start-up); its
     console (stdout and stderr) is read line by line as it comes."""
 
-    def __init__(self, args: list[str], cwd: Path):
+    def __init__(self, args: list[str], cwd: Path, joins_ray: bool = True):
+        """``joins_ray`` False: a command that starts no Ray (``train --num-workers 0``)."""
         env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
-        env |= {"PYTHONPATH": str(ROOT), "RAY_ADDRESS": ray.get_runtime_context().gcs_address}
+        env["PYTHONPATH"] = str(ROOT)
+        if joins_ray:
+            env["RAY_ADDRESS"] = ray.get_runtime_context().gcs_address
         self.process = subprocess.Popen(
             [sys.executable, "-m", "vse_ray.cli.main", *args],
             cwd=cwd,

@@ -2,8 +2,8 @@
 
 ``train``, ``sweep``, ``study`` and ``demo`` claim their run the same way (:func:`claim_run_folder`):
 
-1. a tracking server (``http[s]://``) answers within seconds (:func:`check_server`), else one line says so
-   (MLflow itself retries for minutes);
+1. a tracking server (``http[s]://``) or a PostgreSQL store answers within seconds (:func:`check_server`),
+   else one line says so (MLflow itself retries for minutes);
 2. the run's folder is locked: one writer per run; a second command is refused naming the holder, or queues
    behind it (``wait``); the kernel drops the lock of a killed process;
 3. a local sqlite store exists (:func:`prepare_store`), created under the lock of its folder: two first
@@ -21,6 +21,7 @@ stable name (:meth:`RunRecorder.open <vse_ray.tracking.recorder.RunRecorder.open
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -34,6 +35,14 @@ from vse_ray.tracking.uri import local_store
 
 RECORD = "vse_ray_config.json"
 SERVER_TIMEOUT_S = 5.0  # a server on the network answers in well under a second
+# MLflow's retries of a tracking server's requests, for the rest of the command (a variable already set is
+# kept): a server that dies mid-run costs each call seconds (3 retries 1, 2 and 4 s apart; at most 60 s a
+# request), not MLflow's defaults (7 retries up to 64 s apart, 120 s a request: minutes a call).
+HTTP_RETRIES = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "60",
+}
 
 
 def _root_cause(err: BaseException) -> BaseException:
@@ -47,9 +56,24 @@ def _root_cause(err: BaseException) -> BaseException:
 
 def check_server(uri: str, timeout: float = SERVER_TIMEOUT_S) -> None:
     """ValueError in one line when ``uri`` is a tracking server that does not answer within ``timeout``
-    seconds; any HTTP answer counts (a 401 or 404 too: the server is there). Other stores pass."""
+    seconds (:func:`server_silence`). A server that answers gets bounded retries for the command's later
+    requests (:data:`HTTP_RETRIES`)."""
+    silence = server_silence(uri, timeout)
+    if silence is not None:
+        raise ValueError(f"{silence}: start it, or pass another --tracking-uri (or MLFLOW_TRACKING_URI)")
+    if uri.startswith(("http://", "https://")):
+        for name, value in HTTP_RETRIES.items():
+            os.environ.setdefault(name, value)
+
+
+def server_silence(uri: str, timeout: float = SERVER_TIMEOUT_S) -> str | None:
+    """``tracking server <uri> does not answer within <timeout> s (<why>)`` when ``uri`` is a tracking
+    server that does not answer now, in one request; any HTTP answer counts (a 401 or 404 too: the server
+    is there); a PostgreSQL store connects. None for a server that answers, and for other stores."""
+    if uri.startswith("postgresql"):
+        return _database_silence(uri, timeout)
     if not uri.startswith(("http://", "https://")):
-        return
+        return None
     from mlflow.utils.credentials import get_default_host_creds
     from mlflow.utils.rest_utils import http_request
 
@@ -63,10 +87,27 @@ def check_server(uri: str, timeout: float = SERVER_TIMEOUT_S) -> None:
             raise_on_status=False,
         )
     except Exception as err:  # MLflow wraps every failure of the request in an MlflowException
-        raise ValueError(
-            f"tracking server {uri} does not answer within {timeout:.0f} s ({_root_cause(err)}): "
-            "start it, or pass another --tracking-uri (or MLFLOW_TRACKING_URI)"
-        ) from None
+        return f"tracking server {uri} does not answer within {timeout:.0f} s ({_root_cause(err)})"
+    return None
+
+
+def _database_silence(uri: str, timeout: float) -> str | None:
+    """Why the PostgreSQL server of ``uri`` does not take a connection within ``timeout`` seconds (its
+    first line: a refused connection, a wrong password), or None. MLflow itself retries for minutes."""
+    import sqlalchemy
+    from sqlalchemy.pool import NullPool
+
+    engine = sqlalchemy.create_engine(
+        uri, poolclass=NullPool, connect_args={"connect_timeout": max(1, int(timeout))}
+    )
+    try:
+        with engine.connect():
+            return None
+    except Exception as err:
+        cause = str(_root_cause(err)).strip().splitlines()[0]
+        return f"database {uri} does not take a connection within {timeout:.0f} s ({cause})"
+    finally:
+        engine.dispose()
 
 
 def prepare_store(uri: str, notify: Callable[[str], None] = print) -> None:

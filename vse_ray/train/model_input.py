@@ -60,6 +60,22 @@ def check_data_for_model(
     check_model_input(model, layout, where, shape, model_params)
 
 
+def check_stored_images(cfg: TrainConfig) -> None:
+    """Before anything starts: a training that reads the stored images (:func:`reads_pixels`), not their
+    cached embeddings, finds them in its train and val splits; else ValueError naming the split's folder,
+    what reads them and how to keep them."""
+    if cfg.image_cache or not reads_pixels(cfg):
+        return
+    reader = "fine-tuning the CNN (finetune)" if cfg.finetune else f"model '{cfg.model}' (its image tower)"
+    for split in ("train", "val"):
+        if "image" not in table_schema(cfg.data_dir, "features", split).names:
+            folder = Path(cfg.data_dir) / "features" / f"split={split}"
+            raise ValueError(
+                f"{folder}: no stored images, which {reader} reads; precompute the folder again with "
+                "--keep-images yes"
+            )
+
+
 def check_split_input(data_dir: str, split: str, model: str, model_params: dict[str, Any]) -> None:
     """Before an untrained model scores a split: the split holds the image input the model reads (its
     stored images for a model that reads pixels), else ValueError as `check_model_input`."""

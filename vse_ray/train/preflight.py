@@ -13,7 +13,7 @@ from vse_ray.tracking.filters import quote_value
 from vse_ray.train.config import CheckedConfig, TrainConfig
 from vse_ray.train.locked_image import check_cache_input
 from vse_ray.train.model_factory import check_model_data, constructor_params
-from vse_ray.train.model_input import check_data_for_model, reads_pixels
+from vse_ray.train.model_input import check_data_for_model, check_stored_images, reads_pixels
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,8 @@ def check_training(valid: CheckedConfig) -> CheckedTraining:
     """Check a training once, before Ray or MLflow start, on a config whose fields were checked where it was
     made (`TrainConfig.checked()`, or a recipe): the data folder against its manifest (finished precompute,
     row counts, checksums), that the folder holds the image input the model reads (pooled, regions or
-    pixels, or the stored images a missing image cache is computed from), and that pretrained weights or
+    pixels, or the stored images a missing image cache is computed from), that a batch fits in the train
+    split, and that pretrained weights or
     files the model needs (VSE∞'s BERT, CVSE's concepts) are there.
 
     Returns:
@@ -55,6 +56,8 @@ def check_training(valid: CheckedConfig) -> CheckedTraining:
     verified = verify_data_dir(cfg.data_dir, splits=("train", "val"))
     verified.check_cutoffs("val", cfg.eval_ks)  # each epoch ranks the val images
     check_data_for_model(cfg.data_dir, cfg.model, reads_pixels(cfg), cfg.model_params)
+    check_stored_images(cfg)
+    _check_batch(cfg, verified)
     if cfg.image_cache:
         check_cache_input(cfg)  # the stored images of a split whose tower embeddings are not cached yet
     cls = model_class(cfg.model)
@@ -66,6 +69,18 @@ def check_training(valid: CheckedConfig) -> CheckedTraining:
     if cfg.run_name is None:
         _check_run_name(checked.config.run_name)  # the derived name (dataset-loss-seed)
     return CheckedTraining(checked, verified)
+
+
+def _check_batch(cfg: TrainConfig, data: VerifiedData) -> None:
+    """A worker's batch fits in its share of the train captions (the epoch's last partial batch is
+    dropped: a larger batch trains nothing)."""
+    workers = max(cfg.num_workers, 1)
+    rows = data.captions.get("train", 0) // workers
+    if cfg.batch_size > rows:
+        each = f" for each of {workers} workers (lower num_workers or batch_size)" if workers > 1 else ""
+        raise ValueError(
+            f"batch_size {cfg.batch_size} exceeds the {rows} train captions of {data.path}{each}"
+        )
 
 
 def _check_run_name(run_name: str | None) -> None:

@@ -161,10 +161,15 @@ def plan_run(
             "Use --new-run to start a fresh run beside it"
         )
     if not resume:
+        # --resume is offered only where it works: when every key that changed may change on resume
+        way = (
+            f"pass --resume to continue it (only {', '.join(SAFE_ON_RESUME)} may change), --new-run"
+            if not unsafe
+            else f"{', '.join(unsafe)} cannot change on resume: pass --new-run"
+        )
         raise ValueError(
-            f"{where} was started with another config ({describe(changes)}): pass --resume to continue it "
-            f"(only {', '.join(SAFE_ON_RESUME)} may change), --new-run to start a fresh run beside it, or "
-            "choose another --run-name"
+            f"{where} was started with another config ({describe(changes)}): {way} to start a fresh run "
+            "beside it, or choose another --run-name"
         )
     history = [*record["changes"], {"time": time.time(), "changes": changes}]
     kept.save(cfg.to_dict(), history, data=record.get("data") or _data_record(data))
@@ -194,20 +199,25 @@ def claim_run(
     """Claim the run (:func:`~vse_ray.tracking.lifecycle.claim_run_folder`: the server answers, one writer,
     ``wait`` queues behind the holder), then :func:`plan_run` (a new run beside it is claimed too), then
     the store exists: created while ``beside`` runs (the command's Ray start: after every refusal, beside
-    the store's creation, :func:`~vse_ray.tracking.lifecycle.prepare_store_beside`).
+    the store's creation, :func:`~vse_ray.tracking.lifecycle.prepare_store_beside`). A start that fails
+    there leaves no config recorded for a run it began.
 
     The locks are held until :func:`~vse_ray.file_lock.release_all` (the end of the command) or the end
     of the process.
     """
     cfg = cfg.resolved()
     locks = [_claim(cfg, wait, notify)]
+    fresh = [path for path in (record_path(cfg),) if not path.is_file()]  # records this start writes
     try:
         planned = plan_run(cfg, resume, new_run, notify, data)
         if planned.run_name != cfg.run_name:
+            fresh.append(record_path(planned))
             locks.append(_claim(planned, wait, notify))
         prepare_store_beside(planned.filled("tracking_uri"), beside, notify)
         return planned
     except BaseException:
+        for path in fresh:  # a start that failed records no config: the next try is no "other config"
+            path.unlink(missing_ok=True)
         for lock in locks:
             lock.release()
         raise

@@ -11,6 +11,7 @@ from vse_ray.checkpoint_files import load_checkpoint, remove_partial_checkpoints
 from vse_ray.disk_full import disk_full_is_an_error, disk_full_value_error
 from vse_ray.tracking import get_or_create_experiment
 from vse_ray.tracking.code_version import code_version
+from vse_ray.tracking.outage import LiveEpochs, TrackingUnavailable, unavailable
 from vse_ray.tracking.recorder import RunRecorder
 from vse_ray.tracking.uri import local_store
 from vse_ray.train.config import CheckedConfig
@@ -83,6 +84,8 @@ def fit(checked: CheckedTraining) -> TrainResult:
     (with its console line, `RunEpochLines`) and at the end every epoch of the checkpoint's history that the
     run lacks, and records the selected checkpoint; the workers never import MLflow. A locked-image run
     with `image_cache` first computes the tower embeddings the data folder lacks (`compute_missing_caches`).
+    A tracking server that stops answering does not stop the training (`vse_ray.tracking.outage`); still
+    gone at the end, it is one line (`TrackingUnavailable`), the run left for the rerun to complete.
     ``checked``: the training `check_training` checked, trusted here.
     """
     cfg, data = checked.config, checked.data
@@ -91,19 +94,25 @@ def fit(checked: CheckedTraining) -> TrainResult:
     params = {**cfg.to_flat_dict(), **data.mlflow_params(), "code_version": code_version()}
     run_name, tracking_uri = cfg.filled("run_name"), cfg.filled("tracking_uri")
     store = local_store(tracking_uri)
-    with disk_full_is_an_error(cfg.output_dir, store=store):
-        experiment_id = get_or_create_experiment(cfg.experiment, cfg.tracking_uri, cfg.output_dir)
-        recorder = RunRecorder.open(experiment_id, run_name, tracking_uri, params)
+    folder = Path(cfg.filled("storage_path")) / run_name
+    try:
+        with disk_full_is_an_error(cfg.output_dir, store=store):
+            experiment_id = get_or_create_experiment(cfg.experiment, cfg.tracking_uri, cfg.output_dir)
+            recorder = RunRecorder.open(experiment_id, run_name, tracking_uri, params)
+    except Exception as err:
+        _raise_if_unavailable(tracking_uri, folder, err)
+        raise
     try:
         latest, best_dir, best_metrics = _train_and_record(checked, recorder)
     except (KeyboardInterrupt, SystemExit) as stop:  # Ray Train's SIGINT handler ends in sys.exit
-        recorder.finish("KILLED")
+        _finish(recorder, folder, "KILLED")
         raise KeyboardInterrupt from stop
+    except TrackingUnavailable:
+        raise  # the run stays RUNNING in the store that does not answer: the rerun completes it
     except Exception as err:
-        folder = Path(cfg.filled("storage_path")) / run_name
         full = disk_full_value_error(err, store=store, folder=folder)
         if full is None:
-            recorder.finish("FAILED")
+            _finish(recorder, folder, "FAILED")
             raise
         partial = _remove_partial_files(folder)  # frees space for the store to record the failure
         with contextlib.suppress(Exception):  # a store on the full disk may not take even that
@@ -114,36 +123,60 @@ def fit(checked: CheckedTraining) -> TrainResult:
     return TrainResult(run_id, experiment_id, tracking_uri, dict(best_metrics), best_dir, latest["history"])
 
 
+def _finish(recorder: RunRecorder, folder: Path, status: str) -> None:
+    """End the run with ``status``; a tracking server that does not answer is one line (the rerun ends
+    the run), not a second traceback."""
+    try:
+        recorder.finish(status)
+    except Exception as err:
+        _raise_if_unavailable(recorder.tracking_uri, folder, err)
+        raise
+
+
+def _raise_if_unavailable(uri: str, folder: Path, err: Exception) -> None:
+    """:class:`TrackingUnavailable` (one line) from ``err`` when the tracking server ``uri`` does not
+    answer now; else nothing (``err`` is another failure)."""
+    gone = unavailable(uri, folder)
+    if gone is not None:
+        raise gone from err
+
+
 def _train_and_record(
     checked: CheckedTraining, recorder: RunRecorder
 ) -> tuple[dict[str, Any], Path, dict[str, Any]]:
     """Fit, then record the run: every epoch of the checkpoint's history, the selected checkpoint, the
     plots. Returns the latest checkpoint, the selected checkpoint's folder and its metrics."""
     cfg = checked.config
+    folder = Path(cfg.filled("storage_path")) / cfg.filled("run_name")
+    live = LiveEpochs(recorder)  # a tracking server that stops answering: training goes on, epochs wait
     if cfg.num_workers == 0:  # in this process, without Ray
-        folder = Path(cfg.filled("storage_path")) / cfg.filled("run_name")
-        latest, best_dir, best_metrics = train_in_process(
-            checked.checked, folder, on_epoch=lambda metrics: recorder.log_epochs([metrics])
-        )
+        latest, best_dir, best_metrics = train_in_process(checked.checked, folder, on_epoch=live)
     else:
-        latest, best_dir, best_metrics = _fit_on_ray_train(checked, recorder)
-    # Every epoch the checkpoint holds, once: a driver killed after an epoch's checkpoint and before its
-    # live log lost that epoch in MLflow, and the rerun resumes after it.
-    recorder.log_epochs(latest["history"])
-    recorder.record_checkpoint(best_dir, best_metrics, latest["history"], cfg.to_dict())
-    log_training_plots(recorder, latest, best_metrics)
+        latest, best_dir, best_metrics = _fit_on_ray_train(checked, live)
+    gone = unavailable(recorder.tracking_uri, folder) if live.lost is not None else None
+    if gone is not None:  # still gone: no request waits on its retries
+        raise gone
+    try:
+        # Every epoch the checkpoint holds, once: a driver killed after an epoch's checkpoint and before
+        # its live log lost that epoch in MLflow, and the rerun resumes after it.
+        recorder.log_epochs(latest["history"])
+        recorder.record_checkpoint(best_dir, best_metrics, latest["history"], cfg.to_dict())
+        log_training_plots(recorder, latest, best_metrics)
+    except Exception as err:
+        _raise_if_unavailable(recorder.tracking_uri, folder, err)
+        raise
     return latest, best_dir, dict(best_metrics)
 
 
 def _fit_on_ray_train(
-    checked: CheckedTraining, recorder: RunRecorder
+    checked: CheckedTraining, on_epoch: LiveEpochs
 ) -> tuple[dict[str, Any], Path, dict[str, Any]]:
-    """Fit on Ray Train, each reported epoch printed and logged as it arrives; returns the latest
-    checkpoint, the best checkpoint's folder and its metrics."""
+    """Fit on Ray Train, each reported epoch printed and handed to ``on_epoch`` as it arrives; returns the
+    latest checkpoint, the best checkpoint's folder and its metrics."""
     from vse_ray.train.epoch_lines import RunEpochLines
 
     cfg = checked.config
-    lines = RunEpochLines(cfg.epochs, on_epoch=lambda metrics: recorder.log_epochs([metrics]))
+    lines = RunEpochLines(cfg.epochs, on_epoch=on_epoch)
     trainer = build_trainer(checked.checked, callbacks=[lines.callback])
     with lines:
         result = trainer.fit()

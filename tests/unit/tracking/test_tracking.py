@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
@@ -20,7 +23,7 @@ from vse_ray.tracking import (
     runs_table_url,
     ui_command,
 )
-from vse_ray.tracking.uri import CREDENTIAL_ENV, redact_uri
+from vse_ray.tracking.uri import CREDENTIAL_ENV, PG_PASSWORD_ENV, PLUGIN_GROUP, STORE_SCHEMES, redact_uri
 from vse_ray.train.config import TrainConfig
 
 
@@ -62,6 +65,42 @@ def test_links():
     )
     # a line never ends "MLflow run <id>: " with nothing after it
     assert ui_command("http://u:p@h:5000") == "served by the tracking server http://h:5000"
+    spaced = ui_command("sqlite:////my runs/it's/mlflow.db")  # pasted into a shell, one argument
+    assert shlex.split(spaced)[:4] == [
+        "mlflow",
+        "ui",
+        "--backend-store-uri",
+        "sqlite:////my runs/it's/mlflow.db",
+    ]
+
+
+def test_the_schemes_accepted_are_those_mlflow_opens():
+    from mlflow.tracking._tracking_service.utils import _tracking_store_registry
+
+    assert set(STORE_SCHEMES) == set(_tracking_store_registry._registry) - {""}
+    assert not list(entry_points(group=PLUGIN_GROUP))  # none installed here: a plugin's scheme is added
+
+
+def test_a_postgresql_password_reaches_the_driver_and_no_uri(tmp_path, monkeypatch):
+    pytest.importorskip("psycopg", reason="the postgres extra is not installed: pip install -e '.[postgres]'")
+    monkeypatch.delenv(PG_PASSWORD_ENV, raising=False)
+    secret = "postgresql://alice:S3cr%40t@db.example:5432/mlflow"
+    cfg = TrainConfig(data_dir=str(tmp_path / "coco"), tracking_uri=secret).resolved()
+    assert cfg.tracking_uri.endswith("://alice@db.example:5432/mlflow")
+    assert cfg.tracking_uri.startswith("postgresql")  # with the driver installed (psycopg or psycopg2)
+    assert "S3cr" not in json.dumps(cfg.to_dict())
+    assert os.environ[PG_PASSWORD_ENV] == "S3cr@t"  # libpq reads it, percent-decoded
+
+
+def test_a_database_uri_without_its_driver_is_one_line(monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # an import of psycopg fails, as when not installed
+    monkeypatch.setitem(sys.modules, "psycopg2", None)
+    with pytest.raises(ValueError) as refused:
+        resolve_tracking_uri("postgresql+psycopg://u:pw@h/db", "unused")
+    assert str(refused.value).startswith("tracking URI postgresql+psycopg://u@h/db: its database driver is")
+    assert str(refused.value).endswith("pip install 'vse_ray[postgres]'") and ":pw@" not in str(refused.value)
+    with pytest.raises(ValueError, match=r"mysql://u@h/db: its database driver is not installed"):
+        resolve_tracking_uri("mysql://u:pw@h/db", "unused")  # no MySQL driver here
 
 
 def test_run_reuse_params_and_exactly_once_epochs(mlflow_uri, tmp_path):

@@ -6,6 +6,7 @@ import errno
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -96,7 +97,8 @@ def test_a_rerun_with_another_config_is_refused_listing_the_keys(tmp_path):
     first = plan_run(_cfg(tmp_path))
     assert plan_run(_cfg(tmp_path)) == first  # the same config resumes
     with pytest.raises(
-        ValueError, match=r"another config \(epochs 30 -> 40, lr 0.0002 -> 0.002\): pass --resume"
+        ValueError,
+        match=r"another config \(epochs 30 -> 40, lr 0.0002 -> 0.002\): lr cannot change on resume: pass",
     ):
         plan_run(_cfg(tmp_path, lr=2e-3, epochs=40))
     with pytest.raises(
@@ -171,8 +173,15 @@ def test_new_run_starts_beside_the_old_one(tmp_path):
         plan_run(_cfg(tmp_path), resume=True, new_run=True)
 
 
-@pytest.mark.parametrize("stop", [KeyboardInterrupt, SystemExit])  # SystemExit: Ray Train's SIGINT handler
-def test_ctrl_c_on_train_is_one_line_and_marks_the_run_killed(store, tmp_path, monkeypatch, stop):
+@pytest.mark.parametrize(
+    ("stop", "code", "by"),
+    [
+        (KeyboardInterrupt, 130, "Ctrl-C"),
+        (SystemExit, 130, "Ctrl-C"),  # Ray Train's SIGINT handler
+        (SystemExit(signal.SIGTERM), 143, "SIGTERM"),  # the SIGTERM handler `ray.init` installs
+    ],
+)
+def test_ctrl_c_on_train_is_one_line_and_marks_the_run_killed(store, tmp_path, monkeypatch, stop, code, by):
     class Interrupted:
         def fit(self):
             raise stop
@@ -182,9 +191,9 @@ def test_ctrl_c_on_train_is_one_line_and_marks_the_run_killed(store, tmp_path, m
     monkeypatch.setattr("vse_ray.train.epoch_lines.RunEpochLines", NoEpochLines)
     out = tmp_path / "out"
     result = run_cli(["train", "--data", str(store), "--output-dir", str(out), "--epochs", "1"])
-    assert result.exit_code == 130, result.output
+    assert result.exit_code == code, result.output
     assert result.output.splitlines()[-1:] == [  # after MLflow's own store-creation lines
-        "stopped by Ctrl-C: run the same command again to resume from the last checkpoint (the MLflow run "
+        f"stopped by {by}: run the same command again to resume from the last checkpoint (the MLflow run "
         "is KILLED)"
     ]
     client = MlflowClient(f"sqlite:///{out / 'mlflow.db'}")
