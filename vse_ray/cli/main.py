@@ -16,6 +16,7 @@ from vse_ray.cli.evaluate import evaluate
 from vse_ray.cli.gsmn_data import gsmn_data
 from vse_ray.cli.import_checkpoint import import_checkpoint
 from vse_ray.cli.precompute import precompute
+from vse_ray.cli.pretrain_clip import pretrain_clip
 from vse_ray.cli.recipes import recipes
 from vse_ray.cli.study import study
 from vse_ray.cli.sweep import sweep
@@ -38,6 +39,7 @@ COMMANDS: dict[str, Callable[..., Any]] = {
     "gsmn-data": gsmn_data,
     "demo": demo,
     "study": study,
+    "pretrain-clip": pretrain_clip,
 }
 for _name, _command in COMMANDS.items():
     app.command(name=_name)(readable_errors(_command))

@@ -25,7 +25,7 @@ from vse_ray.losses.names import LOSS_NAMES
 from vse_ray.metrics.registry import CUTOFFS
 from vse_ray.models.names import DEFAULT_MODEL, MODEL_NAMES
 
-_TUPLE_FIELDS = ("eval_ks", "cs_ks", "ncs_ks", "lr_milestones")
+_TUPLE_FIELDS = ("eval_ks", "cs_ks", "ncs_ks", "lr_milestones", "image_crop_scale")
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")  # Ray's ScalingConfig
 OPTIMIZERS = ("adam", "adamw")
 LR_SCHEDULES = ("step", "cosine")
@@ -133,6 +133,12 @@ class TrainConfig:
         "folder (image_embeddings/, computed once with Ray Data when missing) instead of running the tower.",
         "run",
         cli=True,
+    )
+    image_crop_scale: tuple[float, ...] = _field(
+        (),
+        "clip: crop each training image as open_clip's train transform (a random resized crop per row, its "
+        "area a share in [low, high] of the image; open_clip: [0.9, 1.0]); empty: no augmentation.",
+        warmup=True,
     )
     precision: str = _field(
         "fp32", "fp32 | bf16 | fp16 autocast of the forward and loss (fp16: GPU only).", warmup=True, cli=True
@@ -368,16 +374,32 @@ class TrainConfig:
             "freeze_image_epochs": self.freeze_image_epochs > 0,
             "grad_checkpointing": self.grad_checkpointing,
             "image_cache": self.image_cache,
+            "image_crop_scale": bool(self.image_crop_scale),
         }
         used = [name for name, on in tower.items() if on]
         if used and self.model != "clip":
             raise ValueError(f"{used[0]}: a setting of the clip model's towers, not of {self.model!r}")
+        if self.image_crop_scale:
+            self._validate_image_crop()
         if self.image_cache:
             self._validate_image_cache()
         if self.precision not in PRECISIONS:
             raise ValueError(f"precision: must be one of {PRECISIONS}, got {self.precision!r}")
         if self.precision == "fp16" and not self.use_gpu:
             raise ValueError("precision: fp16 needs a GPU (use_gpu true); on the CPU use bf16 or fp32")
+
+    def _validate_image_crop(self) -> None:
+        scale = self.image_crop_scale
+        numbers = all(not isinstance(v, bool) and isinstance(v, int | float) for v in scale)
+        if len(scale) != 2 or not numbers or not 0 < scale[0] <= scale[1] <= 1:
+            raise ValueError(
+                f"image_crop_scale: expected [low, high] with 0 < low <= high <= 1, got {scale!r}"
+            )
+        if self.image_cache:
+            raise ValueError(
+                "image_crop_scale: the image cache holds one embedding per stored image, not one per crop "
+                "drawn at each step; train from the pixels (image_cache false)"
+            )
 
     def _validate_image_cache(self) -> None:
         """The cached embeddings stand for the image tower only when nothing of it trains or changes: locked

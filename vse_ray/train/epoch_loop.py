@@ -31,11 +31,12 @@ from vse_ray.train.batches import BatchBuilder, BatchSource, TableBatches, Train
 from vse_ray.train.caption_aug import CaptionAugment
 from vse_ray.train.config import CheckedConfig, TrainConfig, fields_where
 from vse_ray.train.gather import gather_rows, gather_with_local_grad, relevance_columns, share_loss_gradients
+from vse_ray.train.image_crop import random_resized_crops
 from vse_ray.train.optim import build_optimizer, freeze_image, load_optimizer_state, milestones, per_step
 from vse_ray.train.precision import FP32, Precision
 from vse_ray.train.reporter import Reporter
 from vse_ray.train.step_validation import StepValidation
-from vse_ray.train.streams import caption_rng, region_rng, seed_step_torch
+from vse_ray.train.streams import caption_rng, crop_generator, region_rng, seed_step_torch
 from vse_ray.train.training_data import TrainingData
 
 # Fields a shared warm-up checkpoint must agree on with the run that starts from it (`init_checkpoint`).
@@ -152,9 +153,14 @@ def train_one_epoch(
     seed_step_torch(cfg.seed, ctx.rank, epoch)
     regions = region_rng(cfg.seed, ctx.rank, epoch)
     draw = partial(augment, rng=caption_rng(cfg.seed, ctx.rank, epoch)) if augment is not None else None
+    crop = None
+    if cfg.image_crop_scale:
+        low, high = cfg.image_crop_scale
+        generator = crop_generator(cfg.seed, ctx.rank, epoch)
+        crop = partial(random_resized_crops, scale=(low, high), generator=generator)
     if ctx.batches is None:
         raise ValueError("train_one_epoch: the worker context has no batches")
-    host = partial(host_batch, builder, draw=draw, regions=regions, device=ctx.device)
+    host = partial(host_batch, builder, draw=draw, regions=regions, device=ctx.device, crop=crop)
     everyone = (
         partial(gather_rows, columns=builder_columns, world_size=world_size) if world_size > 1 else None
     )
@@ -190,9 +196,13 @@ def host_batch(
     draw: Callable[..., Any] | None,
     regions: np.random.Generator | None,
     device: torch.device,
+    crop: Callable[[torch.Tensor], torch.Tensor] | None = None,
 ) -> TrainBatch:
-    """A batch built on the host, pinned when it goes to a GPU, where its relevance is then built."""
+    """A batch built on the host, its stored images cropped by `crop` (training), pinned when it goes to
+    a GPU, where its relevance is then built."""
     batch = builder(rows, everyone, draw, regions, relevance_on_device=device.type == "cuda")
+    if crop is not None:
+        batch.images = crop(batch.images)
     return batch.pin_memory() if device.type == "cuda" else batch
 
 

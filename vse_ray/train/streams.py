@@ -4,6 +4,8 @@
 - epoch order: numpy `(seed, epoch)`, one permutation of the split dealt to the workers (`TableBatches`);
 - caption augmentation: numpy `(seed, rank, epoch)`;
 - region drop (VSE∞'s size augmentation): numpy `(seed, rank, epoch, 1)`;
+- image crops (open_clip's random resized crop, `image_crop_scale`): a torch generator from
+  `(seed, rank, epoch, 3)`, drawn as each batch is built;
 - dropout, random crops and any other draw inside the step: torch, reseeded from `(seed, rank, epoch, 2)`
   as each epoch starts.
 
@@ -19,6 +21,7 @@ import torch
 
 REGION_DROP = 1
 STEP_TORCH = 2
+IMAGE_CROP = 3
 
 
 def caption_rng(seed: int, rank: int, epoch: int) -> np.random.Generator:
@@ -35,3 +38,9 @@ def seed_step_torch(seed: int, rank: int, epoch: int) -> None:
     """Reseed torch's global stream (CPU and CUDA) for the draws inside this worker's training steps."""
     state = np.random.SeedSequence([seed, rank, epoch, STEP_TORCH]).generate_state(2, dtype=np.uint32)
     torch.manual_seed(int(state[0]) << 31 | int(state[1]) >> 1)
+
+
+def crop_generator(seed: int, rank: int, epoch: int) -> torch.Generator:
+    """The image crops' draws of this worker's epoch."""
+    state = np.random.SeedSequence([seed, rank, epoch, IMAGE_CROP]).generate_state(1, dtype=np.uint64)
+    return torch.Generator().manual_seed(int(state[0]))
