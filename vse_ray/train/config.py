@@ -26,6 +26,7 @@ from vse_ray.metrics.registry import CUTOFFS
 from vse_ray.models.names import DEFAULT_MODEL, MODEL_NAMES
 
 _TUPLE_FIELDS = ("eval_ks", "cs_ks", "ncs_ks", "lr_milestones", "image_crop_scale")
+_FLOAT_TUPLES = ("image_crop_scale",)  # the others hold integers
 PLACEMENT_STRATEGIES = ("PACK", "SPREAD", "STRICT_PACK", "STRICT_SPREAD")  # Ray's ScalingConfig
 OPTIMIZERS = ("adam", "adamw")
 LR_SCHEDULES = ("step", "cosine")
@@ -479,7 +480,8 @@ class TrainConfig:
         kwargs = dict(d)
         for name in _TUPLE_FIELDS:
             if name in kwargs:
-                kwargs[name] = tuple(int(k) for k in kwargs[name])
+                cast = float if name in _FLOAT_TUPLES else int
+                kwargs[name] = tuple(cast(k) for k in kwargs[name])
         return cls(**kwargs)
 
 

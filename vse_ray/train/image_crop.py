@@ -43,7 +43,9 @@ def crop_box(
     log_ratio = torch.log(torch.tensor(ratio))
     for _ in range(10):
         target_area = area * torch.empty(1).uniform_(scale[0], scale[1], generator=generator).item()
-        aspect = torch.exp(torch.empty(1).uniform_(log_ratio[0], log_ratio[1], generator=generator)).item()
+        aspect = torch.exp(
+            torch.empty(1).uniform_(float(log_ratio[0]), float(log_ratio[1]), generator=generator)
+        ).item()
         w = int(round(math.sqrt(target_area * aspect)))
         h = int(round(math.sqrt(target_area / aspect)))
         if 0 < w <= width and 0 < h <= height:

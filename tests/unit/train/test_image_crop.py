@@ -13,7 +13,7 @@ from tests.support.tiny_store import tiny_config
 from vse_ray.data.synthetic.dataset import synthetic_image
 from vse_ray.losses import make_loss
 from vse_ray.models.clip import ClipModel
-from vse_ray.train.config import TrainConfig
+from vse_ray.train.config import TrainConfig, merge_overrides
 from vse_ray.train.epoch_loop import run_training
 from vse_ray.train.image_crop import OPEN_CLIP_SCALE, RATIO, crop_box, random_resized_crops
 
@@ -110,3 +110,9 @@ def test_a_clip_run_crops_its_training_images(tiny_pixel_dir, tiny_clip, tmp_pat
 def test_bad_crop_settings_are_refused(fields, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[")):
         TrainConfig(data_dir="d", **{"model": "clip", **fields}).validate()
+
+
+def test_the_setting_reads_from_set_and_round_trips():
+    fields = merge_overrides({"model": "clip", "data_dir": "d"}, ["image_crop_scale=[0.9, 1.0]"])
+    cfg = TrainConfig.from_dict(fields).validate()
+    assert cfg.image_crop_scale == (0.9, 1.0) and TrainConfig.from_dict(cfg.to_dict()) == cfg
