@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -11,7 +11,7 @@ from vse_ray.config_fields import default_of
 from vse_ray.train.pretrain_settings import PretrainSettings
 
 
-def _d(name: str) -> object:
+def _d(name: str) -> Any:
     return default_of(PretrainSettings, name)
 
 

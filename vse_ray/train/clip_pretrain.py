@@ -28,6 +28,7 @@ from vse_ray.data.synthetic.pool import build_pool
 from vse_ray.losses import make_loss
 from vse_ray.models.clip import ClipModel
 from vse_ray.models.clip_files import LOCAL_DIR_CONFIG, shipped_arch
+from vse_ray.models.clip_towers import OpenClipTowers
 from vse_ray.train.batches import TrainBatch
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.epoch_loop import train_step
@@ -168,7 +169,7 @@ def pretrain_clip(
                     f"{per_step * (total - done) / 60:.0f} min left (load {os.getloadavg()[0]:.1f})"
                 )
         losses.append(float(np.mean(epoch_losses)))
-    summary = {
+    summary: dict[str, Any] = {
         "key": settings.key(),
         "settings": settings.to_dict(),
         "epoch_loss": losses,
@@ -195,7 +196,9 @@ def write_checkpoint(out: Path, model: ClipModel, logit_scale: torch.Tensor, arc
     the logit scale the loss learned in the model's own ``logit_scale``."""
     from safetensors.torch import save_file
 
-    inner = model.towers.model  # type: ignore[attr-defined]
+    towers = model.towers
+    assert isinstance(towers, OpenClipTowers)  # built from an open_clip config JSON
+    inner: Any = towers.model
     with torch.no_grad():
         inner.logit_scale.copy_(logit_scale.detach())
     state = {name: tensor.detach().contiguous() for name, tensor in inner.state_dict().items()}
