@@ -10,10 +10,12 @@ and the same command run again, the server back, resumes and completes the run's
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vse_ray.tracking.lifecycle import server_silence
-from vse_ray.tracking.recorder import RunRecorder
+
+if TYPE_CHECKING:  # the CLI's error handler imports this module: no MLflow at start-up
+    from vse_ray.tracking.recorder import RunRecorder
 
 
 class TrackingUnavailable(RuntimeError):
