@@ -97,7 +97,12 @@ class BaseVSELoss(nn.Module):
             relevance = relevance.detach().to(dtype=sims.dtype, device=sims.device)
         if image_ids is not None:
             image_ids = image_ids.to(sims.device)
-        per_pair = self.compute_loss(sims, relevance, negative_mask(sims.shape[0], image_ids, sims.device))
+        return self.reduce(
+            self.compute_loss(sims, relevance, negative_mask(sims.shape[0], image_ids, sims.device))
+        )
+
+    def reduce(self, per_pair: Tensor) -> Tensor:
+        """The per-pair losses (B,) summed, averaged or kept (``reduction``)."""
         if self.reduction == "sum":
             return per_pair.sum()
         return per_pair.mean() if self.reduction == "mean" else per_pair

@@ -32,6 +32,7 @@ OPTIMIZERS = ("adam", "adamw")
 LR_SCHEDULES = ("step", "cosine")
 PRECISIONS = ("fp32", "bf16", "fp16")
 NEGATIVES = ("image", "diagonal")
+LOSS_SPANS = ("global", "local", "worker")
 ROLES = ("hyper", "run", "evaluation")
 NESTED = ("loss_params", "model_params", "warmup_params", "lr_groups")  # dict fields that take dotted keys
 
@@ -156,6 +157,15 @@ class TrainConfig:
     negatives: str = _field(
         "image",
         "image: captions of the same image are not negatives | diagonal: only the pair itself is excluded.",
+        warmup=True,
+        cli=True,
+    )
+    loss_span: str = _field(
+        "global",
+        "Under DDP (embedding models), what one loss spans: global: every worker's pairs, (W*B)^2 "
+        "similarities | local: the worker's B queries against all W*B candidates, the same gradients "
+        "(open_clip's local_loss; infonce and clip only) | worker: the worker's own B x B pairs, no gather "
+        "(CUSA's is_all_gather false).",
         warmup=True,
         cli=True,
     )
@@ -295,6 +305,18 @@ class TrainConfig:
             raise ValueError(f"optimizer: must be one of {OPTIMIZERS}, got {self.optimizer!r}")
         if self.negatives not in NEGATIVES:
             raise ValueError(f"negatives: must be one of {NEGATIVES}, got {self.negatives!r}")
+        if self.loss_span not in LOSS_SPANS:
+            raise ValueError(f"loss_span: must be one of {LOSS_SPANS}, got {self.loss_span!r}")
+        if self.loss_span == "local" and (self.loss, self.model, self.warmup_epochs) != (
+            "infonce",
+            "clip",
+            0,
+        ):
+            raise ValueError(
+                "loss_span: local needs loss infonce on model clip without warm-up epochs (open_clip's "
+                f"local_loss), got loss {self.loss!r}, model {self.model!r}, "
+                f"warmup_epochs {self.warmup_epochs}"
+            )
         if self.warmup_loss not in LOSS_NAMES:
             raise ValueError(f"warmup_loss: must be one of {LOSS_NAMES}, got {self.warmup_loss!r}")
         for name in ("warmup_params", "lr_groups"):
@@ -418,6 +440,11 @@ class TrainConfig:
         if self.init_weights:
             raise ValueError(
                 f"image_cache: init_weights replaces the image tower's weights; {cached} by model_params"
+            )
+        if self.model_params.get("projection_head"):
+            raise ValueError(
+                "image_cache: model_params.projection_head trains a head on the tower's raw output; "
+                f"{cached}, normalised"
             )
 
     def checked(self) -> CheckedConfig:

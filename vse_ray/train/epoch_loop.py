@@ -20,6 +20,7 @@ from vse_ray.checkpoint_files import load_checkpoint, save_checkpoint
 from vse_ray.evaluation.embed import evaluate_split
 from vse_ray.losses import make_loss
 from vse_ray.losses.base import BaseVSELoss
+from vse_ray.losses.contrastive import InfoNCELoss
 from vse_ray.metrics.registry import CUTOFFS
 from vse_ray.models import build_model
 from vse_ray.models.base import with_mask_row
@@ -30,7 +31,13 @@ from vse_ray.tracking import metric_keys
 from vse_ray.train.batches import BatchBuilder, BatchSource, TableBatches, TrainBatch
 from vse_ray.train.caption_aug import CaptionAugment
 from vse_ray.train.config import CheckedConfig, TrainConfig, fields_where
-from vse_ray.train.gather import gather_rows, gather_with_local_grad, relevance_columns, share_loss_gradients
+from vse_ray.train.gather import (
+    gather_rows,
+    gather_with_grad,
+    gather_with_local_grad,
+    relevance_columns,
+    share_loss_gradients,
+)
 from vse_ray.train.image_crop import random_resized_crops
 from vse_ray.train.optim import build_optimizer, freeze_image, load_optimizer_state, milestones, per_step
 from vse_ray.train.precision import FP32, Precision
@@ -78,6 +85,7 @@ def train_step(
     rank: int = 0,
     world_size: int = 1,
     precision: Precision = FP32,
+    local: bool = False,
 ) -> torch.Tensor:
     """One SGD step: the model's (B, B) similarities, their loss, backward, clip the gradient norm, update.
 
@@ -90,20 +98,38 @@ def train_step(
     get that gradient too (`share_loss_gradients`), are clipped with the model's, and are kept in range after
     the update (`after_step`), as open_clip clamps its logit scale. The forward and the loss run in the
     autocast of `precision` (bf16, or fp16 with its gradient scaler).
+
+    `local` (`loss_span: local`, with `world_size` > 1): the model gives this worker's (2, B, W·B) rows of
+    both directions, gathered with their gradient, and the loss is that of its rows (open_clip's
+    ``local_loss``), backpropagated unscaled.
     """
     options: dict[str, Any] = {} if batch.region_keep is None else {"region_keep": batch.region_keep}
-    if world_size > 1:
+    local = local and world_size > 1
+    if local:
+        options["local_gather"] = partial(gather_with_grad, rank=rank, world_size=world_size)
+    elif world_size > 1:
         options["gather"] = partial(gather_with_local_grad, rank=rank, world_size=world_size)
     images = batch.images.float() if batch.images.dtype == torch.float16 else batch.images  # as stored
     with precision.autocast():
         output = split_output(model(images, batch.tokens, batch.lengths, **options))
-        run_loss = loss_fn.from_similarity(output.sims, relevance=batch.relevance, image_ids=batch.image_ids)
+        if local:
+            if not isinstance(loss_fn, InfoNCELoss):
+                raise ValueError(
+                    f"loss_span local: only infonce has a local loss, not {type(loss_fn).__name__}"
+                )
+            offset = rank * output.sims.shape[1]
+            run_loss = loss_fn.from_local_similarity(output.sims, offset, batch.relevance, batch.image_ids)
+        else:
+            run_loss = loss_fn.from_similarity(
+                output.sims, relevance=batch.relevance, image_ids=batch.image_ids
+            )
         loss = output.total(run_loss)
     optimizer.zero_grad(set_to_none=True)
     if not torch.isfinite(loss):
         return loss.detach()
-    precision.backward(output.objective(run_loss, world_size))
-    share_loss_gradients(loss_fn.parameters(), world_size)
+    scale = 1 if local else world_size  # workers whose pairs one loss's gradient spans
+    precision.backward(output.objective(run_loss, scale))
+    share_loss_gradients(loss_fn.parameters(), scale)
     precision.unscale(optimizer)
     nn.utils.clip_grad_norm_([*clipped_parameters(model), *loss_fn.parameters()], grad_clip)
     precision.step(optimizer)
@@ -118,9 +144,10 @@ def clipped_parameters(model: nn.Module) -> list[nn.Parameter]:
     return [p for name, p in inner.named_parameters() if not (skip and name.startswith(skip))]
 
 
-def _gathered(model: nn.Module, ctx: WorkerContext) -> int:
-    """Workers whose pairs one loss spans (the global batch of embedding models under DDP)."""
-    return ctx.world_size if gathers(model) else 1
+def _gathered(model: nn.Module, ctx: WorkerContext, span: str) -> int:
+    """Workers whose pairs one loss spans (the global batch of embedding models under DDP, unless
+    `loss_span` is "worker")."""
+    return ctx.world_size if gathers(model) and span != "worker" else 1
 
 
 def gathers(model: nn.Module) -> bool:
@@ -148,7 +175,8 @@ def train_one_epoch(
     Its draws come from the epoch's streams of this worker (`vse_ray.train.streams`)."""
     model.train()
     builder_columns = relevance_columns(builder.source)
-    world_size = _gathered(model, ctx)  # 1: each worker's local B x B loss, DDP averages
+    world_size = _gathered(model, ctx, cfg.loss_span)  # 1: each worker's local B x B loss, DDP averages
+    local = cfg.loss_span == "local"
     total, steps = torch.zeros((), dtype=torch.float64), 0
     seed_step_torch(cfg.seed, ctx.rank, epoch)
     regions = region_rng(cfg.seed, ctx.rank, epoch)
@@ -170,7 +198,9 @@ def train_one_epoch(
             batch.image_ids = None
         if histogram is not None and batch.relevance is not None:
             histogram.add(batch.relevance)
-        loss = train_step(model, loss_fn, optimizer, batch, cfg.grad_clip, ctx.rank, world_size, precision)
+        loss = train_step(
+            model, loss_fn, optimizer, batch, cfg.grad_clip, ctx.rank, world_size, precision, local
+        )
         if not torch.isfinite(loss):
             raise NonFiniteLossError(
                 f"loss is {loss.item()} at epoch {epoch}, step {step} (loss '{cfg.loss}')"
@@ -365,7 +395,9 @@ def run_training(
             scheduler.step()
         metrics: dict[str, Any] = {"epoch": epoch, "train_loss": train_loss, "lr": lr}
         metrics.update(loss_fn.learned_values())  # the logit scale (and bias) of infonce and siglip
-        collapse = getattr(epoch_loss, "collapse_value", lambda _: None)(cfg.batch_size * _gathered(net, ctx))
+        collapse = getattr(epoch_loss, "collapse_value", lambda _: None)(
+            cfg.batch_size * _gathered(net, ctx, cfg.loss_span)
+        )
         if collapse is not None:
             metrics["collapsed"] = float(train_loss >= COLLAPSE_SHARE * collapse)
         if ctx.rank != 0:

@@ -12,12 +12,20 @@ This is exact for every loss of the global similarity matrix, the contrastive on
 autograd, each worker's rows of the loss), here without a collective in backward. A loss's own learned
 parameters (a logit scale) lie outside DDP and see the whole loss on every worker: `share_loss_gradients`
 averages their gradient over the workers and undoes the objective's × W.
+
+`loss_span: local` (open_clip's ``local_loss=True, gather_with_grad=True``) computes only this worker's rows
+instead: its B images against the W·B captions and its B captions against the W·B images, 2·B·W·B logits
+rather than 2·(W·B)². The other workers' rows hold the rest of this worker's gradient, so the embeddings are
+gathered with their gradient (`gather_with_grad`: an all-reduce in backward) and the local loss is
+backpropagated as it is: DDP's average of the workers' gradients is the global loss's gradient. `loss_span:
+worker` gathers nothing: each worker's B × B loss, DDP averaging the gradients (CUSA's ``is_all_gather``
+false).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -46,6 +54,29 @@ def gather_with_local_grad(local: Tensor, rank: int, world_size: int) -> Tensor:
     dist.all_gather(parts, local.detach().contiguous())
     parts[rank] = local
     return torch.cat(parts)
+
+
+class _GatherWithGrad(torch.autograd.Function):
+    """All-gather whose backward gives each rank the sum over the ranks of the gradient of its slice."""
+
+    @staticmethod
+    def forward(ctx: Any, local: Tensor, rank: int, world_size: int) -> Tensor:
+        parts = [torch.empty_like(local) for _ in range(world_size)]
+        dist.all_gather(parts, local.contiguous())
+        ctx.rank, ctx.rows = rank, local.shape[0]
+        return torch.cat(parts)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Tensor) -> tuple[Tensor, None, None]:
+        everyone = grads[0].contiguous()
+        dist.all_reduce(everyone)  # gloo has no reduce-scatter: the sum of all, then this rank's rows
+        return everyone[ctx.rank * ctx.rows : (ctx.rank + 1) * ctx.rows], None, None
+
+
+def gather_with_grad(local: Tensor, rank: int, world_size: int) -> Tensor:
+    """(W·B, ...) concatenation of every rank's `local` (B, ...), every slice carrying its gradient back to
+    its own rank (open_clip's ``gather_with_grad``; `loss_span: local`)."""
+    return cast(Tensor, _GatherWithGrad.apply(local, rank, world_size))
 
 
 def share_loss_gradients(params: Iterable[Tensor], scale: int) -> None:

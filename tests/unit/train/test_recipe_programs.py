@@ -12,11 +12,13 @@ split's length to 5,000 captions: validation sees the first 1,000 of Flickr30K's
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from vse_ray.train.config import TrainConfig
 from vse_ray.train.recipe import load_recipe, read_recipe, recipe_names
 
 DEV_IMAGES = {"f30k": 1014, "coco": 5000, "iaprtc12": 1000}  # the dev split a recipe's data holds
@@ -356,3 +358,147 @@ def test_the_check_catches_a_recipe_scored_otherwise(tmp_path, recipe, paper, fo
     assert [found in line for line in _against_paper(str(path))] == [True]
     path.write_text(path.read_text() + "deviations: [{scoring: the paper's protocol is not expressible}]\n")
     assert _against_paper(str(path)) == []
+
+
+# --- CLIP recipes against CUSA's training program ---------------------------------------------------------
+# Read at lerogo/aaai24_itr_cusa 5b996f4; "yaml" is configs/vitb32/{flickr,coco}/only_contrastive.yaml (the
+# same lines in both). Each row: what, where it is read, the recipe's value, CUSA's value, and the deviation
+# key under which a recipe that does otherwise must list it (None: vse_ray expresses it, so it must match).
+CUSA_REPO = "lerogo/aaai24_itr_cusa 5b996f4"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting of CUSA's program, as a recipe's config expresses it."""
+
+    what: str
+    read: str
+    ours: Callable[[TrainConfig], object]
+    theirs: object
+    listed: str | None = None
+
+
+CUSA_PROGRAM = (
+    Setting("processes", "README.md:126-132 (torchrun --nproc_per_node=4)", lambda c: c.num_workers, 4),
+    Setting("pairs per process", "yaml:11 batch_size_train: 128", lambda c: c.batch_size, 128),
+    Setting(
+        "a loss per process, no gather",
+        "yaml:24 is_all_gather: False; unire/model.py:337-350; retrieval.py:76-90 (DDP)",
+        lambda c: c.loss_span,
+        "worker",
+    ),
+    Setting(
+        "LayerNorm + Linear head per tower",
+        "unire/model.py:50-54, 148-166, 184-188",
+        lambda c: c.model_params.get("projection_head", False),
+        True,
+    ),
+    Setting(
+        "targets shared by the image's captions",
+        "retrieval.py:229 (idx); unire/model.py:236-241",
+        lambda c: c.loss_params.get("targets"),
+        "multi",
+    ),
+    Setting(
+        "τ itself learned", "unire/model.py:64-65, 243-244", lambda c: c.loss_params.get("scale_param"), "tau"
+    ),
+    Setting(
+        "τ at the start", "yaml:32 tau: 0.05", lambda c: 1 / c.loss_params.get("init_scale", 1 / 0.07), 0.05
+    ),
+    Setting(
+        "τ not from the checkpoint", "unire/model.py:64-65", lambda c: c.loss_params.get("model_scale"), False
+    ),
+    Setting(
+        "τ range [0.01, 0.10]",
+        "yaml:33-34; unire/model.py:283-286, 330",
+        lambda c: [1 / t for t in reversed(c.loss_params.get("scale_range", (1.0, 100.0)))],
+        [0.01, 0.1],
+    ),
+    Setting(
+        "mean over the candidates, directions summed",
+        "yaml:37 contrastive_loss_mode: mean; unire/model.py:242-250",
+        lambda c: c.loss_params.get("candidate_mean", False),
+        True,
+    ),
+    Setting("AdamW", "yaml:106", lambda c: c.optimizer, "adamw"),
+    Setting("learning rate", "yaml:106 lr: 0.00001", lambda c: c.lr, 1e-5),
+    Setting("weight decay", "yaml:106 weight_decay: 0.0001", lambda c: c.weight_decay, 1e-4),
+    Setting(
+        "no decay on 1-D parameters and biases",
+        "optim/optim_factory.py:25-48",
+        lambda c: c.weight_decay_exclude,
+        True,
+    ),
+    Setting("no gradient clipping", "retrieval.py:233-235", lambda c: c.grad_clip >= 1e6, True),
+    Setting("no warm-up", "yaml:114 warmup_epochs: 0", lambda c: c.warmup_epochs, 0),
+    Setting(
+        "ALBEF's pre_caption before the tokenizer",
+        "dataset/utils.py:4-28; dataset/cross_coco_dataset.py:46, 91-93",
+        lambda c: c.model_params.get("caption_cleaning", ""),
+        "albef",
+    ),
+    Setting(
+        "a cosine per epoch to 1e-6",
+        "yaml:108-113; retrieval.py:131 (lr_scheduler.step(epoch))",
+        lambda c: c.lr_schedule,
+        "cosine per epoch",
+        listed="schedule",
+    ),
+    Setting(
+        "weight decay on τ (0-D, not .bias)",
+        "optim/optim_factory.py:31",
+        lambda c: "no decay of a loss's parameters",
+        "decayed",
+        listed="tau_decay",
+    ),
+)
+CUSA_COCO = Setting(
+    "every caption of an image (COCO: up to seven)",
+    "dataset/cross_coco_dataset.py:24-30, 87-108",
+    lambda c: "five per image",
+    "all",
+    listed="captions",
+)
+
+
+def _against_cusa(recipe: str) -> list[str]:
+    """What a CLIP recipe (a shipped name or a path) does otherwise than CUSA's program and does not list."""
+    config, listed = load_recipe(recipe, "<data>").config, _listed(recipe)
+    program = CUSA_PROGRAM + ((CUSA_COCO,) if _dataset(Path(recipe).stem) == "coco" else ())
+    found = []
+    for s in program:
+        ours = s.ours(config)
+        same = ours == pytest.approx(s.theirs) if isinstance(s.theirs, float | list) else ours == s.theirs
+        if not same and (s.listed is None or s.listed not in listed):
+            found.append(f"{s.what}: {ours!r}, CUSA's {s.theirs!r} ({CUSA_REPO} {s.read})")
+    return found
+
+
+@pytest.mark.parametrize("name", [n for n in recipe_names() if _program(n) == PROGRAMS["cusa"]])
+def test_clip_recipes_train_as_cusas_program(name):
+    """Each setting of CUSA's released program the recipe expresses, or lists where vse_ray cannot."""
+    assert _against_cusa(name) == []
+
+
+@pytest.mark.parametrize(
+    ("train", "found"),
+    [
+        ("{loss_span: global}", "a loss per process, no gather: 'global'"),
+        ("{loss_params: {targets: hard}}", "targets shared by the image's captions: 'hard'"),
+        ("{model_params: {projection_head: false}}", "LayerNorm + Linear head per tower: False"),
+        ("{weight_decay_exclude: false}", "no decay on 1-D parameters and biases: False"),
+        ("{loss_params: {scale_range: [1.0, 100.0]}}", "τ range [0.01, 0.10]"),
+    ],
+)
+def test_the_cusa_check_catches_a_recipe_that_trains_otherwise(tmp_path, train, found):
+    path = tmp_path / "clip_infonce_coco5k.yaml"
+    path.write_text(f"base: clip_infonce_coco5k\ntrain: {train}\n")
+    assert [found in line for line in _against_cusa(str(path))] == [True]
+
+
+def test_the_cusa_check_wants_what_vse_ray_cannot_express_listed(tmp_path):
+    path = tmp_path / "clip_infonce_coco5k.yaml"
+    path.write_text("base: clip_infonce_coco5k\ndeviations: [{captions: null}, {tau_decay: null}]\n")
+    found = _against_cusa(str(path))
+    assert len(found) == 2
+    assert found[0].startswith("weight decay on τ") and found[1].startswith("every caption of an image")
