@@ -6,16 +6,18 @@ actor per GPU when there is one, write the cache) against a loop in this process
 (decode, `encode_images` in batches of the same size, on the same device). Both in images/s, with the same-run
 ratio cache / loop; the cache's time includes the start of its actors (each builds the model).
 
-The tower is the tiny random open_clip of the tests unless --pretrained names a local-dir folder (or a weights
-file with --arch):
+The tower is a random open_clip ViT of --width and --layers (both towers; patch 8, image --side: the tiny
+tower of the tests by default) unless --pretrained names a local-dir folder (or a weights file with --arch):
 
     python benchmarks/bench_image_cache.py --n 2000
+    python benchmarks/bench_image_cache.py --n 2000 --side 64 --width 256 --layers 6
     python benchmarks/bench_image_cache.py --n 5000 --side 224 --pretrained weights/vit_b_32_openai
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -43,7 +45,28 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--pretrained", default="", help="open_clip local-dir folder or weights file")
     parser.add_argument("--arch", default="", help="open_clip architecture of a weights file")
+    parser.add_argument("--width", type=int, default=64, help="random towers' width")
+    parser.add_argument("--layers", type=int, default=2, help="random towers' blocks")
     return parser.parse_args()
+
+
+def random_tower(folder: Path, side: int, width: int, layers: int) -> Path:
+    """A local-dir folder of random open_clip towers (the tests' tiny config at other sizes)."""
+    import open_clip
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True)
+    vision = {"image_size": side, "layers": layers, "width": width, "patch_size": 8, "head_width": 32}
+    text = {"context_length": 16, "vocab_size": 49408, "width": width, "heads": 2, "layers": layers}
+    config = {"model_cfg": {"embed_dim": 32, "vision_cfg": vision, "text_cfg": text}}
+    (folder / "open_clip_config.json").write_text(json.dumps(config))
+    torch.manual_seed(0)
+    model = open_clip.create_model(f"local-dir:{folder}", load_weights=False)
+    save_file(
+        {k: v.contiguous() for k, v in model.state_dict().items()},
+        str(folder / "open_clip_model.safetensors"),
+    )
+    return folder
 
 
 def main() -> None:
@@ -51,9 +74,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         params = {"arch": args.arch, "pretrained": args.pretrained}
         if not args.pretrained:
-            from tests.support.tiny_clip import write_open_clip_folder
-
-            params = {"pretrained": str(write_open_clip_folder(Path(tmp) / "tower"))}
+            tower = random_tower(Path(tmp) / "tower", args.side, args.width, args.layers)
+            params = {"pretrained": str(tower)}
         images = [png_bytes(synthetic_image(0, i, args.side)) for i in range(args.n)]
         folder = Path(tmp) / "data" / "features" / "split=test"
         folder.mkdir(parents=True)
@@ -73,7 +95,8 @@ def main() -> None:
         start = time.perf_counter()
         compute_image_cache(str(Path(tmp) / "data"), "test", "clip", params, "bench", args.batch)
         cache = args.n / (time.perf_counter() - start)
-    print(f"{args.n} images of {args.side} px, batch {args.batch}, device {device}")
+    tower = args.pretrained or f"random ViT, width {args.width}, {args.layers} layers, patch 8"
+    print(f"{args.n} images of {args.side} px, batch {args.batch}, device {device}, {tower}")
     print(f"plain PyTorch loop: {loop:8.0f} images/s")
     print(f"embedding cache:    {cache:8.0f} images/s   ratio cache/loop {cache / loop:.2f}")
 

@@ -99,9 +99,10 @@ class LearnedLogitsLoss(BaseVSELoss):
         """t · sims + b (the bias when the loss has one); sims / τ when τ is learned, as CUSA divides."""
         if self.scale_name == "tau":
             scaled = sims / self.learned_scale
-        else:
-            scaled = self.learned_scale.exp() * sims
-        return scaled if self.logit_bias is None else scaled + self.logit_bias
+            return scaled if self.logit_bias is None else scaled + self.logit_bias
+        if self.logit_bias is None:
+            return self.learned_scale.exp() * sims
+        return torch.addcmul(self.logit_bias, sims, self.learned_scale.exp())  # b + t · s in one pass
 
     def soft_weights(self, relevance: Tensor | None) -> Tensor | None:
         """The graded weights of query-major ``relevance`` (graded targets), else None."""

@@ -48,12 +48,16 @@ class SigLIPLoss(LearnedLogitsLoss):
         )
 
     def compute_loss(self, sims: Tensor, relevance: Tensor | None, neg_mask: Tensor) -> Tensor:
-        """Per-image sum over the batch's captions (B,)."""
-        labels = positive_pairs(self.targets, neg_mask).to(sims.dtype)
+        """Per-image sum over the batch's captions (B,), as -Σ_j [y log σ(z) + (1 - y) log σ(-z)] rewritten
+        with -log σ(z) = softplus(z) - z and -log σ(-z) = softplus(z): Σ_j softplus(z_ij) - Σ_j y_ij z_ij,
+        one elementwise pass over the logits and, for hard targets, their diagonal alone."""
         logits = self.logits(sims)
-        if self.targets != "graded":  # y in {0, 1}: one term, -log σ(±z)
-            return -F.logsigmoid((2 * labels - 1) * logits).sum(-1)
-        rows = graded_weights(given(relevance), self.temperature)
-        both = (rows + graded_weights(given(relevance).T, self.temperature).T) / 2
-        labels = (1.0 - self.soft_weight) * labels + self.soft_weight * both
-        return -(labels * F.logsigmoid(logits) + (1.0 - labels) * F.logsigmoid(-logits)).sum(-1)
+        spread = F.softplus(logits).sum(-1)
+        if self.targets == "hard":
+            return spread - logits.diagonal()
+        labels = positive_pairs(self.targets, neg_mask).to(sims.dtype)
+        if self.targets == "graded":
+            rows = graded_weights(given(relevance), self.temperature)
+            both = (rows + graded_weights(given(relevance).T, self.temperature).T) / 2
+            labels = (1.0 - self.soft_weight) * labels + self.soft_weight * both
+        return spread - (labels * logits).sum(-1)
