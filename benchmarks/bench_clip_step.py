@@ -72,14 +72,15 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def write_model(folder: Path, width: int, layers: int) -> Path:
-    """An open_clip local-dir folder of random towers of the given size."""
+def write_model(folder: Path, width: int, layers: int, side: int = 32) -> Path:
+    """An open_clip local-dir folder of random towers of the given size (images of `side` px, patch 8)."""
     import open_clip
     from safetensors.torch import save_file
 
+    vision = {"image_size": side, "layers": layers, "width": width, "patch_size": 8, "head_width": 32}
     cfg = {
         "embed_dim": 32,
-        "vision_cfg": {"image_size": 32, "layers": layers, "width": width, "patch_size": 8, "head_width": 32},
+        "vision_cfg": vision,
         "text_cfg": {"context_length": 16, "vocab_size": 49408, "width": width, "heads": 2, "layers": layers},
     }
     (folder / "open_clip_config.json").write_text(json.dumps({"model_cfg": cfg}))

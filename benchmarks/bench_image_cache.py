@@ -17,7 +17,7 @@ tower of the tests by default) unless --pretrained names a local-dir folder (or 
 from __future__ import annotations
 
 import argparse
-import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -26,6 +26,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_clip_step import write_model  # noqa: E402
 
 from vse_ray.data.sources.image_io import png_bytes
 from vse_ray.data.store.split_data import decode_png_column
@@ -50,31 +53,13 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def random_tower(folder: Path, side: int, width: int, layers: int) -> Path:
-    """A local-dir folder of random open_clip towers (the tests' tiny config at other sizes)."""
-    import open_clip
-    from safetensors.torch import save_file
-
-    folder.mkdir(parents=True)
-    vision = {"image_size": side, "layers": layers, "width": width, "patch_size": 8, "head_width": 32}
-    text = {"context_length": 16, "vocab_size": 49408, "width": width, "heads": 2, "layers": layers}
-    config = {"model_cfg": {"embed_dim": 32, "vision_cfg": vision, "text_cfg": text}}
-    (folder / "open_clip_config.json").write_text(json.dumps(config))
-    torch.manual_seed(0)
-    model = open_clip.create_model(f"local-dir:{folder}", load_weights=False)
-    save_file(
-        {k: v.contiguous() for k, v in model.state_dict().items()},
-        str(folder / "open_clip_model.safetensors"),
-    )
-    return folder
-
-
 def main() -> None:
     args = parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         params = {"arch": args.arch, "pretrained": args.pretrained}
         if not args.pretrained:
-            tower = random_tower(Path(tmp) / "tower", args.side, args.width, args.layers)
+            (Path(tmp) / "tower").mkdir()
+            tower = write_model(Path(tmp) / "tower", args.width, args.layers, args.side)
             params = {"pretrained": str(tower)}
         images = [png_bytes(synthetic_image(0, i, args.side)) for i in range(args.n)]
         folder = Path(tmp) / "data" / "features" / "split=test"

@@ -31,6 +31,7 @@ from vse_ray.models.clip_layers import layer_groups
 from vse_ray.models.clip_preprocess import PixelPreprocess
 from vse_ray.models.clip_towers import load_towers
 from vse_ray.models.normalize import l2_normalize
+from vse_ray.models.training_output import TrainingOutput
 
 
 class ClipModel(RetrievalModel):
@@ -166,7 +167,7 @@ class ClipModel(RetrievalModel):
         gather: Callable[[Tensor], Tensor] | None = None,
         region_keep: Tensor | None = None,
         local_gather: Callable[[Tensor], Tensor] | None = None,
-    ) -> Tensor:
+    ) -> Tensor | TrainingOutput:
         """(B, B) similarities of a training batch (the base's), or with `local_gather` (`loss_span: local`)
         the (2, B, W·B) rows of this worker's queries: its images against every worker's captions, its
         captions against every worker's images, each side gathered with its gradient."""
@@ -179,9 +180,9 @@ class ClipModel(RetrievalModel):
 def projection(dim: int) -> nn.Sequential:
     """CUSA's head: LayerNorm(dim), then Linear(dim, dim) with its weight drawn from N(0, 0.02²) (its bias
     as torch starts it)."""
-    head = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, dim))
-    nn.init.normal_(head[1].weight, std=0.02)
-    return head
+    linear = nn.Linear(dim, dim)
+    nn.init.normal_(linear.weight, std=0.02)
+    return nn.Sequential(nn.LayerNorm(dim), linear)
 
 
 def _check_options(projection_head: object, caption_cleaning: object) -> None:

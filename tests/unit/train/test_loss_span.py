@@ -20,14 +20,11 @@ import torch.distributed as dist
 from torch import nn
 
 from tests.unit.losses._reference import relevance_batch, unit_batch
-from tests.unit.train.test_gather import HALF, _FixedBatches, _global_batches, run_two_workers
+from tests.unit.train.test_gather import HALF, _global_batches, run_two_workers
+from tests.unit.train.test_gather_contrastive import _epoch
 from vse_ray.losses import make_loss
-from vse_ray.models import build_model
-from vse_ray.train.batches import BatchBuilder
 from vse_ray.train.config import TrainConfig
-from vse_ray.train.epoch_loop import WorkerContext, train_one_epoch
 from vse_ray.train.gather import gather_with_grad, gather_with_local_grad, share_loss_gradients
-from vse_ray.train.training_data import TrainingData
 
 WORLD, PAIRS, DIM = 2, 6, 8
 IDS = torch.tensor([0, 0, 1, 2, 3, 3, 4, 5, 3, 6, 7, 7])  # repeated images, within and across workers
@@ -90,31 +87,12 @@ def _open_clip(rank: int, world: int) -> dict:
     return {"loss": value.detach(), "img": img.grad, "txt": txt.grad, "scale": scale / world}
 
 
-def _epoch(cfg: TrainConfig, batches: list[dict], rank: int, world: int) -> dict:
-    """One epoch of infonce (multi targets) with `cfg.loss_span`; rank's half of each batch (world 2)."""
-    loss_fn = make_loss("infonce", targets="multi", init_scale=5.0)
-    data = TrainingData.load(cfg, loss_fn.relevance_source)
-    torch.manual_seed(0)
-    model = build_model(cfg.model, **data.model_args, **data.model_inputs)
-    net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
-    optimizer = torch.optim.SGD([*model.parameters(), *loss_fn.parameters()], lr=0.5)
-    builder = BatchBuilder(data.train_images, loss_fn.relevance_source, data.references)
-    if world > 1:
-        batches = [{k: v[rank * HALF : (rank + 1) * HALF] for k, v in b.items()} for b in batches]
-    ctx = WorkerContext(_FixedBatches(batches), torch.device("cpu"), rank, world)
-    mean_loss = train_one_epoch(cfg, 1, net, loss_fn, optimizer, builder, ctx, None)
-    return {
-        "loss": mean_loss,
-        "grads": [p.grad.clone() for p in [*model.parameters(), *loss_fn.parameters()]],
-    }
-
-
 def _results(cfg: TrainConfig, batches: list[dict], rank: int, world: int) -> dict:
     worker = dataclasses.replace(cfg, loss_span="worker")
     return {
         "spans": _spans(rank, world),
         "open_clip": _open_clip(rank, world),
-        "worker": _epoch(worker, batches[:1], rank, world),
+        "worker": _epoch(worker, "infonce", "multi", batches[:1], rank, world),
     }
 
 
@@ -155,11 +133,12 @@ def test_worker_span_is_each_workers_own_loss_averaged(two_worker_results):
     cfg, ranks = two_worker_results
     batch = _global_batches(cfg)[0]
     halves = [
-        _epoch(cfg, [{k: v[h * HALF : (h + 1) * HALF] for k, v in batch.items()}], 0, 1) for h in (0, 1)
+        _epoch(cfg, "infonce", "multi", [{k: v[h * HALF : (h + 1) * HALF] for k, v in batch.items()}], 0, 1)
+        for h in (0, 1)
     ]
     assert ranks[0]["worker"]["loss"] == pytest.approx(sum(h["loss"] for h in halves) / 2, rel=1e-5)
     for rank in ranks:
         for got, *want in zip(rank["worker"]["grads"], *(h["grads"] for h in halves), strict=True):
             torch.testing.assert_close(got, (want[0] + want[1]) / 2, rtol=1e-4, atol=1e-6)
-    gathered = _epoch(cfg, [batch], 0, 1)["loss"]
+    gathered = _epoch(cfg, "infonce", "multi", [batch], 0, 1)["loss"]
     assert ranks[0]["worker"]["loss"] != pytest.approx(gathered, rel=1e-3)  # control: not the global loss
