@@ -74,16 +74,19 @@ def main() -> None:
             for s in range(0, args.n, args.batch):
                 pixels = decode_png_column(table["image"].slice(s, args.batch))
                 model.encode_images(torch.from_numpy(pixels).to(device)).cpu()
-        loop = args.n / (time.perf_counter() - start)
+        loop_s = time.perf_counter() - start
 
         ensure_ray()
         start = time.perf_counter()
         compute_image_cache(str(Path(tmp) / "data"), "test", "clip", params, "bench", args.batch)
-        cache = args.n / (time.perf_counter() - start)
+        cache_s = time.perf_counter() - start
     tower = args.pretrained or f"random ViT, width {args.width}, {args.layers} layers, patch 8"
     print(f"{args.n} images of {args.side} px, batch {args.batch}, device {device}, {tower}")
-    print(f"plain PyTorch loop: {loop:8.0f} images/s")
-    print(f"embedding cache:    {cache:8.0f} images/s   ratio cache/loop {cache / loop:.2f}")
+    print(f"plain PyTorch loop: {args.n / loop_s:8.1f} images/s ({loop_s:.1f} s)")
+    print(
+        f"embedding cache:    {args.n / cache_s:8.1f} images/s ({cache_s:.1f} s)   "
+        f"ratio cache/loop {loop_s / cache_s:.2f}"
+    )
 
 
 if __name__ == "__main__":

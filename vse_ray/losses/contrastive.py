@@ -70,6 +70,10 @@ class InfoNCELoss(LearnedLogitsLoss):
     def query_loss(self, sims: Tensor, relevance: Tensor | None, candidates: Tensor) -> Tensor:
         return self._cross_entropy(sims, relevance, candidates, 0)
 
+    def hard_loss(self, sims: Tensor) -> Tensor:
+        """Both directions' cross-entropy of each pair (the base's stacking, without the negatives' mask)."""
+        return self._cross_entropy(torch.stack((sims, sims.T)), None, sims.new_empty(0), 0).sum(0)
+
     def _cross_entropy(
         self, sims: Tensor, relevance: Tensor | None, candidates: Tensor, offset: int
     ) -> Tensor:

@@ -104,6 +104,15 @@ class LearnedLogitsLoss(BaseVSELoss):
             return self.learned_scale.exp() * sims
         return torch.addcmul(self.logit_bias, sims, self.learned_scale.exp())  # b + t · s in one pass
 
+    def _reduced_loss(self, sims: Tensor, relevance: Tensor | None, image_ids: Tensor | None) -> Tensor:
+        if self.targets == "hard":  # the diagonal alone: neither relevance nor the negatives' mask is read
+            return self.reduce(self.hard_loss(sims))
+        return super()._reduced_loss(sims, relevance, image_ids)
+
+    def hard_loss(self, sims: Tensor) -> Tensor:
+        """Per-pair loss (B,) of the hard targets, from the (B, B) similarities."""
+        raise NotImplementedError
+
     def soft_weights(self, relevance: Tensor | None) -> Tensor | None:
         """The graded weights of query-major ``relevance`` (graded targets), else None."""
         return None if self.targets != "graded" else graded_weights(given(relevance), self.temperature)

@@ -50,14 +50,16 @@ class SigLIPLoss(LearnedLogitsLoss):
     def compute_loss(self, sims: Tensor, relevance: Tensor | None, neg_mask: Tensor) -> Tensor:
         """Per-image sum over the batch's captions (B,), as -Σ_j [y log σ(z) + (1 - y) log σ(-z)] rewritten
         with -log σ(z) = softplus(z) - z and -log σ(-z) = softplus(z): Σ_j softplus(z_ij) - Σ_j y_ij z_ij,
-        one elementwise pass over the logits and, for hard targets, their diagonal alone."""
+        one elementwise pass over the logits (hard targets: `hard_loss`, the diagonal alone)."""
         logits = self.logits(sims)
-        spread = F.softplus(logits).sum(-1)
-        if self.targets == "hard":
-            return spread - logits.diagonal()
         labels = positive_pairs(self.targets, neg_mask).to(sims.dtype)
         if self.targets == "graded":
             rows = graded_weights(given(relevance), self.temperature)
             both = (rows + graded_weights(given(relevance).T, self.temperature).T) / 2
             labels = (1.0 - self.soft_weight) * labels + self.soft_weight * both
-        return spread - (labels * logits).sum(-1)
+        return F.softplus(logits).sum(-1) - (labels * logits).sum(-1)
+
+    def hard_loss(self, sims: Tensor) -> Tensor:
+        """y the diagonal: Σ_j softplus(z_ij) - z_ii."""
+        logits = self.logits(sims)
+        return F.softplus(logits).sum(-1) - logits.diagonal()
