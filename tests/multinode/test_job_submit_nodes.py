@@ -8,7 +8,7 @@ import sys
 import urllib.error
 import urllib.request
 
-import pyarrow.parquet as pq
+import numpy as np
 import pytest
 from mlflow import MlflowClient
 from typer.testing import CliRunner
@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from tests.local_ray import submit_and_wait
 from tests.multinode.conftest import REPO
 from vse_ray.cli.main import app
+from vse_ray.data.store.readers import load_captions, load_features, load_relevance
 
 pytestmark = [pytest.mark.ray, pytest.mark.multinode]
 
@@ -56,10 +57,16 @@ def test_precompute_and_train_jobs_on_two_nodes(cluster, ray_session, tmp_path):
     assert set(manifest["nodes"]["features"]) == {"read", "model", "write"}
     local_node = ray_session.get_runtime_context().get_node_id()
     assert {n for stages in one["nodes"].values() for ns in stages.values() for n in ns} == {local_node}
-    assert manifest["shards"] == one["shards"]  # every Parquet file: same name, rows and sha256
+    assert manifest["shards"] == one["shards"]  # every shard file: same name, rows and sha256
     assert manifest["relevance"] == one["relevance"]
-    for file in manifest["shards"]:
-        assert pq.read_table(two / file).equals(pq.read_table(tmp_path / "one" / file))
+    stores = (str(two), str(tmp_path / "one"))
+    for split in ("train", "val", "test"):  # what the store's readers give training, in whatever format
+        captions = [load_captions(store, split) for store in stores]
+        assert captions[0].equals(captions[1])
+        for got, want in zip(*(load_features(store, split) for store in stores), strict=True):
+            np.testing.assert_array_equal(got, want)
+        for source in ("sbert", "svd"):
+            np.testing.assert_array_equal(*(load_relevance(store, split, source) for store in stores))
 
     train = [sys.executable, str(REPO / "pipelines" / "train.py"), "--data", str(two)]
     train += ["--output-dir", str(tmp_path / "out")]
