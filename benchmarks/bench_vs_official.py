@@ -4,9 +4,10 @@ For each system, the official training script (its own `main`, from a checkout u
 `vse-ray train` (the command, with Ray, MLflow and checkpoints) train the same number of epochs on the same
 precomp files: a synthetic region dataset of `--fraction` of Flickr30K's size
 (`parity/make_region_dataset.py`, 36 x 2,048 float32 regions, or `--dim`; VSE++ reads their mean, a pooled
-(N, 2,048) feature), batch 128, with `OMP_NUM_THREADS=--threads` on both sides and one Ray Train worker of
-`--threads` CPUs (`--vse-ray-workers 0`: the command trains in its own process, without Ray). vse_ray
-needs at least 10 dev images (`--fraction` ≥ 0.01).
+(N, 2,048) feature), batch 128, with `OMP_NUM_THREADS=--threads` on both sides and `--cpus-per-worker
+--threads` on vse_ray's, in the command's default mode (on one machine's CPU: in its own process, without Ray)
+unless `--vse-ray-workers N` asks for N Ray Train workers (0: in its own process). vse_ray needs at least 10
+dev images (`--fraction` ≥ 0.01).
 
 Systems and their checkouts (`--official-root/<folder>`), run with the official code's released settings
 and on vse_ray's side the recipe of the same settings. The checkouts are patched at run time only (nothing of
@@ -127,8 +128,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--vse-ray-workers",
         type=int,
-        default=1,
-        help="`vse-ray train --num-workers` (0: in the command's process, without Ray)",
+        help="`vse-ray train --num-workers` (0: in the command's process, without Ray; default: not given, "
+        "the command's default)",
     )
     parser.add_argument("--skip", type=int, default=3, help="first steps of each epoch not counted")
     parser.add_argument(
@@ -449,7 +450,7 @@ def vse_ray_argv(system: str, paths: dict[str, Path], run: Path, args: argparse.
     common = [
         *("train", "--data", str(paths[f"store_{system}"]), "--epochs", str(args.epochs)),
         *("--batch-size", str(BATCH), "--cpus-per-worker", str(args.threads), "--output-dir", str(run)),
-        *("--num-workers", str(args.vse_ray_workers)),
+        *(() if args.vse_ray_workers is None else ("--num-workers", str(args.vse_ray_workers))),
     ]
     if system in RECIPES:
         extra = []

@@ -67,19 +67,22 @@ def native_stderr_to_log(output_dir: str | Path) -> Iterator[Path]:
         os.close(console)
 
 
-def _import_logging_libraries() -> None:
-    """Import the libraries that set their loggers' handlers on import: nothing replaces ours later."""
+def _import_logging_libraries(ray_data: bool = True) -> None:
+    """Import the libraries that set their loggers' handlers on import: nothing replaces ours later
+    (``ray_data`` False: a command that starts no Ray leaves out Ray Data's import, a second of its start)."""
     import mlflow  # noqa: F401  (sets the handlers of its loggers and alembic's)
-    import ray.data  # noqa: F401  (installs Ray Data's console handler)
+
+    if ray_data:
+        import ray.data  # noqa: F401  (installs Ray Data's console handler)
 
 
-def route_library_logs(output_dir: str | Path) -> Path:
+def route_library_logs(output_dir: str | Path, ray_data: bool = True) -> Path:
     """Send the records of LIBRARY_LOGGERS to a log file in `output_dir` (not the console); returns it.
 
     Called again (another output folder, a second command in one process), it replaces the file it added
-    before instead of adding a second one.
+    before instead of adding a second one. ``ray_data`` False: for a command that starts no Ray.
     """
-    _import_logging_libraries()
+    _import_logging_libraries(ray_data)
     path = log_path(output_dir)
     handler = _LogFile(path)
     handler.set_name(HANDLER_NAME)
@@ -103,10 +106,10 @@ def route_library_logs(output_dir: str | Path) -> Path:
 
 
 @contextlib.contextmanager
-def loggers_restored() -> Iterator[None]:
+def loggers_restored(ray_data: bool = True) -> Iterator[None]:
     """After the block, LIBRARY_LOGGERS have the handlers and propagate flags they had before it (the log
-    file that :func:`route_library_logs` added inside is closed)."""
-    _import_logging_libraries()
+    file that :func:`route_library_logs` added inside is closed; ``ray_data`` as there)."""
+    _import_logging_libraries(ray_data)
     saved = [
         (logger, list(logger.handlers), logger.propagate)
         for logger in map(logging.getLogger, LIBRARY_LOGGERS)
@@ -122,15 +125,16 @@ def loggers_restored() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def command_log(output_dir: str | Path) -> Iterator[Path]:
+def command_log(output_dir: str | Path, ray_data: bool = True) -> Iterator[Path]:
     """The console of a command-line entry point inside the block: vse_ray's lines only.
 
     Ray's and MLflow's log records (Ray Data's progress lines among them) and what native code writes to
     descriptor 2 go to `<output_dir>/logs/vse_ray.log` (yielded). Process-wide (descriptor 2, the library
     loggers); both are as before once the block ends (a command run in-process, e.g. by a test).
+    ``ray_data`` False: the block starts no Ray (a training in this process), so Ray Data is not imported.
     """
-    with loggers_restored(), native_stderr_to_log(output_dir) as path:
-        route_library_logs(output_dir)
+    with loggers_restored(ray_data), native_stderr_to_log(output_dir) as path:
+        route_library_logs(output_dir, ray_data)
         yield path
 
 

@@ -176,6 +176,7 @@ def test_a_train_that_fills_the_disk_at_a_checkpoint_is_one_line_then_resumes(
     out = tmp_path / "out"
     args = ["train", "--data", str(tiny_data_dir), "--output-dir", str(out), "--epochs", "2"]
     args += ["--batch-size", "16", "--set", "word_dim=16", "--set", "embed_dim=32", "--max-failures", "0"]
+    args += ["--num-workers", "1"]  # on Ray Train: its workers fill the disk
     _on_a_full_disk(args, worker_faults, tmp_path, out / "ray_results")
     (run,) = _runs(out, tiny_data_dir.name)
     assert run.info.status == "FAILED"
@@ -226,6 +227,7 @@ def test_a_train_whose_mlflow_store_fills_the_disk_is_one_line(
 
     monkeypatch.setattr(MlflowClient, "log_batch", full)
     args = ["train", "--data", str(tiny_data_dir), "--output-dir", str(out), "--epochs", "1"]
+    args += ["--num-workers", "1"]  # on Ray Train: the epoch reaches the store from its queue
     result = run_cli([*args, "--batch-size", "16", "--set", "word_dim=16", "--set", "embed_dim=32"])
     assert result.exit_code == 2, result.output
     assert result.output.splitlines()[-2] == (

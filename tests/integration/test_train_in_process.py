@@ -3,6 +3,8 @@ MLflow record and console lines (its equality with the Ray Train run: `test_trai
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from mlflow import MlflowClient
 from typer.testing import CliRunner
@@ -66,16 +68,21 @@ def test_a_copy_cut_short_is_removed_and_the_epoch_trained_again(tiny_dir, tmp_p
     assert [m["epoch"] for m in result.history] == [1, 2, 3]
 
 
-def test_the_command_trains_in_process_and_refuses_a_ray_address(tiny_dir, tmp_path):
+def test_the_command_trains_in_process_by_default_and_refuses_a_ray_address(tiny_dir, tmp_path, monkeypatch):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))  # no `ray start` of this machine to join
     out = tmp_path / "cli"
-    args = ["train", "--data", str(tiny_dir), "--output-dir", str(out), "--num-workers", "0", "--epochs", "1"]
+    args = ["train", "--data", str(tiny_dir), "--output-dir", str(out), "--epochs", "1"]
     args += ["--batch-size", "16", "--word-dim", "16", "--embed-dim", "32", "--loss", "vsepp"]
-    done = CliRunner().invoke(app, args)
+    done = CliRunner().invoke(app, args)  # one CPU worker on one machine: the default trains in process
     assert done.exit_code == 0, done.output
     assert "epoch 1/1: val rsum" in done.output and "best epoch 1" in done.output
     assert list((out / "ray_results").glob(f"*/{PREFIX}0001/model.pt"))
+    (record,) = (out / "ray_results").glob("*/vse_ray_config.json")
+    assert json.loads(record.read_text())["config"]["num_workers"] == 0  # a rerun resumes the same way
     refused = CliRunner().invoke(
-        app, [*args, "--ray-address", "127.0.0.1:6379", "--output-dir", str(tmp_path / "r")]
+        app,
+        [*args, "--num-workers", "0", "--ray-address", "127.0.0.1:6379", "--output-dir", str(tmp_path / "r")],
     )
     assert refused.exit_code == 2
     assert "error: --ray-address: num_workers 0 trains in this process" in refused.output

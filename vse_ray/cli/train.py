@@ -87,14 +87,14 @@ def train(
     # a precompute writing the data folder refuses this train, and one started later is refused (until
     # the command ends); the lock is shared with other readers and writes nothing there
     FolderLock(Path(valid.config.data_dir).expanduser(), f"data folder {valid.config.data_dir}").share()
-    checked = check_training(valid)  # data folder, model input, weights: before Ray and MLflow start
+    # data folder, model input, weights: before Ray and MLflow start; where the default trains
+    checked = check_training(valid, ray_address)
     deviations = checked.config.deviations
     if deviations:
         typer.echo(f"Deviations from the official code ({len(deviations)}):")
         for line in deviations:
             typer.echo(f"  - {line}")
     from vse_ray.log_file import command_log, log_file_line
-    from vse_ray.ray_session import ensure_ray
     from vse_ray.train.locked_image import missing_caches
     from vse_ray.train.rerun import claim_run
     from vse_ray.train.trainer import fit
@@ -104,7 +104,14 @@ def train(
         raise ValueError("--ray-address: num_workers 0 trains in this process, without Ray; drop one of them")
     # in process, Ray starts only for Ray Data to compute a missing image cache
     needs_ray = not in_process or (checked.config.image_cache and bool(missing_caches(checked.config)))
-    with command_log(checked.config.output_dir) as log:  # MLflow's store-creation lines too
+
+    def start_ray() -> None:
+        from vse_ray.ray_session import ensure_ray  # imported only when Ray starts
+
+        ensure_ray(ray_address)
+
+    # MLflow's store-creation lines too; Ray Data's handler only where Ray starts
+    with command_log(checked.config.output_dir, ray_data=needs_ray) as log:
         # locked for the command; a folder precomputed again since the run started is refused
         # Ray starts beside the store's creation, once the refusals are behind
         planned = claim_run(
@@ -114,7 +121,7 @@ def train(
             wait,
             notify=typer.echo,
             data=checked.data,
-            beside=(lambda: ensure_ray(ray_address)) if needs_ray else lambda: None,
+            beside=start_ray if needs_ray else lambda: None,
         )
         if planned.run_name != checked.config.run_name:
             checked = checked.renamed(planned.run_name)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import textwrap
 
-import matplotlib.pyplot as plt
-import numpy as np
-from matplotlib.figure import Figure
+import matplotlib
 
-from vse_ray.data.store.split_data import SplitData
-from vse_ray.relevance.sources import SOURCES
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from vse_ray.data.store.split_data import SplitData  # noqa: E402
+from vse_ray.relevance.sources import SOURCES  # noqa: E402
 
 # The relevance shown beside each retrieved item: the first stored source that real data can have.
 PREFERRED_SOURCES = tuple(name for name, source in SOURCES.items() if not source.synthetic_only)

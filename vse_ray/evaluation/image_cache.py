@@ -36,11 +36,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vse_ray.arrow_columns import fixed_size_list, vectors
-from vse_ray.data.precompute.resources import plan_resources
 from vse_ray.data.store.readers import read_features_table
 from vse_ray.data.store.schema import IMAGE_CACHE_DIR, IMAGE_CACHE_FILE, IMAGE_CACHE_META
 from vse_ray.data.store.split_data import ImageStore, decode_png_column
-from vse_ray.ray_session import ensure_ray
 
 
 def named_files(model_params: dict[str, Any]) -> dict[str, list[list[Any]]]:
@@ -108,6 +106,8 @@ def compute_image_cache(
     """Run the image tower of `model` over the stored images of `split` once and write the cache folder
     (atomically: a half-written cache is never read); returns it. Ray must be running."""
     import ray
+
+    from vse_ray.data.precompute.resources import plan_resources
 
     folder = cache_folder(data_dir, label, split)
     source = Path(data_dir).expanduser().resolve() / "features" / f"split={split}"
@@ -179,6 +179,8 @@ def ensure_image_cache(
 ) -> None:
     """Compute the cache of `split` (`compute_image_cache`, Ray started when it is not) unless it is there."""
     if not has_image_cache(data_dir, label, split):
+        from vse_ray.ray_session import ensure_ray  # Ray is imported only when a cache is computed
+
         ensure_ray()
         compute_image_cache(data_dir, split, model, model_params, label, batch_size)
 

@@ -6,14 +6,10 @@ import re
 from collections import defaultdict
 from typing import Any
 
-import matplotlib
+import numpy as np
+from matplotlib.figure import Figure  # not pyplot: a figure of its own, saved without a GUI backend
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-
-from vse_ray.relevance.histogram import RelevanceHistogram  # noqa: E402
+from vse_ray.relevance.histogram import RelevanceHistogram
 
 DIRECTIONS = {"i2t": "image → text", "t2i": "text → image"}
 
@@ -38,7 +34,8 @@ def plot_metric_at_k(metrics: dict[str, float], name: str, title: str) -> Figure
     series = k_series(metrics, name)
     if not series:
         return None
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = Figure(figsize=(6, 4))
+    ax = fig.subplots()
     for label, (ks, values) in sorted(series.items()):
         ax.plot(ks, values, marker="o", label=DIRECTIONS.get(label[:3], label[:3]) + label[3:])
     ax.set_xscale("log")
@@ -52,7 +49,8 @@ def plot_metric_at_k(metrics: dict[str, float], name: str, title: str) -> Figure
 def plot_training_curves(history: list[dict[str, Any]]) -> Figure:
     """Train loss and validation rsum against epoch."""
     epochs = [int(m["epoch"]) for m in history]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    fig = Figure(figsize=(10, 4))
+    left, right = fig.subplots(1, 2)
     left.plot(epochs, [m["train_loss"] for m in history], marker="o")
     left.set(xlabel="epoch", ylabel="train loss", title="Training loss")
     right.plot(epochs, [m["rsum"] for m in history], marker="o", color="tab:green")
@@ -66,7 +64,8 @@ def plot_training_curves(history: list[dict[str, Any]]) -> Figure:
 def plot_relevance_histogram(hist: RelevanceHistogram) -> Figure:
     """Distribution of the entries of the batch relevance matrices seen in training."""
     edges = hist.edges
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = Figure(figsize=(6, 4))
+    ax = fig.subplots()
     ax.bar(edges[:-1], hist.counts, width=np.diff(edges), align="edge", edgecolor="white")
     ax.set(
         xlabel=f"relevance degree ({hist.source})",

@@ -5,7 +5,6 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from mlflow import MlflowClient
 
@@ -19,5 +18,8 @@ def log_figures(
             if fig is None:
                 continue
             fig.savefig(Path(tmp) / f"{name}.png", dpi=110)
-            plt.close(fig)
+            if fig.canvas.manager is not None:  # a pyplot figure, kept by pyplot until closed
+                import matplotlib.pyplot as plt
+
+                plt.close(fig)
         client.log_artifacts(run_id, tmp, artifact_path)

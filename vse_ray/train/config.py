@@ -203,10 +203,11 @@ class TrainConfig:
     finetune: bool = _field(False, "Fine-tune a CNN on the stored raw images.", warmup=True, cli=True)
     cnn: str = _field("resnet152", "CNN to fine-tune: small|resnet18|...|vgg19.", warmup=True, cli=True)
     cnn_weights: str | None = _field("IMAGENET1K_V1", "torchvision weights, or none.", warmup=True, cli=True)
-    num_workers: int = _field(
-        1,
-        "Ray Train workers (DDP); 0: train in the command's own process, without Ray (short runs on one "
-        "machine; no worker restart).",
+    num_workers: int | None = _field(
+        None,
+        "Ray Train workers (DDP); 0: train in the command's own process, without Ray (no worker restart). "
+        "Default: 0 on one machine's CPU, 1 with use_gpu or a cluster to join (--ray-address, RAY_ADDRESS, "
+        "`ray start`).",
         "run",
         warmup=True,
         cli=True,
@@ -272,7 +273,7 @@ class TrainConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name}: must be a positive integer, got {value!r}")
-        if type(self.num_workers) is not int or self.num_workers < 0:
+        if self.num_workers is not None and (type(self.num_workers) is not int or self.num_workers < 0):
             raise ValueError(
                 f"num_workers: must be an integer >= 0 (0: in this process), got {self.num_workers!r}"
             )
@@ -470,6 +471,16 @@ class TrainConfig:
             experiment=self.experiment or dataset,
         )
 
+    def workers(self, ray_address: str | None = None) -> int:
+        """``num_workers``, or where the default trains: in this process (0) on one machine's CPU, where Ray
+        Train's start would be most of a short run's fixed cost; one Ray Train worker (1) with a GPU or a
+        cluster to join (``ray_address``, ``RAY_ADDRESS``, this machine's ``ray start``)."""
+        from vse_ray.ray_address import cluster_address
+
+        if self.num_workers is not None:
+            return self.num_workers
+        return 1 if self.use_gpu or cluster_address(ray_address) else 0
+
     def filled(self, name: str) -> str:
         """The value of `name`, a field that resolving fills in (storage_path, run_name, tracking_uri,
         experiment); ValueError naming it in a config not yet resolved."""
@@ -525,6 +536,10 @@ class CheckedConfig:
     def resolved(self) -> CheckedConfig:
         """The config with absolute paths and derived names (`TrainConfig.resolved`): still valid."""
         return CheckedConfig(self.config.resolved())
+
+    def placed(self, ray_address: str | None = None) -> CheckedConfig:
+        """The config with its default ``num_workers`` decided (`TrainConfig.workers`): still valid."""
+        return CheckedConfig(dataclasses.replace(self.config, num_workers=self.config.workers(ray_address)))
 
     def renamed(self, run_name: str | None) -> CheckedConfig:
         """The same config under another run name (no field check reads the name)."""

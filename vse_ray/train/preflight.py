@@ -33,7 +33,7 @@ class CheckedTraining:
         return dataclasses.replace(self, checked=self.checked.renamed(run_name))
 
 
-def check_training(valid: CheckedConfig) -> CheckedTraining:
+def check_training(valid: CheckedConfig, ray_address: str | None = None) -> CheckedTraining:
     """Check a training once, before Ray or MLflow start, on a config whose fields were checked where it was
     made (`TrainConfig.checked()`, or a recipe): the data folder against its manifest (finished precompute,
     row counts, checksums), that the folder holds the image input the model reads (pooled, regions or
@@ -42,7 +42,9 @@ def check_training(valid: CheckedConfig) -> CheckedTraining:
     files the model needs (VSE∞'s BERT, CVSE's concepts) are there.
 
     Returns:
-        The resolved config and the verified data folder (its ``mlflow_params()`` go on the run).
+        The resolved config, its default ``num_workers`` decided (``ray_address``: the cluster the command
+        is told to join; `TrainConfig.workers`), and the verified data folder (its ``mlflow_params()`` go on
+        the run).
 
     Raises:
         ValueError: Naming the field, hyper-parameter, folder or file and what was expected.
@@ -65,7 +67,7 @@ def check_training(valid: CheckedConfig) -> CheckedTraining:
         **{name: getattr(cfg, name) for name in cls.config_fields}, **constructor_params(cfg)
     )
     check_model_data(cfg)
-    checked = valid.resolved()  # after the checks: resolving creates the output folder
+    checked = valid.placed(ray_address).resolved()  # after the checks: resolving creates the output folder
     if cfg.run_name is None:
         _check_run_name(checked.config.run_name)  # the derived name (dataset-loss-seed)
     return CheckedTraining(checked, verified)

@@ -55,6 +55,7 @@ def test_cli_to_first_step_validates_once(counted, monkeypatch, tiny_data_dir, t
     monkeypatch.setattr("vse_ray.ray_session.ensure_ray", lambda address=None: None)
     args = ["train", "--data", str(tiny_data_dir), "--output-dir", str(tmp_path), "--epochs", "1"]
     args += ["--batch-size", "16", "--word-dim", "16", "--embed-dim", "32", "--set", "cs_ks=[5, 10]"]
+    args += ["--num-workers", "1"]  # on Ray Train: the workers receive the config
     result = CliRunner().invoke(app, [*args, "--set", "ncs_ks=[1, 5]"])
     assert isinstance(result.exception, _Stop), result.output
     assert counted == {"validate": 1, "verify_data_dir": 1}

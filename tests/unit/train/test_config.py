@@ -76,6 +76,24 @@ def test_resolved_fills_stable_names(tmp_path):
     assert cfg.resolved() == r
 
 
+def test_the_default_trains_in_process_on_one_cpu_machine_and_on_ray_train_otherwise(tmp_path, monkeypatch):
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    monkeypatch.setenv("RAY_TMPDIR", str(tmp_path))  # Ray's temporary folder, no `ray start` in it yet
+    cfg = TrainConfig(data_dir="d")
+    assert cfg.num_workers is None and cfg.workers() == 0  # one machine's CPU: in this process
+    assert cfg.checked().placed().config.num_workers == 0
+    assert dataclasses.replace(cfg, use_gpu=True).workers() == 1
+    assert cfg.workers(ray_address="10.0.0.1:6379") == 1  # --ray-address
+    assert dataclasses.replace(cfg, num_workers=2).workers() == 2  # asked for: kept
+    assert dataclasses.replace(cfg, num_workers=1).workers("10.0.0.1:6379") == 1
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.1:6379")  # what `ray job submit` sets for its entrypoint
+    assert cfg.workers() == 1
+    monkeypatch.delenv("RAY_ADDRESS")
+    (tmp_path / "ray").mkdir()
+    (tmp_path / "ray" / "ray_current_cluster").write_text("10.0.0.1:6379\n")  # a `ray start` to join
+    assert cfg.workers() == 1 and dataclasses.replace(cfg, num_workers=0).workers() == 0
+
+
 def test_field_roles_are_declared_once_and_derive_every_list():
     from vse_ray.study.spec import EVALUATION_FIELDS, STUDY_FIELDS
     from vse_ray.train.config import ROLES, fields_where

@@ -190,7 +190,8 @@ def test_ctrl_c_on_train_is_one_line_and_marks_the_run_killed(store, tmp_path, m
     monkeypatch.setattr("vse_ray.train.trainer.build_trainer", lambda *args, **kwargs: Interrupted())
     monkeypatch.setattr("vse_ray.train.epoch_lines.RunEpochLines", NoEpochLines)
     out = tmp_path / "out"
-    result = run_cli(["train", "--data", str(store), "--output-dir", str(out), "--epochs", "1"])
+    args = ["train", "--data", str(store), "--output-dir", str(out), "--epochs", "1", "--num-workers", "1"]
+    result = run_cli(args)  # on Ray Train, whose fit the stand-in stops
     assert result.exit_code == code, result.output
     assert result.output.splitlines()[-1:] == [  # after MLflow's own store-creation lines
         f"stopped by {by}: run the same command again to resume from the last checkpoint (the MLflow run "
@@ -248,7 +249,8 @@ def test_a_full_disk_during_training_is_one_line_naming_the_file(store, tmp_path
     monkeypatch.setattr("vse_ray.ray_session.ensure_ray", lambda address=None: None)
     monkeypatch.setattr("vse_ray.train.trainer.build_trainer", lambda *args, **kwargs: Full())
     monkeypatch.setattr("vse_ray.train.epoch_lines.RunEpochLines", NoEpochLines)
-    result = run_cli(["train", "--data", str(store), "--output-dir", str(tmp_path / "out"), "--epochs", "1"])
+    args = ["train", "--data", str(store), "--output-dir", str(tmp_path / "out"), "--epochs", "1"]
+    result = run_cli([*args, "--num-workers", "1"])  # on Ray Train
     assert result.exit_code == 2, result.output
     assert (
         f"error: no space left on device writing {checkpoint}: free space and run the same command"
