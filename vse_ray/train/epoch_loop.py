@@ -260,7 +260,7 @@ def warmup_state(cfg: TrainConfig) -> dict[str, Any]:
     """The state of `cfg.init_checkpoint`, checked to be a warm-up this run would have trained itself."""
     state = load_checkpoint(cfg.init_checkpoint)
     theirs, ours = state["config"], cfg.to_dict()
-    differ = [k for k in WARMUP_SHARED_FIELDS if theirs.get(k, _DEFAULTS[k]) != ours[k]]
+    differ = [k for k in WARMUP_SHARED_FIELDS if _shared(theirs, k) != _shared(ours, k)]
     if differ:
         raise ValueError(f"init_checkpoint {cfg.init_checkpoint}: trained with other {differ}")
     if int(state["epoch"]) > cfg.warmup_epochs:
@@ -269,6 +269,14 @@ def warmup_state(cfg: TrainConfig) -> dict[str, Any]:
             f"{cfg.warmup_epochs}, so it was not trained with the warm-up loss only"
         )
     return state
+
+
+def _shared(config: dict[str, Any], key: str) -> Any:
+    """A config's value of the warm-up field ``key`` (its default when the config predates it);
+    ``num_workers`` as the processes it trains on: 0 (this process) and none (a trial's process) train as
+    one worker, the same numbers."""
+    value = config.get(key, _DEFAULTS[key])
+    return max(1, value or 0) if key == "num_workers" else value
 
 
 def load_init_weights(model: nn.Module, path: str) -> None:

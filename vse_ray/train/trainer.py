@@ -53,6 +53,7 @@ def build_trainer(valid: CheckedConfig, *, callbacks: list | None = None) -> Tor
     cfg = checked.config
     if cfg.num_workers == 0:  # Ray Train's local mode would keep no checkpoint
         raise ValueError("num_workers 0 trains in the command's own process: `vse-ray train` only")
+    workers = 1 if cfg.num_workers is None else cfg.num_workers  # none (a sweep's ddp trial): one worker
     resources: dict[str, float] = {"CPU": cfg.cpus_per_worker}
     if cfg.use_gpu:
         resources["GPU"] = 1.0
@@ -60,7 +61,7 @@ def build_trainer(valid: CheckedConfig, *, callbacks: list | None = None) -> Tor
         train_loop_per_worker,
         train_loop_config={"cfg": checked.to_dict()},
         scaling_config=ray.train.ScalingConfig(
-            num_workers=cfg.num_workers,
+            num_workers=workers,
             use_gpu=cfg.use_gpu,
             resources_per_worker=resources,
             placement_strategy=cfg.placement_strategy,

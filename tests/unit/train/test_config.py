@@ -94,6 +94,15 @@ def test_the_default_trains_in_process_on_one_cpu_machine_and_on_ray_train_other
     assert cfg.workers() == 1 and dataclasses.replace(cfg, num_workers=0).workers() == 0
 
 
+def test_a_trainer_built_without_num_workers_has_one_ray_train_worker(tmp_path):
+    from vse_ray.train.trainer import build_trainer
+
+    cfg = TrainConfig(data_dir=str(tmp_path / "d"), output_dir=str(tmp_path / "o"))  # a sweep's ddp trial
+    assert build_trainer(cfg.checked()).scaling_config.num_workers == 1
+    with pytest.raises(ValueError, match="num_workers 0 trains in the command's own process"):
+        build_trainer(dataclasses.replace(cfg, num_workers=0).checked())
+
+
 def test_field_roles_are_declared_once_and_derive_every_list():
     from vse_ray.study.spec import EVALUATION_FIELDS, STUDY_FIELDS
     from vse_ray.train.config import ROLES, fields_where

@@ -126,6 +126,16 @@ def test_shared_warmup_checkpoint_gives_the_same_run(tiny_cfg, tmp_path, lr_upda
     assert shared.history == straight.history[1:]
 
 
+def test_a_warmup_of_one_ray_train_worker_serves_a_run_in_process(tiny_cfg, tmp_path):
+    warm = dataclasses.replace(tiny_cfg, warmup_epochs=1, loss="vse0", epochs=1, num_workers=1)
+    path = str(_run(warm, tmp_path, "warmup").checkpoints[0])
+    run = dataclasses.replace(tiny_cfg, warmup_epochs=1, init_checkpoint=path)
+    for workers in (0, None):  # in this process; a trial's process: both train one worker's numbers
+        assert epoch_loop.warmup_state(dataclasses.replace(run, num_workers=workers))["epoch"] == 1
+    with pytest.raises(ValueError, match=r"trained with other \['num_workers'\]"):
+        epoch_loop.warmup_state(dataclasses.replace(run, num_workers=2))  # DDP: other global batches
+
+
 def test_init_checkpoint_from_another_run_is_refused(tiny_cfg, tmp_path):
     warmup = _run(dataclasses.replace(tiny_cfg, epochs=1, warmup_epochs=1), tmp_path, "warmup")
     other = dataclasses.replace(
