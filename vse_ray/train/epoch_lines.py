@@ -13,8 +13,10 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+import ray
 from ray.train import Checkpoint, UserCallback
 from ray.util.queue import Queue
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from vse_ray.train.epoch_text import epoch_lines
 
@@ -51,7 +53,10 @@ class RunEpochLines:
     ):
         self.epochs, self.interval, self.on_epoch = epochs, interval, on_epoch
         self.stream = stream or sys.stdout
-        self.queue = Queue(actor_options={"num_cpus": 0})  # takes no CPU from the workers
+        # no CPU taken from the workers; on the driver's node, so that losing a worker's node (which Ray Train
+        # survives, max_failures) does not take the queue, and the run, with it
+        driver_node = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
+        self.queue = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": driver_node})
         self.callback = ReportedEpochs(self.queue)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="vse_ray-epoch-progress", daemon=True)
