@@ -76,7 +76,7 @@ def check_training(valid: CheckedConfig, ray_address: str | None = None) -> Chec
 def _check_batch(cfg: TrainConfig, data: VerifiedData) -> None:
     """A worker's batch fits in its share of the train captions (the epoch's last partial batch is
     dropped: a larger batch trains nothing)."""
-    workers = max(cfg.num_workers, 1)
+    workers = cfg.num_workers or 1  # 0 (in this process) and none (the default's choice) train one
     rows = data.captions.get("train", 0) // workers
     if cfg.batch_size > rows:
         each = f" for each of {workers} workers (lower num_workers or batch_size)" if workers > 1 else ""
