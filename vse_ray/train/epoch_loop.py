@@ -279,6 +279,18 @@ def _shared(config: dict[str, Any], key: str) -> Any:
     return max(1, value or 0) if key == "num_workers" else value
 
 
+def load_start_weights(model: nn.Module, weights: dict[str, Any]) -> None:
+    """Load a resumed run's (or its warm-up's) model weights; one line where they do not fit this model."""
+    try:
+        model.load_state_dict(weights)
+    except RuntimeError as err:
+        detail = next((ln.strip() for ln in str(err).splitlines()[1:] if ln.strip()), str(err))
+        raise ValueError(
+            f"the checkpoint this run starts from does not fit the model ({detail[:200]}): it was made by "
+            "another version of vse_ray; pass --new-run to start a fresh run beside it"
+        ) from err
+
+
 def load_init_weights(model: nn.Module, path: str) -> None:
     """Load the model weights of checkpoint `path` (`init_weights`: another run, any training settings) into
     `model`; nothing else of that run (optimiser, schedule, epoch, history) is taken. A run on precomputed
@@ -351,7 +363,7 @@ def run_training(
     history: list[dict[str, Any]] = []
     first_epoch = 1
     if start_state is not None:
-        model.load_state_dict(start_state["model"])
+        load_start_weights(model, start_state["model"])
         if resumed and start_state.get("loss"):
             loss_fn.load_state_dict(start_state["loss"])
         load_optimizer_state(optimizer, start_state["optimizer"])

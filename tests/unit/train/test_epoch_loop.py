@@ -264,3 +264,14 @@ def test_patience_stops_when_val_rsum_stops_improving(tiny_cfg, tmp_path):
     assert [m.get(PATIENCE_STOP) for m in history] == [None, 1.0]  # the last epoch says why it is the last
     warm = dataclasses.replace(frozen, warmup_epochs=3)  # no stop inside the warm-up
     assert [m["epoch"] for m in _run(warm, tmp_path, "warm").history] == [1, 2, 3, 4]
+
+
+def test_a_resumed_start_that_does_not_fit_the_model_is_one_line():
+    """A run's checkpoint from before VSE∞ always held `<mask>` (one embedding row less) cannot be resumed
+    (its optimiser state has that shape too): one line naming the mismatch and the way out."""
+    args = {"vocab_size": 9, "feature_dim": 6, "word_dim": 4, "embed_dim": 8}
+    old = build_model("vse_inf", **args).state_dict()
+    model = build_model("vse_inf", **{**args, "vocab_size": 10})
+    with pytest.raises(ValueError, match=r"text_encoder\.embed\.weight.*--new-run") as err:
+        epoch_loop.load_start_weights(model, old)
+    assert "\n" not in str(err.value)
