@@ -93,6 +93,18 @@ def write_model(folder: Path, width: int, layers: int, side: int = 32) -> Path:
     return folder
 
 
+def open_clip_adamw(model: torch.nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """open_clip's optimiser: AdamW, no weight decay on gains, biases and 1-D parameters."""
+    named = list(model.named_parameters())
+    return torch.optim.AdamW(
+        [
+            {"params": [p for n, p in named if excluded_from_decay(n, p)], "weight_decay": 0.0},
+            {"params": [p for n, p in named if not excluded_from_decay(n, p)], "weight_decay": weight_decay},
+        ],
+        lr=lr,
+    )
+
+
 def open_clip_step(model, optimizer, loss, images, texts, autocast, step: list[int]):
     """One step of open_clip's training loop."""
     factor = cosine_factor(step[0], WARMUP, STEPS)  # its `cosine_lr`: the same formula
@@ -164,14 +176,7 @@ def main() -> None:
         train_step(ours, infonce, optimizer, batch, CLIP_NORM, precision=precision)
         scheduler.step()
 
-    named = list(theirs.named_parameters())
-    their_optimizer = torch.optim.AdamW(
-        [
-            {"params": [p for n, p in named if excluded_from_decay(n, p)], "weight_decay": 0.0},
-            {"params": [p for n, p in named if not excluded_from_decay(n, p)], "weight_decay": WEIGHT_DECAY},
-        ],
-        lr=LR,
-    )
+    their_optimizer = open_clip_adamw(theirs, LR, WEIGHT_DECAY)
     dtype = DTYPES.get(args.precision)
 
     def autocast() -> torch.autocast:

@@ -102,6 +102,7 @@ def _files_holding(folder: Path, secret: str) -> list[str]:
     return [str(p) for p in folder.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
 
 
+@pytest.mark.servers
 def test_train_sweep_and_compare_on_postgresql_never_show_its_password(
     postgres, ray_session, tiny_data_dir, tmp_path, monkeypatch
 ):

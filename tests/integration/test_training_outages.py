@@ -87,6 +87,7 @@ def _every_epoch_once(client: MlflowClient, run) -> None:
     assert "val/best_rsum" in run.data.metrics
 
 
+@pytest.mark.servers
 def test_a_tracking_server_killed_mid_run_is_one_line_then_the_rerun_completes_it(
     server, tiny_data_dir, tmp_path, monkeypatch
 ):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,8 @@ WEIGHTS_FILE = "open_clip_model.safetensors"
 POOL_FOLDER = "pool"
 
 
-def _arch_config(arch: str) -> dict[str, Any]:
+def arch_config(arch: str) -> dict[str, Any]:
+    """The open_clip model config of `arch` (a shipped name or a JSON path)."""
     path = Path(shipped_arch(arch)).expanduser()
     if not path.is_file():
         raise FileNotFoundError(f"arch {arch}: no such config JSON (open_clip's format)")
@@ -98,7 +99,29 @@ def load_pool(
     return pool.images, [list(c) for c in pool.captions]
 
 
-def _optimizer_config(settings: PretrainSettings) -> TrainConfig:
+def epoch_batches(
+    images: np.ndarray, ids: torch.Tensor, settings: PretrainSettings, epoch: int
+) -> Iterator[TrainBatch]:
+    """Epoch `epoch`'s batches: the pool shuffled, one of each image's alt texts drawn (`ids`: (n, captions,
+    context) tokens), each image cropped by its own box (the last partial batch dropped)."""
+    order = np.random.default_rng([settings.seed, epoch]).permutation(len(images))
+    pick = np.random.default_rng([settings.seed, epoch, 1]).integers(settings.pool_captions, size=len(images))
+    crop_seed = np.random.SeedSequence([settings.seed, epoch, 2]).generate_state(1, dtype=np.uint64)[0]
+    crops = torch.Generator().manual_seed(int(crop_seed))
+    for step in range(len(images) // settings.batch_size):
+        rows = np.sort(order[step * settings.batch_size : (step + 1) * settings.batch_size])
+        batch_images = random_resized_crops(torch.from_numpy(images[rows]), settings.crop_scale, crops)
+        tokens = ids[torch.from_numpy(rows), torch.from_numpy(pick[rows])]
+        yield TrainBatch(batch_images, tokens, (tokens != 0).sum(1), torch.from_numpy(rows), None)
+
+
+def caption_tokens(model: ClipModel, captions: list[list[str]]) -> torch.Tensor:
+    """(n, captions, context) token ids of the pool's alt texts, tokenised once."""
+    return torch.from_numpy(np.stack([np.stack(model.caption_ids([], row)) for row in captions]))
+
+
+def optimizer_config(settings: PretrainSettings) -> TrainConfig:
+    """The run settings `train_step` and `build_optimizer` read for this pretraining."""
     return TrainConfig(
         model="clip",
         loss="infonce",
@@ -119,7 +142,7 @@ def pretrain_clip(
 ) -> dict[str, Any]:
     """Pretrain (module docstring) into `out`, or find it done there; returns ``pretrain.json``'s content."""
     settings.check()
-    arch = _arch_config(settings.arch)
+    arch = arch_config(settings.arch)
     if finished(out, settings):
         log(f"pretrain-clip: {out} holds this checkpoint already (settings {settings.key()})")
         return dict(json.loads((out / SETTINGS_FILE).read_text()))
@@ -131,28 +154,18 @@ def pretrain_clip(
 
     torch.manual_seed(settings.seed)
     model = ClipModel(arch=shipped_arch(settings.arch))
-    ids = torch.from_numpy(np.stack([np.stack(model.caption_ids([], row)) for row in captions]))
+    ids = caption_tokens(model, captions)
     loss_fn = make_loss("infonce", targets="hard")
     loss_fn.start_from(model.learned_logits)
-    cfg = _optimizer_config(settings)
+    cfg = optimizer_config(settings)
     steps_per_epoch = len(images) // settings.batch_size
     optimizer, scheduler = build_optimizer(cfg, model, loss_fn, steps_per_epoch)
     total, done, losses = settings.epochs * steps_per_epoch, 0, []
     started = time.monotonic()
     model.train()
     for epoch in range(1, settings.epochs + 1):
-        order = np.random.default_rng([settings.seed, epoch]).permutation(len(images))
-        pick = np.random.default_rng([settings.seed, epoch, 1]).integers(
-            settings.pool_captions, size=len(images)
-        )
-        crop_seed = np.random.SeedSequence([settings.seed, epoch, 2]).generate_state(1, dtype=np.uint64)[0]
-        crops = torch.Generator().manual_seed(int(crop_seed))
         epoch_losses = []
-        for step in range(steps_per_epoch):
-            rows = np.sort(order[step * settings.batch_size : (step + 1) * settings.batch_size])
-            batch_images = random_resized_crops(torch.from_numpy(images[rows]), settings.crop_scale, crops)
-            tokens = ids[torch.from_numpy(rows), torch.from_numpy(pick[rows])]
-            batch = TrainBatch(batch_images, tokens, (tokens != 0).sum(1), torch.from_numpy(rows), None)
+        for step, batch in enumerate(epoch_batches(images, ids, settings, epoch)):
             loss = train_step(model, loss_fn, optimizer, batch, cfg.grad_clip)
             if not torch.isfinite(loss):
                 raise FloatingPointError(

@@ -91,13 +91,14 @@ def run_two_workers(results: Callable, data_dir: Path, out: Path) -> tuple[Train
     return cfg, [torch.load(out / f"rank{r}.pt") for r in range(2)]
 
 
-def _every_loss(cfg: TrainConfig, batches: list[dict], rank: int, world: int) -> dict:
+def every_loss(cfg: TrainConfig, batches: list[dict], rank: int, world: int) -> dict:
     return {loss: _epoch(cfg, loss, batches, rank, world) for loss in LOSSES}
 
 
 @pytest.fixture(scope="module")
-def two_worker_results(tiny_data_dir, tmp_path_factory) -> tuple[TrainConfig, list[dict]]:
-    return run_two_workers(_every_loss, tiny_data_dir, tmp_path_factory.mktemp("gather"))
+def two_worker_results(two_worker_runs) -> tuple[TrainConfig, list[dict]]:
+    cfg, ranks = two_worker_runs
+    return cfg, [r["gather"] for r in ranks]
 
 
 @pytest.mark.parametrize("loss", LOSSES)

@@ -22,7 +22,7 @@ import torch.distributed as dist
 from torch import nn
 
 from tests.unit.losses._reference import unit_batch
-from tests.unit.train.test_gather import HALF, _FixedBatches, _global_batches, run_two_workers
+from tests.unit.train.test_gather import HALF, _FixedBatches, _global_batches
 from vse_ray.losses import make_loss
 from vse_ray.models import build_model
 from vse_ray.train.batches import BatchBuilder
@@ -100,7 +100,7 @@ def _open_clip(name: str, rank: int, world: int) -> dict:
     return {"loss": shared[0], "img": img.grad, "txt": txt.grad, **grads}
 
 
-def _results(cfg: TrainConfig, batches: list[dict], rank: int, world: int) -> dict:
+def results(cfg: TrainConfig, batches: list[dict], rank: int, world: int) -> dict:
     return {
         "engine": {v: _epoch(cfg, *v, batches, rank, world) for v in VARIANTS},
         "ours": {name: _ours(name, rank, world) for name in ("infonce", "siglip")},
@@ -109,8 +109,9 @@ def _results(cfg: TrainConfig, batches: list[dict], rank: int, world: int) -> di
 
 
 @pytest.fixture(scope="module")
-def two_worker_results(tiny_data_dir, tmp_path_factory) -> tuple[TrainConfig, list[dict]]:
-    return run_two_workers(_results, tiny_data_dir, tmp_path_factory.mktemp("gather_contrastive"))
+def two_worker_results(two_worker_runs) -> tuple[TrainConfig, list[dict]]:
+    cfg, ranks = two_worker_runs
+    return cfg, [r["gather_contrastive"] for r in ranks]
 
 
 def rel_diff(got: torch.Tensor, want: torch.Tensor) -> float:

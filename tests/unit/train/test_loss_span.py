@@ -20,7 +20,7 @@ import torch.distributed as dist
 from torch import nn
 
 from tests.unit.losses._reference import relevance_batch, unit_batch
-from tests.unit.train.test_gather import HALF, _global_batches, run_two_workers
+from tests.unit.train.test_gather import HALF, _global_batches
 from tests.unit.train.test_gather_contrastive import _epoch
 from vse_ray.losses import make_loss
 from vse_ray.train.config import TrainConfig
@@ -87,7 +87,7 @@ def _open_clip(rank: int, world: int) -> dict:
     return {"loss": value.detach(), "img": img.grad, "txt": txt.grad, "scale": scale / world}
 
 
-def _results(cfg: TrainConfig, batches: list[dict], rank: int, world: int) -> dict:
+def results(cfg: TrainConfig, batches: list[dict], rank: int, world: int) -> dict:
     worker = dataclasses.replace(cfg, loss_span="worker")
     return {
         "spans": _spans(rank, world),
@@ -97,8 +97,9 @@ def _results(cfg: TrainConfig, batches: list[dict], rank: int, world: int) -> di
 
 
 @pytest.fixture(scope="module")
-def two_worker_results(tiny_data_dir, tmp_path_factory) -> tuple[TrainConfig, list[dict]]:
-    return run_two_workers(_results, tiny_data_dir, tmp_path_factory.mktemp("loss_span"))
+def two_worker_results(two_worker_runs) -> tuple[TrainConfig, list[dict]]:
+    cfg, ranks = two_worker_runs
+    return cfg, [r["loss_span"] for r in ranks]
 
 
 def _close(got: dict, want: dict, keys=("img", "txt", "scale")) -> None:
