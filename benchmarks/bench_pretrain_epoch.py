@@ -15,8 +15,8 @@ weights, on the same pool images (rendered by the pool generator, ``--images`` o
   ``optimizer.step()``, the logit scale clamped).
 
 Steps alternate (one of each, ``--steps`` of each after one untimed step), each timed whole: reading the
-batch and the step. With one thread and no loader workers the clock is this process's CPU time, which
-other jobs on a shared machine do not inflate.
+batch and the step; the time to read a batch is reported apart. With one thread and no loader workers the
+clock is this process's CPU time, which other jobs on a shared machine do not inflate.
 
     python benchmarks/bench_pretrain_epoch.py                  # 1,024 images, B = 128, 6 steps each
     python benchmarks/bench_pretrain_epoch.py --loader-workers 2 --threads 0
@@ -150,11 +150,11 @@ def main() -> None:
     our_batches = batches_forever(lambda: epoch_batches(pool.images, ids, settings, 1))
     their_batches = batches_forever(lambda: iter(loader))
 
-    def our_step() -> None:
-        train_step(ours, loss_fn, optimizer, next(our_batches), CLIP_NORM)
+    def our_step(batch) -> None:
+        train_step(ours, loss_fn, optimizer, batch, CLIP_NORM)
 
-    def their_step() -> None:
-        images, texts = next(their_batches)
+    def their_step(batch) -> None:
+        images, texts = batch
         no_autocast = contextlib.nullcontext
         open_clip_step(theirs, their_optimizer, their_loss, images, texts, no_autocast, their_count)
 
@@ -162,19 +162,25 @@ def main() -> None:
     clock = time.process_time if one_process else time.perf_counter
     ours.train()
     theirs.train()
-    our_step()  # untimed: first-call costs
-    their_step()
-    seconds = {"vse_ray": 0.0, "plain": 0.0}
+    our_step(next(our_batches))  # untimed: first-call costs
+    their_step(next(their_batches))
+    sides = {"vse_ray": (our_batches, our_step), "plain": (their_batches, their_step)}
+    seconds = {name: 0.0 for name in sides}
+    reading = {name: 0.0 for name in sides}
     for _ in range(args.steps):
-        for name, step in (("vse_ray", our_step), ("plain", their_step)):
+        for name, (batches, step) in sides.items():
             start = clock()
-            step()
+            batch = next(batches)
+            read = clock()
+            step(batch)
             seconds[name] += clock() - start
+            reading[name] += read - start
     rate = {name: args.steps * args.batch / s for name, s in seconds.items()}
     ratio = rate["vse_ray"] / rate["plain"]
     result = {
         "images_per_s": {k: round(v, 1) for k, v in rate.items()},
         "ratio": round(ratio, 3),
+        "batch_read_ms": {k: round(1000 * v / args.steps, 1) for k, v in reading.items()},
         "target": TARGET,
         "tokenise_once_s_per_1k_images": round(1000 * tokenise_s / args.images, 2),
         "batch": args.batch,
