@@ -18,6 +18,9 @@ os.environ.setdefault("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "0")
 # Ray Train's controller checks its workers every 2 s by default, so a run's start and end wait up to 2 s
 # each; the tests' tiny runs take seconds.
 os.environ.setdefault("RAY_TRAIN_HEALTH_CHECK_INTERVAL_S", "0.5")
+# The session's Ray workers at the suite's priority, as vse_ray's own local instances run theirs
+# (vse_ray/ray_session.py): Ray's default, nice +15, starves them beside any other work on the machine.
+os.environ.setdefault("RAY_worker_niceness", "0")
 
 pytest_plugins = ["tests.support.fixtures"]  # the tiny precompute folder and config, for every test folder
 

@@ -41,6 +41,7 @@ def local_head() -> Iterator[LocalHead]:
 
 
 @pytest.mark.ray
+@pytest.mark.servers
 def test_precompute_and_train_jobs_reach_mlflow(local_head, tmp_path):
     data, out = tmp_path / "data", tmp_path / "out"
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"

@@ -29,7 +29,7 @@ def test_the_clip_graded_study_runs_end_to_end_with_tiny_towers(ray_session, tmp
         "seeds": 1,
         "epochs": 1,
         "train": {**shipped["train"], "batch_size": 16, "lr_milestones": []},
-        "resources": {"cpus_per_trial": 2},
+        "resources": {"cpus_per_trial": 1},
     }
     path = tmp_path / "clip_graded.yaml"
     path.write_text(yaml.safe_dump(small, sort_keys=False))
