@@ -1,4 +1,4 @@
-"""The shipped `clip_graded` study through `vse-ray study`, shrunk: the embedded data, the shipped tiny
+"""The shipped `clip_graded_quick` study through `vse-ray study`, shrunk: the embedded data, the shipped tiny
 towers, one seed and one epoch; every row trains and is tested, and the MLflow view shows them."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from vse_ray.tune.mlflow_trials import PARENT_TAG
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 
-def test_the_clip_graded_study_runs_end_to_end_with_tiny_towers(ray_session, tmp_path, empty_cwd):
-    shipped = yaml.safe_load((resource_dir("study") / "clip_graded.yaml").read_text())
+def test_the_quick_clip_graded_study_runs_end_to_end_with_tiny_towers(ray_session, tmp_path, empty_cwd):
+    shipped = yaml.safe_load((resource_dir("study") / "clip_graded_quick.yaml").read_text())
     assert shipped["train"]["model_params"] == {"arch": "clip-tiny.json"}  # the protocol: tiny towers
     small = {
         **shipped,
@@ -31,7 +31,7 @@ def test_the_clip_graded_study_runs_end_to_end_with_tiny_towers(ray_session, tmp
         "train": {**shipped["train"], "batch_size": 16, "lr_milestones": []},
         "resources": {"cpus_per_trial": 1},
     }
-    path = tmp_path / "clip_graded.yaml"
+    path = tmp_path / "clip_graded_quick.yaml"
     path.write_text(yaml.safe_dump(small, sort_keys=False))
     out = tmp_path / "out"
     result = run_cli(["study", str(path), "--output-dir", str(out)])
@@ -48,7 +48,7 @@ def test_the_clip_graded_study_runs_end_to_end_with_tiny_towers(ray_session, tmp
         "bcls-shuffled",
     ]
     client = MlflowClient(f"sqlite:///{out / 'mlflow.db'}")
-    experiment = client.get_experiment_by_name("study-clip-graded")
+    experiment = client.get_experiment_by_name("study-clip-graded-quick")
     runs = client.search_runs([experiment.experiment_id])
     (parent,) = [run for run in runs if PARENT_TAG not in run.data.tags]
     children = [run for run in runs if run.data.tags.get(PARENT_TAG) == parent.info.run_id]

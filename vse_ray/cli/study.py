@@ -22,6 +22,14 @@ def study(
     seeds: Annotated[int | None, typer.Option(help="Override the file's number of seeds.")] = None,
     num_cpus: Annotated[int | None, typer.Option(help="CPUs of a local Ray instance (default: all).")] = None,
     wait: Annotated[bool, typer.Option(help="Wait for another command running this study here.")] = False,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="Write a key of the study file, KEY=VALUE (YAML; dotted at any depth: data.data_dir=DIR); "
+            "a file's `requires` keys must be given so.",
+        ),
+    ] = None,
 ) -> None:
     """Compare losses over seeds: one shared warm-up per seed, then every loss and control from it.
 
@@ -35,12 +43,15 @@ def study(
     """
     from vse_ray.study.spec import load_study
 
-    spec = load_study(study_file, seeds)  # bad input: one line (the `readable_errors` wrapper), before Ray
+    spec = load_study(study_file, seeds, set_)  # bad input: one line (`readable_errors`), before Ray
     if summary:
         from vse_ray.study.summary_stage import study_summary
 
         typer.echo(study_summary(spec, output_dir))
         return
+    from vse_ray.study.preflight import check_study_inputs
+
+    check_study_inputs(spec)  # the folder and weights it names, before Ray
     from vse_ray.log_file import native_stderr_to_log
     from vse_ray.study.run import run_study
 

@@ -90,6 +90,8 @@ class Metric:
         cutoffs: The cut-off fields it reads (:data:`CUTOFFS`).
         directional: Scored once per direction (else once over the whole matrix).
         headline: Its keys logged as MLflow metrics, in order.
+        study: Its keys a study's test runs log besides the headline, so that the study's summary gives
+            their paired differences too.
         table: Its columns in the study's Markdown table (and console table).
         by_direction: Its keys, without direction, in the sweep's one-row-per-direction table.
     """
@@ -101,6 +103,7 @@ class Metric:
     cutoffs: tuple[str, ...] = ()
     directional: bool = True
     headline: tuple[str, ...] = ()
+    study: tuple[str, ...] = ()
     table: tuple[Column, ...] = ()
     by_direction: tuple[str, ...] = ()
 
@@ -232,6 +235,7 @@ METRICS: tuple[Metric, ...] = (
         cutoffs=("eval_ks",),
         directional=False,
         headline=("rsum", "R_at_1_i2t", "R_at_1_t2i"),
+        study=("R_at_5_i2t", "R_at_10_i2t", "R_at_5_t2i", "R_at_10_t2i"),
         table=(
             Column("rsum", "rsum", "rsum"),
             Column("R_at_1_i2t", "R@1 i2t", "R@1 i2t"),
@@ -268,6 +272,7 @@ METRICS: tuple[Metric, ...] = (
         _ncs,
         needs="ncs_source",
         cutoffs=("ncs_ks",),
+        study=("NCS_at_10_i2t", "NCS_at_10_t2i"),
         by_direction=("NCS_at_10",),
     ),
     Metric(
@@ -291,6 +296,13 @@ METRICS: tuple[Metric, ...] = (
         needs="suffixed_sources",
         cutoffs=("cs_ks", "ncs_ks"),
         headline=(f"CS_at_100_i2t_{ORACLE}", f"CS_at_1000_i2t_{ORACLE}"),
+        study=(
+            f"CS_at_100_t2i_{ORACLE}",
+            f"tau_i2t_{ORACLE}",
+            f"tau_t2i_{ORACLE}",
+            f"NCS_at_10_i2t_{ORACLE}",
+            f"NCS_at_10_t2i_{ORACLE}",
+        ),
         table=(
             Column(f"CS_at_100_i2t_{ORACLE}", f"CS@100 i2t {ORACLE}", f"CS@100 {ORACLE}"),
             Column(f"CS_at_1000_i2t_{ORACLE}", f"CS@1000 i2t {ORACLE}", f"CS@1000 {ORACLE}"),
@@ -319,6 +331,9 @@ def _expand_column(column: Column) -> list[Column]:
 
 # The evaluation keys logged as MLflow metrics: recall, and CS@K against S-BERT and against the scene.
 HEADLINE: tuple[str, ...] = tuple(key for m in METRICS for k in m.headline for key in _expand(k))
+# The evaluation keys a study's test runs log as MLflow metrics and its summary tables: the headline, then
+# R@5 and R@10, NCS@10, and CS@100 (text to image), tau and NCS@10 against the scene.
+STUDY_KEYS: tuple[str, ...] = HEADLINE + tuple(key for m in METRICS for k in m.study for key in _expand(k))
 # The study's Markdown table columns; the console table shows those with a console title.
 TABLE: tuple[Column, ...] = tuple(c for m in METRICS for column in m.table for c in _expand_column(column))
 # The sweep's table, one row per direction: these keys with the direction appended.

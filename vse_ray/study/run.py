@@ -83,9 +83,9 @@ def run_study(
 def study_record(spec: StudySpec) -> dict[str, Any]:
     """What a study computes, as flat keys (``train.lr``, ``losses.ladder.thresholds``): its spec without
     the fields a rerun may change freely (where its file is, its claim, the strength threshold of its
-    warning, the resources its trials take)."""
+    warning, the resources its trials take, the keys it requires from the command line)."""
     fields = dataclasses.asdict(spec)
-    for key in ("source", "claim", "min_baseline_rsum", "resources"):
+    for key in ("source", "claim", "min_baseline_rsum", "resources", "requires"):
         fields.pop(key)
     return flat(fields)
 

@@ -24,17 +24,24 @@ controls:
   ablations: [bcls]             # each family's declared ablation (ABLATIONS)
 train_images: [400, 1000, 4000] # optional axis: the whole study per train-set size (first N images)
 resources: {cpus_per_trial: 1, gpus_per_trial: 0, concurrent: 0}
+requires:                       # keys the command line must give (`--set KEY=VALUE`), with what each is
+  train.model_params.pretrained: the open_clip local-dir folder of `vse-ray pretrain-clip`
 ```
-Everything is checked by `StudySpec.validate` before Ray or MLflow start; errors name the file and key.
+`--set KEY=VALUE` (:func:`apply_sets`) writes a key of the file, dotted at any depth (``data.data_dir=DIR``),
+before anything is checked. Everything is checked by `StudySpec.validate` before Ray or MLflow start; errors
+name the file and key.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from vse_ray.config_fields import default_of
 from vse_ray.folder_names import check_plain_name
@@ -92,6 +99,7 @@ class StudySpec:
     train_images: list[int] = field(default_factory=list)
     resources: dict[str, float] = field(default_factory=dict)
     min_baseline_rsum: float = 0.0
+    requires: dict[str, str] = field(default_factory=dict)
     source: str = "<study>"
 
     @property
@@ -244,11 +252,7 @@ class StudySpec:
             raise ValueError(
                 f"{where}: data: expected exactly one of 'embedded: {{...}}' or 'data_dir: PATH'"
             )
-        if "data_dir" in self.data:
-            if self.controls.get("oracle"):
-                raise ValueError(
-                    f"{where}: controls.oracle: needs the embedded data ({ORACLE_SOURCE} relevance)"
-                )
+        if "data_dir" in self.data:  # the folder itself is checked by `check_data_dir` before Ray starts
             return
         sizes = self.data["embedded"] or {}
         unknown = sorted(set(sizes) - set(EMBEDDED_KEYS))
@@ -315,10 +319,48 @@ def study_from_yaml(raw: Any, source: str) -> StudySpec:
     return StudySpec(**raw, source=source).validate()
 
 
-def load_study(path: str | Path, seeds: int | None = None) -> StudySpec:
+def apply_sets(raw: Any, items: list[str], source: str) -> Any:
+    """The study document with ``KEY=VALUE`` overrides (YAML values) written in, a dotted key at any depth
+    (``train.model_params.pretrained=DIR``); then every key of its ``requires`` must hold a value, else
+    ValueError in one line naming the key, what it is and the option that gives it."""
+    if not isinstance(raw, dict):
+        return raw
+    raw = copy.deepcopy(raw)
+    for item in items:
+        key, sep, text = item.partition("=")
+        path = [part.strip() for part in key.split(".")]
+        if not sep or not all(path):
+            raise ValueError(f"--set {item!r}: expected KEY=VALUE (a dotted key of the study file)")
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            raise ValueError(f"--set {item!r}: value is not YAML ({str(err).splitlines()[0]})") from err
+        node = raw
+        for i, part in enumerate(path[:-1]):
+            if node.get(part) is None:
+                node[part] = {}
+            node = node[part]
+            if not isinstance(node, dict):
+                raise ValueError(f"--set {item!r}: {'.'.join(path[: i + 1])} is not a mapping")
+        node[path[-1]] = value
+    required = raw.get("requires") or {}
+    if not isinstance(required, dict):
+        raise ValueError(f"{source}: requires: expected a mapping of dotted key -> what it is")
+    for key, what in required.items():
+        node = raw
+        for part in str(key).split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if node is None:
+            raise ValueError(f"{source}: {key}: required: {what}; give it with --set {key}=...")
+    return raw
+
+
+def load_study(path: str | Path, seeds: int | None = None, sets: list[str] | None = None) -> StudySpec:
     """Read, parse and validate a study file, by path or shipped name (`studies/<name>.yaml`); ``seeds``
-    replaces the file's number of seeds before the one validation."""
+    replaces the file's number of seeds and ``sets`` writes keys (:func:`apply_sets`) before the one
+    validation."""
     found, raw = load_yaml("study", path)
+    raw = apply_sets(raw, sets or [], str(found))
     if seeds is not None and isinstance(raw, dict):
         raw = {**raw, "seeds": seeds}
     return study_from_yaml(raw, str(found))

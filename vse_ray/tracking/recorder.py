@@ -182,15 +182,22 @@ class RunRecorder:
         rsum = metric_keys.mlflow_key("rsum", split, protocol)
         return rsum in self.client.get_run(self.run_id).data.metrics
 
-    def record_evaluation(self, split: str, protocol: str, report: Mapping[str, Any]) -> str:
+    def record_evaluation(
+        self,
+        split: str,
+        protocol: str,
+        report: Mapping[str, Any],
+        keys: Iterable[str] = metric_keys.HEADLINE,
+    ) -> str:
         """An evaluation: the full ``report`` (``metrics``: every key) as JSON and CSV artifacts, then its
-        headline metrics. Returns the artifact folder's file stem (``evaluation/<split>_<protocol>``)."""
+        ``keys`` as metrics (the headline; a study's test runs: `STUDY_KEYS`). Returns the artifact folder's
+        file stem (``evaluation/<split>_<protocol>``)."""
         stem = f"evaluation/{split}_{protocol}"
         metrics = report["metrics"]
         self.client.log_dict(self.run_id, dict(report), f"{stem}.json")
         rows = [{"metric": k, "value": v} for k, v in sorted(metrics.items())]
         self.client.log_text(self.run_id, _table_csv(rows), f"{stem}.csv")
-        log_metrics(self.client, self.run_id, metric_keys.headline(metrics, split, protocol))
+        log_metrics(self.client, self.run_id, metric_keys.headline(metrics, split, protocol, keys))
         return stem
 
     def finish(self, status: str = "FINISHED", reason: str | None = None) -> None:

@@ -62,15 +62,21 @@ def check_training(valid: CheckedConfig, ray_address: str | None = None) -> Chec
     _check_batch(cfg, verified)
     if cfg.image_cache:
         check_cache_input(cfg)  # the stored images of a split whose tower embeddings are not cached yet
-    cls = model_class(cfg.model)
-    cls.check_pretrained(
-        **{name: getattr(cfg, name) for name in cls.config_fields}, **constructor_params(cfg)
-    )
+    check_model_files(cfg)
     check_model_data(cfg)
     checked = valid.placed(ray_address).resolved()  # after the checks: resolving creates the output folder
     if cfg.run_name is None:
         _check_run_name(checked.config.run_name)  # the derived name (dataset-loss-seed)
     return CheckedTraining(checked, verified)
+
+
+def check_model_files(cfg: TrainConfig) -> None:
+    """The pretrained weights and files ``cfg.model`` reads are there and fit it (FileNotFoundError or
+    ValueError in one line, saying how to provide them)."""
+    cls = model_class(cfg.model)
+    cls.check_pretrained(
+        **{name: getattr(cfg, name) for name in cls.config_fields}, **constructor_params(cfg)
+    )
 
 
 def _check_batch(cfg: TrainConfig, data: VerifiedData) -> None:

@@ -183,3 +183,16 @@ def test_nan_in_region_features_names_the_row(tmp_path):
         writer.write_table(table)
     with pytest.raises(ValueError, match=r"row 2 \(image_id 12\) has NaN or infinite features"):
         check_finite_features(tmp_path, ["features/split=train/part-00000000.arrow"])
+
+
+def test_a_study_missing_the_folders_it_requires_stops_before_ray(store, tmp_path):
+    """`clip_graded` names the user's data folder and towers (`requires`): without them, or with weights
+    that are not there, one line and nothing written."""
+    out = tmp_path / "out"
+    result = run_cli(["study", "clip_graded", "--output-dir", str(out)])
+    one_error_line(result, "clip_graded.yaml: data.data_dir: required: ", "give it with --set data.data_dir=")
+    towers = tmp_path / "towers"
+    sets = ["--set", f"data.data_dir={store}", "--set", f"train.model_params.pretrained={towers}"]
+    result = run_cli(["study", "clip_graded", "--output-dir", str(out), *sets])
+    one_error_line(result, f"model_params.pretrained {towers}: no such file or folder")
+    assert not out.exists()

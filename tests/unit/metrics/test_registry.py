@@ -14,6 +14,7 @@ from vse_ray.metrics.registry import (
     DIRECTIONS,
     HEADLINE,
     SCALES,
+    STUDY_KEYS,
     TABLE,
     scale_of,
     stem,
@@ -39,6 +40,8 @@ def test_every_key_has_a_declared_stem_and_the_declared_lists_are_keys() -> None
     scores = _every_key()
     assert {stem(key) for key in scores} == set(SCALES)
     assert set(HEADLINE) <= scores.keys()
+    assert STUDY_KEYS[: len(HEADLINE)] == HEADLINE and set(STUDY_KEYS) <= scores.keys()
+    assert {"R_at_10_t2i", "NCS_at_10_i2t", "tau_i2t_scene", "NCS_at_10_t2i_scene"} <= set(STUDY_KEYS)
     assert {column.key for column in TABLE} <= scores.keys()
     assert all(any(f"{key}_{d}" in scores for d in DIRECTIONS) for key in BY_DIRECTION)
 

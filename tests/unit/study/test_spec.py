@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from vse_ray.demo.run import demo_study
 from vse_ray.resources import resource_dir
@@ -94,10 +95,6 @@ def test_the_learning_rate_schedule_counts_epochs_after_the_warm_up():
         ("train_images: [100, 5000]", "s.yaml: train_images: 5000 exceeds data.embedded.train_images 2000"),
         ("data: {embedded: {test_images: 0}}", "s.yaml: data.embedded.test_images: expected an integer >= 1"),
         ("data: {data_dir: x, embedded: {}}", "s.yaml: data: expected"),
-        (
-            "data: {data_dir: x}\ncontrols: {oracle: [bcls]}",
-            "s.yaml: controls.oracle: needs the embedded data",
-        ),
         ("resources: {gpus: 1}", "s.yaml: resources.gpus: unknown"),
         ("warmup_steps: -5", "s.yaml: warmup_steps: expected an integer >= 0"),
         ("train: {lr_milestones: [-1]}", "s.yaml: train.lr_milestones: expected epochs >= 0"),
@@ -117,7 +114,7 @@ def test_bad_hyper_parameter_and_files():
         parse_study("name: [", "s.yaml")
     with pytest.raises(ValueError, match="s.yaml: expected a mapping at the top level"):
         parse_study("- 1", "s.yaml")
-    shipped = r"'nope.yaml': no such file or shipped study; shipped: \['clip_graded', 'demo', 'ladder"
+    shipped = r"'nope.yaml': no such file or shipped study; shipped: \['clip_graded', 'clip_graded_quick'"
     with pytest.raises(ValueError, match=shipped):
         load_study("nope.yaml")
 
@@ -128,7 +125,32 @@ def test_shipped_study_by_name():
 
 @pytest.mark.parametrize("path", sorted(resource_dir("study").glob("*.yaml")), ids=lambda p: p.name)
 def test_shipped_studies_are_valid(path):
-    assert load_study(path).name == path.stem.replace("_", "-")
+    required = yaml.safe_load(path.read_text()).get("requires") or {}
+    sets = [f"{key}=given/{key}" for key in required]  # what the command line gives (checked before Ray)
+    assert load_study(path, sets=sets).name == path.stem.replace("_", "-")
+
+
+def test_sets_write_dotted_keys_and_a_required_key_missing_is_one_line(tmp_path):
+    path = tmp_path / "s.yaml"
+    required = "requires:\n  data.data_dir: a precompute folder\n  train.model_params.arch: a tower\n"
+    path.write_text(VALID + required)
+    sets = ["data.data_dir=d/x", "train.model_params.arch=clip-tiny.json", "train.lr=2.0e-4", "seeds=2"]
+    spec = load_study(path, sets=sets)
+    assert (spec.data, spec.train, spec.seeds, spec.embedded) == (
+        {"data_dir": "d/x"},
+        {"model_params": {"arch": "clip-tiny.json"}, "lr": 2.0e-4},
+        2,
+        None,
+    )
+    key = "train.model_params.arch"
+    message = f"{path}: {key}: required: a tower; give it with --set {key}=..."
+    with pytest.raises(ValueError) as err:
+        load_study(path, sets=sets[:1])
+    assert str(err.value) == message
+    with pytest.raises(ValueError, match=r"^--set 'train\.lr': expected KEY=VALUE"):
+        load_study(path, sets=["train.lr"])
+    with pytest.raises(ValueError, match=r"^--set 'losses.bcls.gamma.x=1': losses.bcls.gamma is not a map"):
+        load_study(path, sets=[*sets, "losses.bcls.gamma.x=1"])
 
 
 def test_a_study_file_is_validated_once_with_its_seeds_override(monkeypatch):

@@ -8,6 +8,7 @@ import io
 import pytest
 from scipy import stats
 
+from vse_ray.metrics.registry import STUDY_KEYS
 from vse_ray.study.stats import Interval
 from vse_ray.study.summary import (
     HEADLINE_METRICS,
@@ -159,6 +160,12 @@ def test_runs_are_read_back_from_their_test_groups(mlflow_uri, tmp_path):
     [record] = collect_runs(mlflow_uri, experiment, parent)
     assert (record.row, record.seed) == ("bcls", 1)
     assert record.metrics == {"rsum": 300.0, "CS_at_100_i2t": 0.5, "CS_at_100_i2t_scene": 0.4}
+    # a study's test run logs STUDY_KEYS (NCS, tau, ...) too, and the summary reads them back
+    tags = {**tags, SEED_TAG: "2"}
+    run = RunRecorder.open(experiment, "bcls-s2", mlflow_uri, {"loss": "bcls"}, tags)
+    run.record_evaluation("test", "full", {"metrics": {**evaluation, "tau_i2t_scene": 0.3}}, STUDY_KEYS)
+    record = next(r for r in collect_runs(mlflow_uri, experiment, parent) if r.seed == 2)
+    assert record.metrics == {**evaluation, "tau_i2t_scene": 0.3}
 
 
 def test_trade_off_epochs_start_after_each_sizes_own_warm_up(mlflow_uri, tmp_path):
