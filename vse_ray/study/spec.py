@@ -41,14 +41,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from vse_ray.config_fields import default_of
 from vse_ray.folder_names import check_plain_name
 from vse_ray.losses import LOSS_NAMES, make_loss
 from vse_ray.relevance.sources import ORACLE_SOURCES, SHUFFLED_SOURCES
 from vse_ray.resources import load_yaml, parse_yaml, shown_key
-from vse_ray.train.config import TrainConfig, fields_where
+from vse_ray.train.config import TrainConfig, fields_where, parse_override
 from vse_ray.tune.space_checks import tunable_fields
 
 # Each family's ablation: (variant name, hyper-parameters that switch the paper's extra term off).
@@ -327,14 +325,10 @@ def apply_sets(raw: Any, items: list[str], source: str) -> Any:
         return raw
     raw = copy.deepcopy(raw)
     for item in items:
-        key, sep, text = item.partition("=")
+        key, value = parse_override(item)
         path = [part.strip() for part in key.split(".")]
-        if not sep or not all(path):
+        if not all(path):
             raise ValueError(f"--set {item!r}: expected KEY=VALUE (a dotted key of the study file)")
-        try:
-            value = yaml.safe_load(text)
-        except yaml.YAMLError as err:
-            raise ValueError(f"--set {item!r}: value is not YAML ({str(err).splitlines()[0]})") from err
         node = raw
         for i, part in enumerate(path[:-1]):
             if node.get(part) is None:

@@ -581,23 +581,27 @@ def fields_where(
     )
 
 
-def parse_overrides(items: list[str], option: str = "--set") -> dict[str, Any]:
-    """``["epochs=2", "loss_params.margin=0.1"]`` → ``{"epochs": 2, "loss_params": {"margin": 0.1}}``.
+def parse_override(item: str, option: str = "--set") -> tuple[str, Any]:
+    """``"loss_params.margin=0.1"`` → ``("loss_params.margin", 0.1)``: the one parser of ``KEY=VALUE``
+    overrides (``train --set``, ``--param`` as ``loss_params.KEY``, ``sweep --set``, ``study --set``). The
+    value is YAML (so JSON too); what a dotted key means is the caller's; ValueError in one line naming
+    `option`."""
+    key, sep, raw = item.partition("=")
+    if not sep or not key.strip():
+        raise ValueError(f"{option} {item!r}: expected KEY=VALUE")
+    try:
+        return key.strip(), yaml.safe_load(raw)
+    except yaml.YAMLError as err:
+        raise ValueError(f"{option} {item!r}: value is not YAML ({str(err).splitlines()[0]})") from err
 
-    Values are YAML (so JSON too); a dotted key sets one entry of a dict field (NESTED). The one parser of
-    ``KEY=VALUE`` overrides: ``train --set``, ``--param`` (as ``loss_params.KEY``), ``sweep --set``.
-    """
+
+def parse_overrides(items: list[str], option: str = "--set") -> dict[str, Any]:
+    """``["epochs=2", "loss_params.margin=0.1"]`` → ``{"epochs": 2, "loss_params": {"margin": 0.1}}``:
+    TrainConfig fields, a dotted key setting one entry of a dict field (NESTED)."""
     out: dict[str, Any] = {}
     for item in items:
-        key, sep, raw = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise ValueError(f"{option} {item!r}: expected KEY=VALUE")
+        key, value = parse_override(item, option)
         head, _, sub = key.partition(".")
-        try:
-            value = yaml.safe_load(raw)
-        except yaml.YAMLError as err:
-            raise ValueError(f"{option} {item!r}: value is not YAML ({str(err).splitlines()[0]})") from err
         if sub and head not in NESTED:
             raise ValueError(f"{option} {item!r}: only {NESTED} take dotted keys")
         if sub:
