@@ -49,8 +49,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -261,14 +263,26 @@ def run_one(side: str, seed: int, args: argparse.Namespace, official: Path, stor
         cmd = official_command(official, seed, args)
     else:
         cmd = [sys.executable, "-c", VSE_RAY_RUN, json.dumps(vse_ray_config(store, out, seed, args))]
+    start, load, cpu = time.time(), os.getloadavg()[0], _children_cpu()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{side} seed {seed} failed:\n{done.stderr[-3000:]}")
     record = json.loads(done.stdout.strip().splitlines()[-1])
+    record |= {
+        "wall_s": time.time() - start,
+        "cpu_s": _children_cpu() - cpu,
+        "load": [load, os.getloadavg()[0]],
+    }
     result.parent.mkdir(parents=True, exist_ok=True)
     result.write_text(json.dumps(record))
     print(f"{side} seed {seed}: test rsum {record['test_rsum']:.1f}", flush=True)
     return record
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the ended child processes (with `--jobs 1`: the run's own)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def targets(
@@ -363,10 +377,23 @@ def report(runs: dict[str, list[dict]], args: argparse.Namespace) -> str:
             lines.append(f"| {side} | {r['seed']} | {r['test_rsum']:.1f} | {vals} |")
     test = {side: np.array([r["test_rsum"] for r in records]) for side, records in runs.items()}
     val = {side: np.array([r["val_rsum"] for r in records]) for side, records in runs.items()}
+    timed: list[str] = []
     for side in runs:
         sd = test[side].std(ddof=1) if len(test[side]) > 1 else 0.0
+        timed += [
+            f"{side} {np.mean([r['wall_s'] for r in walls]):.0f} s wall, "
+            f"{np.mean([r['cpu_s'] for r in walls]):.0f} s CPU a run ({len(walls)} timed)"
+            for walls in [[r for r in runs[side] if "cpu_s" in r]]
+            if walls
+        ]
         means = " | ".join(f"{v:.1f}" for v in val[side].mean(axis=0))
         lines.append(f"| {side} | mean ± sd | {test[side].mean():.1f} ± {sd:.1f} | {means} |")
+    if timed:
+        lines += [
+            "",
+            "- time (one thread a run; each run's load average at its start and end in the JSON): "
+            + "; ".join(timed),
+        ]
     if set(runs) != set(SIDES) or len(runs["official"]) < 2:
         return "\n".join(lines) + "\n"
     e1 = {side: val[side][:, 0] for side in SIDES}
