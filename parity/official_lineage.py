@@ -19,7 +19,9 @@ The options are the checkout's own parser's (`train.py`'s `main` run up to `pars
 schedule, train with its in-epoch validation every `val_step` steps, validate), seeded with `--seed` (torch,
 NumPy and `random`, right before the loaders and the model are built; the released scripts seed nothing), and
 prints one JSON line: validation rsum per epoch and the last epoch's test rsum (the released `validate` on the
-test split).
+test split). With `--weights`, the model starts from a vse_ray run's weights instead; with `--num_epochs 0`
+too, the record is the official validation (`val_rsum`, one value) and test rsum of that run's model, to
+compare with vse_ray's own evaluation of it.
 
     python parity/official_lineage.py --system scan --official ~/src/SCAN --data <folder> --seed 0 -- \\
         --max_violation --bi_gru --agg_func LogSumExp --cross_attn t2i --lambda_lse 6 --lambda_softmax 9
@@ -48,6 +50,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--official", required=True, help="checkout of fartashf/vsepp or kuanghuei/SCAN")
     parser.add_argument("--data", required=True, help="folder holding f30k_precomp/ (with its vocab.json)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--weights",
+        help="start from these vse_ray weights (`run_parity.py`'s .npz; --num_epochs 0: score them)",
+    )
     parser.add_argument("options", nargs="*", help="after --: the official train.py's options")
     return parser.parse_args()
 
@@ -99,10 +105,23 @@ def build(args: argparse.Namespace) -> types.SimpleNamespace:
     else:
         loaders = data.get_loaders(opt.data_name, vocab, opt.crop_size, opt.batch_size, opt.workers, opt)
         model = train.VSE(opt)
+    if args.weights:
+        load_vse_ray_weights(model, args.system, dict(np.load(args.weights)))
     return types.SimpleNamespace(
         system=args.system, opt=opt, vocab=vocab, data=data, train=train, model=model,
         train_loader=loaders[0], val_loader=loaders[1],
     )  # fmt: skip
+
+
+def load_vse_ray_weights(model: object, system: str, weights: dict[str, np.ndarray]) -> None:
+    """vse_ray's weights (by its names, `official_names`) into the official model's two encoders."""
+    from vse_ray.models import official_names
+
+    names = {"vsepp": official_names.VSEPP, "scan": official_names.SCAN}[system]
+    for prefix in ("img_enc.", "txt_enc."):
+        part = getattr(model, prefix[:-1])
+        state = part.state_dict()
+        part.load_state_dict({n: torch.from_numpy(weights[str(names.ours(prefix + n))]) for n in state})
 
 
 def train_epoch(run: types.SimpleNamespace, epoch: int) -> float:
@@ -124,6 +143,8 @@ def main() -> None:
     args = parse_args()
     run = build(args)
     val_rsum = [train_epoch(run, epoch) for epoch in range(run.opt.num_epochs)]
+    if not val_rsum:  # no epochs: the starting model's validation rsum
+        val_rsum = [float(run.train.validate(run.opt, run.val_loader, run.model))]
     record = {"seed": args.seed, "val_rsum": val_rsum, "test_rsum": final_test_rsum(run)}
     print(json.dumps(record), flush=True)
 

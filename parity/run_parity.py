@@ -152,6 +152,7 @@ def pool_regions(regions: Path, pooled: Path) -> None:
 
 VSE_RAY_RUN = """
 import json, sys
+import numpy as np
 import torch
 from vse_ray.evaluation.embed import evaluate_split
 from vse_ray.data.store.split_data import load_split
@@ -173,6 +174,7 @@ run_training(checked, Keep())
 model = rebuild_model(checkpoints[-1][1])  # val_every 0: the last epoch's own weights
 test = evaluate_split(model, load_split(cfg.data_dir, "test", raw=False), 512, torch.device("cpu"), {})
 val = [m["rsum"] for m, _ in checkpoints]
+np.savez(sys.argv[2], **{k: v.numpy() for k, v in checkpoints[-1][1]["model"].items()})
 print(json.dumps({"seed": cfg.seed, "val_rsum": val, "test_rsum": test["rsum"]}))
 """
 
@@ -254,7 +256,8 @@ def official_command(official: Path, seed: int, args: argparse.Namespace) -> lis
 
 
 def run_one(side: str, seed: int, args: argparse.Namespace, official: Path, store: Path, out: Path) -> dict:
-    """One seed's run on one side, cached as `<out>/<data name>/<settings or system>/<side>_s<seed>.json`."""
+    """One seed's run on one side, cached as `<out>/<data name>/<settings or system>/<side>_s<seed>.json`
+    (vse_ray's last weights beside it, `.npz`)."""
     result = out / args.data_name / args.tag / f"{side}_s{seed}.json"
     if result.exists():
         return json.loads(result.read_text())
@@ -262,7 +265,8 @@ def run_one(side: str, seed: int, args: argparse.Namespace, official: Path, stor
     if side == "official":
         cmd = official_command(official, seed, args)
     else:
-        cmd = [sys.executable, "-c", VSE_RAY_RUN, json.dumps(vse_ray_config(store, out, seed, args))]
+        config = json.dumps(vse_ray_config(store, out, seed, args))
+        cmd = [sys.executable, "-c", VSE_RAY_RUN, config, str(result.with_suffix(".npz"))]
     start, load, cpu = time.time(), os.getloadavg()[0], _children_cpu()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if done.returncode != 0:
