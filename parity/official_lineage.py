@@ -19,9 +19,10 @@ The options are the checkout's own parser's (`train.py`'s `main` run up to `pars
 schedule, train with its in-epoch validation every `val_step` steps, validate), seeded with `--seed` (torch,
 NumPy and `random`, right before the loaders and the model are built; the released scripts seed nothing), and
 prints one JSON line: validation rsum per epoch and the last epoch's test rsum (the released `validate` on the
-test split). With `--weights`, the model starts from a vse_ray run's weights instead; with `--num_epochs 0`
-too, the record is the official validation (`val_rsum`, one value) and test rsum of that run's model, to
-compare with vse_ray's own evaluation of it.
+test split). With `--weights`, the model starts from a vse_ray run's weights instead (with
+`--weights-vocab`, vse_ray's vocabulary file, each word's embedding row moves to its official id);
+with `--num_epochs 0` too, the record is the official validation (`val_rsum`, one value) and test rsum of that
+run's model, to compare with vse_ray's own evaluation of it.
 
     python parity/official_lineage.py --system scan --official ~/src/SCAN --data <folder> --seed 0 -- \\
         --max_violation --bi_gru --agg_func LogSumExp --cross_attn t2i --lambda_lse 6 --lambda_softmax 9
@@ -53,6 +54,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--weights",
         help="start from these vse_ray weights (`run_parity.py`'s .npz; --num_epochs 0: score them)",
+    )
+    parser.add_argument(
+        "--weights-vocab", help="the vocab.json of the vse_ray folder the weights were trained on"
     )
     parser.add_argument("options", nargs="*", help="after --: the official train.py's options")
     return parser.parse_args()
@@ -106,7 +110,12 @@ def build(args: argparse.Namespace) -> types.SimpleNamespace:
         loaders = data.get_loaders(opt.data_name, vocab, opt.crop_size, opt.batch_size, opt.workers, opt)
         model = train.VSE(opt)
     if args.weights:
-        load_vse_ray_weights(model, args.system, dict(np.load(args.weights)))
+        weights = dict(np.load(args.weights))
+        if args.weights_vocab:  # each word's row where the official vocabulary numbers it
+            theirs = json.loads(Path(args.weights_vocab).read_text())
+            order = [theirs[words["idx2word"][str(i)]] for i in range(len(words["idx2word"]))]
+            weights["text_encoder.embed.weight"] = weights["text_encoder.embed.weight"][order]
+        load_vse_ray_weights(model, args.system, weights)
     return types.SimpleNamespace(
         system=args.system, opt=opt, vocab=vocab, data=data, train=train, model=model,
         train_loader=loaders[0], val_loader=loaders[1],
