@@ -19,9 +19,8 @@ per axis):
 
 - ``vse_inf``: woodfrog/vse_infty, branch ``bigru`` (folder ``vse_infty``), the released settings of
   `recipes/vse_inf_bigru_f30k.yaml` (AdamW, caption augmentation, region drop, one VSE0 warm-up epoch);
-- ``vsepp``: fartashf/vsepp (folder ``vsepp``), precomputed features, `--max_violation`, lr 2e-4; Python 2
-  idioms are shimmed (integer division of the image index, bytes captions, `iteritems`, a one-element loss
-  for `loss.data[0]`, integer `npts`), the vocabulary pickle is built from the dataset's `vocab.json`;
+- ``vsepp``: fartashf/vsepp (folder ``vsepp``), precomputed features, `--max_violation`, lr 2e-4; the
+  vocabulary pickle is built from the dataset's `vocab.json`;
 - ``scan``: kuanghuei/SCAN (folder ``SCAN``), t2i LogSumExp (λ_lse 6, λ_softmax 9), Bi-GRU, max of hinges,
   lr 5e-4; vse_ray: `scan_bcls_f30k`'s settings with SCAN's loss (`vsepp`, margin 0.2);
 - ``sgraf``: Paranioar/SGRAF (folder ``SGRAF``), `--module_name SGR` and its `opts.py` defaults; vse_ray:
@@ -35,7 +34,7 @@ per axis):
   (`vse_ray.data.precompute.lemmas`, equal to nltk's) on the same made-up WordNet folder; vse_ray:
   `cvse_baseline_sam_f30k` (the released reading) given those concept files, vectors and WordNet folder.
 
-SCAN, SGRAF and VSRN run from a temporary copy of their Python files with the Python 2 idioms of
+VSE++, SCAN, SGRAF and VSRN run from a temporary copy of their Python files with the Python 2 idioms of
 `parity/official_code.py`'s `EDITS` spelled for Python 3 (integer division, bytes captions, `iteritems`,
 `loss.data[0]`, VSRN's integer `bidirectional` and a `.contiguous()` its `.view` needs); vse_ray's recipes run
 on the benchmark's store (float32 features, SVD relevance: `STORE`).
@@ -82,7 +81,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 PARITY = HERE.parent / "parity"  # the authors' code run on a modern stack, and the region dataset maker
 sys.path.insert(0, str(PARITY))
-from official_code import EDITS, no_cuda, patched_checkout, stub_modules  # noqa: E402
+from official_code import COCO_API, EDITS, no_cuda, patched_checkout, stub_modules  # noqa: E402
 
 HOOK = HERE / "timing_hook"
 F30K_IMAGES = (29000, 1014, 1000)  # train, dev, test
@@ -337,7 +336,7 @@ def run_official(args: argparse.Namespace) -> None:
     code = patched_checkout(checkout, system) if system in EDITS else checkout
     sys.path.insert(0, str(code))
     # misc.rewards (VSRN's self-critical training) needs a CIDEr-D package from the checkout; unused here
-    stub_modules(("tensorboard_logger", "imageio", "cv2", "torchtext", "misc.rewards"))
+    stub_modules(("tensorboard_logger", "imageio", "cv2", "torchtext", "misc.rewards", *COCO_API))
     import nltk
 
     nltk.tokenize.word_tokenize = str.split  # the captions are lower-case words without punctuation
@@ -353,11 +352,10 @@ def run_official(args: argparse.Namespace) -> None:
         model_class = vse.VSEModel
     elif system == "vsepp":
         import data
-        import evaluation
         import model
         import train
 
-        _shim_vsepp(data, evaluation, model, train, run)
+        _vsepp_vocabulary(run)
         dataset = data.PrecompDataset
         model_class = model.VSE
     else:
@@ -407,39 +405,14 @@ def write_vocab_pickle(vocabulary: type, words_json: Path, out: Path) -> None:
         pickle.dump(vocab, file)
 
 
-class _FloorBy(int):
-    """`index / im_div` of Python 2: an image index, not a float."""
-
-    def __rtruediv__(self, other: int) -> int:
-        return other // int(self)
-
-
-def _shim_vsepp(data: Any, evaluation: Any, model: Any, train: Any, run: Path) -> None:
-    """Python 2 idioms of fartashf/vsepp, shimmed so Python 3 runs the same arithmetic."""
-    import collections
-
+def _vsepp_vocabulary(run: Path) -> None:
+    """fartashf/vsepp reads a pickled vocabulary of its own class: made from the dataset's `vocab.json`."""
     import vocab as vocab_module
 
     data_path = Path(sys.argv[sys.argv.index("--data_path") + 1])
     write_vocab_pickle(
         vocab_module.Vocabulary, data_path / "f30k_precomp/vocab.json", run / "f30k_precomp_vocab.pkl"
     )
-    data.str = lambda caption: caption  # `str(caption).lower().decode('utf-8')` of a bytes line
-    init = data.PrecompDataset.__init__
-
-    def floor_index(self: Any, *a: Any, **k: Any) -> None:
-        init(self, *a, **k)
-        self.im_div = _FloorBy(self.im_div)
-
-    data.PrecompDataset.__init__ = floor_index
-    evaluation.OrderedDict = type(
-        "OrderedDict", (collections.OrderedDict,), {"iteritems": collections.OrderedDict.items}
-    )
-    loss_forward = model.ContrastiveLoss.forward
-    model.ContrastiveLoss.forward = lambda self, *a: loss_forward(self, *a).reshape(1)  # `loss.data[0]`
-    for name in ("i2t", "t2i"):
-        ranker = getattr(train, name)
-        setattr(train, name, lambda ims, caps, _f=ranker, **k: _f(ims, caps, npts=ims.shape[0] // 5, **k))
 
 
 # ------------------------------------------------------------------------------------------- running both

@@ -1,8 +1,9 @@
 """Run the authors' released code on a modern Python, PyTorch and NumPy, changed at run time only.
 
-`benchmarks/step_vs_official.py` and `benchmarks/bench_vs_official.py` import the authors' modules from their
-checkouts through these helpers; nothing of the authors' code is copied into this project. Three kinds of
-change, none of which touches the arithmetic of a training step:
+`benchmarks/step_vs_official.py`, `benchmarks/bench_vs_official.py`, `official_starts.py` and
+`official_lineage.py` import the authors' modules from their checkouts through these helpers; nothing of the
+authors' code is copied into this project. Three kinds of change, none of which touches the arithmetic of a
+training step:
 
 - `stub_modules`: empty modules for what the code imports but never calls here (`tensorboard_logger`, `cv2`,
   `imageio`, `torchtext`, ...); their functions do nothing;
@@ -12,22 +13,28 @@ change, none of which touches the arithmetic of a training step:
   reads otherwise are replaced by their Python 3 spelling (`EDITS`: integer division, bytes captions,
   `iteritems`, `loss.data[0]` of a 0-dim loss, NumPy's removed `np.int`, ...). Each edit must match the
   file, so a checkout at another commit fails in one line instead of running other code.
+
+`parsed_options` reads a script's options from its own parser, which the VSE++ lineage builds inside `main`.
 """
 
 from __future__ import annotations
 
+import argparse
 import importlib
 import shutil
 import sys
 import tempfile
 import types
 from pathlib import Path
+from typing import Any
 
 import torch
 
 Edits = dict[str, list[tuple[str, str]]]  # file in the checkout -> (text, its replacement), in order
+# fartashf/vsepp's data.py imports the COCO API for its raw-image loaders, unused for precomputed features
+COCO_API = ("pycocotools", "pycocotools.coco")
 
-_DATA_PY2 = [  # the precomp loaders of the VSE++ lineage (SCAN, SGRAF, VSRN)
+_DATA_PY2 = [  # the precomp loaders of the VSE++ lineage (VSE++, SCAN, SGRAF, VSRN)
     ("img_id = index/self.im_div", "img_id = index//self.im_div"),
     ("str(caption).lower().decode('utf-8')", "caption.lower().decode('utf-8')"),
 ]
@@ -35,6 +42,11 @@ _ITERITEMS = [(".iteritems()", ".items()")]
 _HALF_WIDTH = [("size(2)/2", "size(2)//2")]  # averaging the Bi-GRU's two directions
 
 EDITS: dict[str, Edits] = {
+    "vsepp": {
+        "data.py": _DATA_PY2,
+        "model.py": [("loss.data[0]", "loss.item()")],
+        "evaluation.py": [*_ITERITEMS, ("npts = images.shape[0] / 5", "npts = images.shape[0] // 5")],
+    },
     "scan": {
         "data.py": _DATA_PY2,
         "model.py": [*_HALF_WIDTH, ("loss.data[0]", "loss.item()")],
@@ -132,3 +144,25 @@ def import_patched(checkout: Path, system: str, file: str) -> types.ModuleType:
         return importlib.import_module(name)
     finally:
         sys.path.remove(str(folder))
+
+
+def parsed_options(script: types.ModuleType) -> argparse.Namespace:
+    """The namespace `script.main()` parses from `sys.argv` (main stopped right after `parse_args`)."""
+    parse = argparse.ArgumentParser.parse_args
+    parsed: list[argparse.Namespace] = []
+
+    class Parsed(Exception):
+        pass
+
+    def stop_after(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> argparse.Namespace:
+        parsed.append(parse(self, *args, **kwargs))
+        raise Parsed
+
+    argparse.ArgumentParser.parse_args = stop_after  # type: ignore[method-assign,assignment]
+    try:
+        script.main()
+    except Parsed:
+        pass
+    finally:
+        argparse.ArgumentParser.parse_args = parse  # type: ignore[method-assign]
+    return parsed[0]

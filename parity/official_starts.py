@@ -25,14 +25,13 @@ import importlib
 import os
 import pickle
 import sys
-import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from official_code import no_cuda, patched_checkout, stub_modules
+from official_code import no_cuda, parsed_options, patched_checkout, stub_modules
 
 IMG, EMBED, WORD, VOCAB = 12, 16, 10, 20
 CVSE_VOCAB, CVSE_CONCEPTS = 31, 8
@@ -157,7 +156,7 @@ def cvse(root: Path, seed: int) -> dict[str, np.ndarray]:
             "train_f30k.py", "--img_dim", str(IMG), "--embed_size", str(EMBED), "--word_dim", "8",
             "--num_attribute", str(CVSE_CONCEPTS), "--input_channel", "10", "--wemb_type", "random_init",
         ]  # fmt: skip
-        opt = _parsed_options(importlib.import_module("train_f30k"))
+        opt = parsed_options(importlib.import_module("train_f30k"))
         opt.vocab_size = CVSE_VOCAB
         opt.adj_file = "adjacency.pkl"
         rng = np.random.default_rng(seed)
@@ -173,28 +172,6 @@ def cvse(root: Path, seed: int) -> dict[str, np.ndarray]:
             "V_consensus_level_embedding", "T_consensus_level_embedding", "C_GCN", "Multi_feature_fusing",
         )  # fmt: skip
         return saved_parts(model, parts)
-
-
-def _parsed_options(script: types.ModuleType) -> argparse.Namespace:
-    """The namespace `script.main()` parses from `sys.argv` (main stopped right after `parse_args`)."""
-    parse = argparse.ArgumentParser.parse_args
-    parsed: list[argparse.Namespace] = []
-
-    class Parsed(Exception):
-        pass
-
-    def stop_after(self: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> argparse.Namespace:
-        parsed.append(parse(self, *args, **kwargs))
-        raise Parsed
-
-    argparse.ArgumentParser.parse_args = stop_after  # type: ignore[method-assign,assignment]
-    try:
-        script.main()
-    except Parsed:
-        pass
-    finally:
-        argparse.ArgumentParser.parse_args = parse  # type: ignore[method-assign]
-    return parsed[0]
 
 
 BUILDERS: dict[str, Callable[[Path, int], dict[str, np.ndarray]]] = {

@@ -75,7 +75,9 @@ def record_vse_ray(args: argparse.Namespace, out: Path) -> None:
     from vse_ray.train.batches import BatchBuilder
     from vse_ray.train.config import TrainConfig
 
-    settings = argparse.Namespace(settings=args.settings, epochs=args.epochs, dataset="replay")
+    settings = argparse.Namespace(
+        system="vse_inf", settings=args.settings, epochs=args.epochs, data_name="replay"
+    )
     checked = TrainConfig(**vse_ray_config(Path(args.data_dir), out, args.seed, settings)).checked()
     cfg = checked.config
     arrays: dict[str, np.ndarray] = {}

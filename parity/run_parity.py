@@ -1,20 +1,31 @@
-"""Run parity: whole VSE∞ runs of vse_ray against the authors' code, seed for seed, on one region dataset.
+"""Run parity: whole runs of vse_ray against the authors' code, seed for seed, on one dataset.
 
-Both sides train VSE∞ BiGRU on the same precomp folder (`make_region_dataset.py`) with the settings both
-codes express: batch 128, lr 5e-4, embedding 256, word embedding 300, margin 0.2, clip 2, one VSE0 warm-up
-epoch then VSE++, region drop 0.2, same-image captions as negatives (`negatives: diagonal`), no learning-rate
-decay within the run; validation rsum after every epoch, test rsum of the last epoch's model.
+`--system` names the model and its official code: VSE∞ BiGRU (woodfrog/vse_infty, branch ``bigru``; the
+default), VSE++ (fartashf/vsepp) or SCAN (kuanghuei/SCAN). Both sides train on the same precomp folder
+(`make_region_dataset.py`, `make_objects_dataset.py`; VSE++ reads each image's regions averaged into one
+pooled feature), with the settings both codes express; validation rsum after every epoch, test rsum of the
+last epoch's model, no learning-rate decay within the run.
 
-- `--settings adam`: Adam without weight decay and no caption augmentation on both sides.
-- `--settings released`: the released optimiser (AdamW, torch's default weight decay 0.01) and caption
-  augmentation (20 % of the tokens: mask 0.1, random 0.02, delete 0.08) on both sides.
+- VSE∞ (`official_vse_inf.py`): batch 128, lr 5e-4, embedding 256, word embedding 300, margin 0.2, clip 2, one
+  VSE0 warm-up epoch then VSE++, region drop 0.2, same-image captions as negatives (`negatives: diagonal`).
+  `--settings adam`: Adam without weight decay and no caption augmentation on both sides; `--settings
+  released`: the released optimiser (AdamW, torch's default weight decay 0.01) and caption augmentation (20 %
+  of the tokens: mask 0.1, random 0.02, delete 0.08) on both sides.
+- VSE++ (`official_lineage.py`): the settings of `recipes/vsepp_f30k_vgg19_1c.yaml` (fartashf/vsepp on
+  precomputed features, `EncoderImagePrecomp`): Adam at 2e-4, decay every 15 epochs, batch 128, word
+  embedding 300, margin 0.2, max of hinges from the first step, clip 2, image embeddings L2-normalised, no
+  feature norm; the joint space `--embed-dim`.
+- SCAN (`official_lineage.py`): the SCAN settings of `recipes/scan_bcls_f30k.yaml` with SCAN's own loss, as
+  its header says to compare (`--set loss=vsepp`): t2i, LogSumExp (λ_lse 6, λ_softmax 9), Bi-GRU, clipped L2
+  norm of the words, max of hinges (margin 0.2), Adam at 5e-4, decay every 10 epochs, batch 128, word
+  embedding 300, clip 2; the joint space `--embed-dim`.
 
-The official side runs `official_vse_inf.py` on a checkout of woodfrog/vse_infty (branch ``bigru``) given as
-`--official`; vse_ray's side runs `run_training` (the engine `vse-ray train` runs in each worker) in a process
-per seed on the folder `vse-ray precompute --dataset precomp` made from the same files, with vse_ray's own
-vocabulary as a new user's. Each process uses one thread; `--jobs` run at once. The report (Markdown and JSON
-in `--out`) has each seed's test rsum and validation rsum per epoch, the means and standard deviations, and
-the targets, over all seeds and over each block of eight:
+The official side runs its runner on a checkout given as `--official`; vse_ray's side runs `run_training`
+(the engine `vse-ray train` runs in each worker) in a process per seed on the folder `vse-ray precompute
+--dataset precomp` made from the same files, with vse_ray's own vocabulary as a new user's. Each process uses
+one thread; `--jobs` run at once. The report (Markdown and JSON in `--out`) has each seed's test rsum and
+validation rsum per epoch, the means and standard deviations, and the targets, over all seeds and over each
+block of eight:
 
 - |Δ mean test rsum| ≤ 5;
 - sd(vse_ray) ≤ 1.5 × sd(official) + 2;
@@ -29,6 +40,8 @@ the rate the targets allow two equal codes on this data). Both codes draw a seed
 the report also pairs the epoch-1 rsums by seed.
 
     python parity/run_parity.py --official ~/src/vse_infty --out runs/parity --seeds 8 --jobs 2
+    python parity/run_parity.py --system scan --official ~/src/SCAN --out runs/parity --dataset objects \\
+        --regions 12 --seeds 4 --jobs 1
 """
 
 from __future__ import annotations
@@ -36,8 +49,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -47,6 +62,12 @@ from scipy import stats
 
 HERE = Path(__file__).resolve().parent
 SIDES = ("official", "vse_ray")
+# Per system: the report's name, its regions per image by default and whether it reads them pooled (VSE++)
+SYSTEMS = {
+    "vse_inf": ("VSE∞ BiGRU", 36, False),
+    "vsepp": ("VSE++", 36, True),
+    "scan": ("SCAN t2i LogSumExp", 12, False),
+}
 # Datasets of different kinds (name: maker script and its options), each made once under `--out`.
 DATASETS = {
     # rendered-scene attributes in every signal region, captions of five attributes, width 256
@@ -60,35 +81,51 @@ DATASETS = {
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--official", required=True, help="checkout of woodfrog/vse_infty, branch bigru")
+    parser.add_argument("--system", choices=sorted(SYSTEMS), default="vse_inf")
+    parser.add_argument(
+        "--official", required=True, help="checkout of the system's code (vse_infty: branch bigru)"
+    )
     parser.add_argument("--out", required=True, help="working and report folder")
     parser.add_argument("--seeds", type=int, default=8, help="seeds 0 .. N-1")
     parser.add_argument("--seed-list", type=int, nargs="+", help="these seeds instead (run in this order)")
     parser.add_argument("--epochs", type=int, default=8)
-    parser.add_argument("--settings", choices=("adam", "released"), default="adam")
+    parser.add_argument("--settings", choices=("adam", "released"), default="adam", help="VSE∞ only")
     parser.add_argument("--dataset", choices=sorted(DATASETS), default="scenes", help="see DATASETS")
+    parser.add_argument("--regions", type=int, help="regions per image (default: the system's, SYSTEMS)")
+    parser.add_argument("--embed-dim", type=int, default=256, help="joint space of VSE++ and SCAN")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each)")
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES))
-    return parser.parse_args()
+    args = parser.parse_args()
+    args.regions = args.regions or SYSTEMS[args.system][1]
+    args.data_name = args.dataset + ("" if args.regions == 36 else f"_r{args.regions}")
+    args.data_name += "_pooled" if SYSTEMS[args.system][2] else ""
+    args.tag = args.settings if args.system == "vse_inf" else args.system  # the results' folder
+    return args
 
 
-def make_data(out: Path, dataset: str) -> tuple[Path, Path]:
-    """The precomp folder (as the official code reads it, with its vocabulary file) and vse_ray's folder,
-    precomputed from the same files as a new user would: `precompute --dataset precomp`, vse_ray's own
-    vocabulary."""
-    precomp = out / dataset
-    if not (precomp / "vocab.json").exists():
-        script, options = DATASETS[dataset]
-        subprocess.run([sys.executable, str(HERE / script), "--out", str(precomp), *options], check=True)
-    official = out / f"official_{dataset}"
+def make_data(out: Path, args: argparse.Namespace) -> tuple[Path, Path]:
+    """The precomp folder (`args.data_name`; the official codes read it as `<official>/precomp` and
+    `<official>/f30k_precomp`, with its vocabulary file) and vse_ray's folder, precomputed from the same files
+    as a new user would: `precompute --dataset precomp`, vse_ray's own vocabulary."""
+    regions = out / args.data_name.removesuffix("_pooled")
+    if not (regions / "vocab.json").exists():
+        script, options = DATASETS[args.dataset]
+        maker = [sys.executable, str(HERE / script), "--out", str(regions), "--regions", str(args.regions)]
+        subprocess.run([*maker, *options], check=True)
+    precomp = out / args.data_name
+    if precomp != regions:
+        pool_regions(regions, precomp)
+    official = out / f"official_{args.data_name}"
     (official / "precomp").mkdir(parents=True, exist_ok=True)
+    if not (official / "f30k_precomp").exists():
+        (official / "f30k_precomp").symlink_to(precomp)
     for file in precomp.iterdir():
         link = official / "precomp" / file.name
         if not link.exists():
             link.symlink_to(file)
     if not (official / "vocab.json").exists():
         (official / "vocab.json").symlink_to(precomp / "vocab.json")
-    store = out / f"vse_ray_{dataset}"
+    store = out / f"vse_ray_{args.data_name}"
     if not (store / "manifest.json").exists():
         subprocess.run(
             [
@@ -100,8 +137,22 @@ def make_data(out: Path, dataset: str) -> tuple[Path, Path]:
     return official, store
 
 
+def pool_regions(regions: Path, pooled: Path) -> None:
+    """`regions`' precomp files with each image's regions averaged into one (N, D) feature."""
+    pooled.mkdir(exist_ok=True)
+    for split in ("train", "dev", "test"):
+        if not (pooled / f"{split}_ims.npy").exists():
+            ims = np.load(regions / f"{split}_ims.npy", mmap_mode="r")
+            np.save(pooled / f"{split}_ims.npy", np.asarray(ims).mean(axis=1, dtype=np.float32))
+        if not (pooled / f"{split}_caps.txt").exists():
+            (pooled / f"{split}_caps.txt").symlink_to(regions / f"{split}_caps.txt")
+    if not (pooled / "vocab.json").exists():
+        (pooled / "vocab.json").symlink_to(regions / "vocab.json")
+
+
 VSE_RAY_RUN = """
 import json, sys
+import numpy as np
 import torch
 from vse_ray.evaluation.embed import evaluate_split
 from vse_ray.data.store.split_data import load_split
@@ -123,11 +174,31 @@ run_training(checked, Keep())
 model = rebuild_model(checkpoints[-1][1])  # val_every 0: the last epoch's own weights
 test = evaluate_split(model, load_split(cfg.data_dir, "test", raw=False), 512, torch.device("cpu"), {})
 val = [m["rsum"] for m, _ in checkpoints]
+np.savez(sys.argv[2], **{k: v.numpy() for k, v in checkpoints[-1][1]["model"].items()})
 print(json.dumps({"seed": cfg.seed, "val_rsum": val, "test_rsum": test["rsum"]}))
 """
 
 
 def vse_ray_config(store: Path, out: Path, seed: int, args: argparse.Namespace) -> dict:
+    """vse_ray's TrainConfig of the system's settings (the module docstring)."""
+    common = {
+        "data_dir": str(store),
+        "loss": "vsepp",
+        "loss_params": {"margin": 0.2},
+        "epochs": args.epochs,
+        "batch_size": 128,
+        "grad_clip": 2.0,
+        "negatives": "diagonal",
+        "word_dim": 300,
+        "embed_dim": args.embed_dim,
+        "seed": seed,
+        "output_dir": str(out / args.data_name / f"{args.system}_vse_ray_runs"),
+    }
+    if args.system == "vsepp":
+        return {**common, "model": "vsepp", "lr": 2e-4, "lr_update": 15}
+    if args.system == "scan":
+        scan = {"direction": "t2i", "aggregation": "lse", "lambda_softmax": 9.0, "lambda_lse": 6.0}
+        return {**common, "model": "scan", "model_params": scan, "lr": 5e-4, "lr_update": 10}
     released = args.settings == "released"
     return {
         "data_dir": str(store),
@@ -151,32 +222,71 @@ def vse_ray_config(store: Path, out: Path, seed: int, args: argparse.Namespace) 
         "word_dim": 300,
         "embed_dim": 256,
         "seed": seed,
-        "output_dir": str(out / args.dataset / "vse_ray_runs"),
+        "output_dir": str(out / args.data_name / "vse_ray_runs"),
     }
 
 
-def run_one(side: str, seed: int, args: argparse.Namespace, official: Path, store: Path, out: Path) -> dict:
-    """One seed's run on one side, cached as `<out>/<settings>/<side>_s<seed>.json`."""
-    result = out / args.dataset / args.settings / f"{side}_s{seed}.json"
-    if result.exists():
-        return json.loads(result.read_text())
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    if side == "official":
-        cmd = [
+def official_command(official: Path, seed: int, args: argparse.Namespace) -> list[str]:
+    """The official runner's command line for the system's settings (the module docstring)."""
+    if args.system == "vse_inf":
+        return [
             *(sys.executable, str(HERE / "official_vse_inf.py"), "--official", args.official),
             *("--data", str(official), "--seed", str(seed), "--epochs", str(args.epochs)),
             *(["--adam"] if args.settings == "adam" else ["--caption-aug"]),
         ]
+    dim = np.load(official / "f30k_precomp" / "train_ims.npy", mmap_mode="r").shape[-1]
+    common = [
+        *("--batch_size", "128", "--num_epochs", str(args.epochs), "--margin", "0.2", "--grad_clip", "2"),
+        *("--word_dim", "300", "--embed_size", str(args.embed_dim), "--img_dim", str(dim), "--max_violation"),
+    ]
+    settings = {
+        "vsepp": ["--learning_rate", "2e-4", "--lr_update", "15"],
+        "scan": [
+            *("--learning_rate", "5e-4", "--lr_update", "10", "--bi_gru", "--cross_attn", "t2i"),
+            *("--agg_func", "LogSumExp", "--lambda_lse", "6", "--lambda_softmax", "9"),
+            *("--raw_feature_norm", "clipped_l2norm", "--precomp_enc_type", "basic"),
+        ],
+    }
+    return [
+        *(sys.executable, str(HERE / "official_lineage.py"), "--system", args.system),
+        *("--official", args.official, "--data", str(official), "--seed", str(seed), "--"),
+        *common,
+        *settings[args.system],
+    ]
+
+
+def run_one(side: str, seed: int, args: argparse.Namespace, official: Path, store: Path, out: Path) -> dict:
+    """One seed's run on one side, cached as `<out>/<data name>/<settings or system>/<side>_s<seed>.json`
+    (vse_ray's last weights beside it, `.npz`)."""
+    result = out / args.data_name / args.tag / f"{side}_s{seed}.json"
+    if result.exists():
+        return json.loads(result.read_text())
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    if side == "official":
+        cmd = official_command(official, seed, args)
     else:
-        cmd = [sys.executable, "-c", VSE_RAY_RUN, json.dumps(vse_ray_config(store, out, seed, args))]
+        config = json.dumps(vse_ray_config(store, out, seed, args))
+        cmd = [sys.executable, "-c", VSE_RAY_RUN, config, str(result.with_suffix(".npz"))]
+    start, load, cpu = time.time(), os.getloadavg()[0], _children_cpu()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"{side} seed {seed} failed:\n{done.stderr[-3000:]}")
     record = json.loads(done.stdout.strip().splitlines()[-1])
+    record |= {
+        "wall_s": time.time() - start,
+        "cpu_s": _children_cpu() - cpu,
+        "load": [load, os.getloadavg()[0]],
+    }
     result.parent.mkdir(parents=True, exist_ok=True)
     result.write_text(json.dumps(record))
     print(f"{side} seed {seed}: test rsum {record['test_rsum']:.1f}", flush=True)
     return record
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the ended child processes (with `--jobs 1`: the run's own)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def targets(
@@ -261,7 +371,8 @@ def distribution(official: np.ndarray, vse_ray: np.ndarray) -> list[str]:
 def report(runs: dict[str, list[dict]], args: argparse.Namespace) -> str:
     """The Markdown report: per seed, means and sds, the three targets (all seeds and each block of eight)
     and the distribution tests."""
-    lines = [f"# Run parity, VSE∞ BiGRU, dataset `{args.dataset}`, settings `{args.settings}`", ""]
+    settings = f", settings `{args.settings}`" if args.system == "vse_inf" else ""
+    lines = [f"# Run parity, {SYSTEMS[args.system][0]}, dataset `{args.data_name}`{settings}", ""]
     header = " | ".join(f"val e{e + 1}" for e in range(args.epochs))
     lines += [f"| side | seed | test rsum | {header} |", "|---" * (3 + args.epochs) + "|"]
     for side, records in runs.items():
@@ -270,10 +381,23 @@ def report(runs: dict[str, list[dict]], args: argparse.Namespace) -> str:
             lines.append(f"| {side} | {r['seed']} | {r['test_rsum']:.1f} | {vals} |")
     test = {side: np.array([r["test_rsum"] for r in records]) for side, records in runs.items()}
     val = {side: np.array([r["val_rsum"] for r in records]) for side, records in runs.items()}
+    timed: list[str] = []
     for side in runs:
         sd = test[side].std(ddof=1) if len(test[side]) > 1 else 0.0
+        timed += [
+            f"{side} {np.mean([r['wall_s'] for r in walls]):.0f} s wall, "
+            f"{np.mean([r['cpu_s'] for r in walls]):.0f} s CPU a run ({len(walls)} timed)"
+            for walls in [[r for r in runs[side] if "cpu_s" in r]]
+            if walls
+        ]
         means = " | ".join(f"{v:.1f}" for v in val[side].mean(axis=0))
         lines.append(f"| {side} | mean ± sd | {test[side].mean():.1f} ± {sd:.1f} | {means} |")
+    if timed:
+        lines += [
+            "",
+            "- time (one thread a run; each run's load average at its start and end in the JSON): "
+            + "; ".join(timed),
+        ]
     if set(runs) != set(SIDES) or len(runs["official"]) < 2:
         return "\n".join(lines) + "\n"
     e1 = {side: val[side][:, 0] for side in SIDES}
@@ -301,15 +425,15 @@ def main() -> None:
     args = parse_args()
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    official, store = make_data(out, args.dataset)
+    official, store = make_data(out, args)
     seeds = args.seed_list or range(args.seeds)
     jobs = [(side, seed) for seed in seeds for side in args.sides]
     with ThreadPoolExecutor(args.jobs) as pool:
         done = list(pool.map(lambda job: run_one(*job, args, official, store, out), jobs))
     runs = {side: [r for (s, _), r in zip(jobs, done, strict=True) if s == side] for side in args.sides}
     text = report(runs, args)
-    (out / f"run_parity_{args.dataset}_{args.settings}.md").write_text(text)
-    (out / f"run_parity_{args.dataset}_{args.settings}.json").write_text(json.dumps(runs, indent=1))
+    (out / f"run_parity_{args.data_name}_{args.tag}.md").write_text(text)
+    (out / f"run_parity_{args.data_name}_{args.tag}.json").write_text(json.dumps(runs, indent=1))
     print(text)
 
 

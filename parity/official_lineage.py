@@ -1,0 +1,162 @@
+"""Run the authors' VSE++ (fartashf/vsepp) or SCAN (kuanghuei/SCAN) training from a checkout on the CPU.
+
+Used by `run_parity.py --system vsepp|scan`; nothing of the authors' code is copied here. The checkout given
+as `--official` is imported from a temporary copy with `official_code.EDITS` (the Python 3 spelling of its
+Python 2 idioms) and patched at run time only:
+
+- `tensorboard_logger`, `imageio`, `cv2`, `torchtext` and the COCO API (imported, unused for precomputed
+  features) are empty modules;
+- `nltk.tokenize.word_tokenize` is `str.split`: the captions of the parity datasets are lower-case words
+  without punctuation, which the two tokenise alike (nltk's punkt data is not needed);
+- `torch.Tensor.cuda` is a no-op; the loaders run in-process (the released loaders start none);
+- the dev split's fixed length of 5,000 captions (`PrecompDataset`) is the split's real length;
+- the batch ids reach `encode_data` as a list (NumPy 2 reads a tuple index as one index per axis);
+- VSE++'s vocabulary (a pickled `Vocabulary` in the released code) is the checkout's `Vocabulary` filled from
+  the dataset's `vocab.json` in its id order; SCAN reads that file as released (`deserialize_vocab`).
+
+The options are the checkout's own parser's (`train.py`'s `main` run up to `parse_args`) given the settings
+`run_parity.py` names on the command line after `--`. The run follows `train.py`'s `main` loop (learning-rate
+schedule, train with its in-epoch validation every `val_step` steps, validate), seeded with `--seed` (torch,
+NumPy and `random`, right before the loaders and the model are built; the released scripts seed nothing), and
+prints one JSON line: validation rsum per epoch and the last epoch's test rsum (the released `validate` on the
+test split). With `--weights`, the model starts from a vse_ray run's weights instead (with
+`--weights-vocab`, vse_ray's vocabulary file, each word's embedding row moves to its official id);
+with `--num_epochs 0` too, the record is the official validation (`val_rsum`, one value) and test rsum of that
+run's model, to compare with vse_ray's own evaluation of it.
+
+    python parity/official_lineage.py --system scan --official ~/src/SCAN --data <folder> --seed 0 -- \\
+        --max_violation --bi_gru --agg_func LogSumExp --cross_attn t2i --lambda_lse 6 --lambda_softmax 9
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import random
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import torch
+from official_code import COCO_API, no_cuda, parsed_options, patched_checkout, stub_modules
+
+UNUSED = ("tensorboard_logger", "imageio", "cv2", "torchtext", *COCO_API)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--system", choices=("vsepp", "scan"), required=True)
+    parser.add_argument("--official", required=True, help="checkout of fartashf/vsepp or kuanghuei/SCAN")
+    parser.add_argument("--data", required=True, help="folder holding f30k_precomp/ (with its vocab.json)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--weights",
+        help="start from these vse_ray weights (`run_parity.py`'s .npz; --num_epochs 0: score them)",
+    )
+    parser.add_argument(
+        "--weights-vocab", help="the vocab.json of the vse_ray folder the weights were trained on"
+    )
+    parser.add_argument("options", nargs="*", help="after --: the official train.py's options")
+    return parser.parse_args()
+
+
+def build(args: argparse.Namespace) -> types.SimpleNamespace:
+    """The checkout's modules, options, vocabulary, loaders and model, patched and seeded as the module
+    docstring says."""
+    code = patched_checkout(Path(args.official), args.system)
+    sys.path.insert(0, str(code))
+    stub_modules(UNUSED)
+    import nltk
+
+    nltk.tokenize.word_tokenize = str.split
+    no_cuda()
+    data, train, vocab_module = (importlib.import_module(n) for n in ("data", "train", "vocab"))
+    dataset_init = data.PrecompDataset.__init__
+
+    def real_length(self, *a, **k):  # type: ignore[no-untyped-def]
+        dataset_init(self, *a, **k)
+        self.length = len(self.captions)
+
+    data.PrecompDataset.__init__ = real_length
+    collate = data.collate_fn
+
+    def listed_ids(batch):  # type: ignore[no-untyped-def]
+        *rest, ids = collate(batch)
+        return (*rest, list(ids))
+
+    data.collate_fn = listed_ids
+    sys.argv = [
+        "train.py", "--data_path", args.data, "--data_name", "f30k_precomp", "--vocab_path", args.data,
+        "--workers", "0", "--log_step", "1000000000", *args.options,
+    ]  # fmt: skip
+    opt = parsed_options(train)
+    words = json.loads((Path(args.data) / "f30k_precomp" / "vocab.json").read_text())
+    if args.system == "scan":
+        vocab = vocab_module.deserialize_vocab(str(Path(args.data) / "f30k_precomp" / "vocab.json"))
+    else:
+        vocab = vocab_module.Vocabulary()
+        for index in sorted(words["idx2word"], key=int):
+            vocab.add_word(words["idx2word"][index])
+    opt.vocab_size = len(vocab)
+    torch.manual_seed(args.seed)
+    np.random.seed(args.seed)
+    random.seed(args.seed)
+    if args.system == "scan":
+        loaders = data.get_loaders(opt.data_name, vocab, opt.batch_size, opt.workers, opt)
+        model = train.SCAN(opt)
+    else:
+        loaders = data.get_loaders(opt.data_name, vocab, opt.crop_size, opt.batch_size, opt.workers, opt)
+        model = train.VSE(opt)
+    if args.weights:
+        weights = dict(np.load(args.weights))
+        if args.weights_vocab:  # each word's row where the official vocabulary numbers it
+            theirs = json.loads(Path(args.weights_vocab).read_text())
+            order = [theirs[words["idx2word"][str(i)]] for i in range(len(words["idx2word"]))]
+            weights["text_encoder.embed.weight"] = weights["text_encoder.embed.weight"][order]
+        load_vse_ray_weights(model, args.system, weights)
+    return types.SimpleNamespace(
+        system=args.system, opt=opt, vocab=vocab, data=data, train=train, model=model,
+        train_loader=loaders[0], val_loader=loaders[1],
+    )  # fmt: skip
+
+
+def load_vse_ray_weights(model: object, system: str, weights: dict[str, np.ndarray]) -> None:
+    """vse_ray's weights (by its names, `official_names`) into the official model's two encoders."""
+    from vse_ray.models import official_names
+
+    names = {"vsepp": official_names.VSEPP, "scan": official_names.SCAN}[system]
+    for prefix in ("img_enc.", "txt_enc."):
+        part = getattr(model, prefix[:-1])
+        state = part.state_dict()
+        part.load_state_dict({n: torch.from_numpy(weights[str(names.ours(prefix + n))]) for n in state})
+
+
+def train_epoch(run: types.SimpleNamespace, epoch: int) -> float:
+    """`train.py`'s `main` loop for one (0-based) epoch: schedule, train, validate; the validation rsum."""
+    run.train.adjust_learning_rate(run.opt, run.model.optimizer, epoch)
+    run.train.train(run.opt, run.train_loader, run.model, epoch, run.val_loader)
+    return float(run.train.validate(run.opt, run.val_loader, run.model))
+
+
+def final_test_rsum(run: types.SimpleNamespace) -> float:
+    """The released `validate` on the test split."""
+    opt = run.opt
+    sizes = (opt.batch_size, 0) if run.system == "scan" else (opt.crop_size, opt.batch_size, 0)
+    test_loader = run.data.get_test_loader("test", opt.data_name, run.vocab, *sizes, opt)
+    return float(run.train.validate(opt, test_loader, run.model))
+
+
+def main() -> None:
+    args = parse_args()
+    run = build(args)
+    val_rsum = [train_epoch(run, epoch) for epoch in range(run.opt.num_epochs)]
+    if not val_rsum:  # no epochs: the starting model's validation rsum
+        val_rsum = [float(run.train.validate(run.opt, run.val_loader, run.model))]
+    record = {"seed": args.seed, "val_rsum": val_rsum, "test_rsum": final_test_rsum(run)}
+    print(json.dumps(record), flush=True)
+
+
+if __name__ == "__main__":
+    main()

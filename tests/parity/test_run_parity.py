@@ -1,0 +1,88 @@
+"""`parity/run_parity.py`: both sides of a run get the same settings; VSE++ reads pooled regions."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vse_ray.train.config import TrainConfig
+
+PARITY = Path(__file__).resolve().parents[2] / "parity"
+
+
+@pytest.fixture(scope="module")
+def run_parity():  # type: ignore[no-untyped-def]
+    sys.path.insert(0, str(PARITY))
+    try:
+        yield importlib.import_module("run_parity")
+    finally:
+        sys.path.remove(str(PARITY))
+
+
+def _parsed(run_parity, monkeypatch, *argv: str):  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(sys, "argv", ["run_parity.py", "--official", "checkout", "--out", "out", *argv])
+    return run_parity.parse_args()
+
+
+@pytest.mark.parametrize("system", ["vsepp", "scan"])
+def test_both_sides_of_a_system_get_the_same_settings(run_parity, monkeypatch, tmp_path, system) -> None:  # type: ignore[no-untyped-def]
+    args = _parsed(run_parity, monkeypatch, "--system", system, "--epochs", "3", "--embed-dim", "64")
+    (tmp_path / "f30k_precomp").mkdir()
+    layout = (7, 24) if system == "vsepp" else (7, 12, 24)
+    np.save(tmp_path / "f30k_precomp" / "train_ims.npy", np.zeros(layout, np.float32))
+    command = run_parity.official_command(tmp_path, 5, args)
+    options = command[command.index("--") + 1 :]
+    official = {
+        flag[2:]: (value if not value.startswith("--") else True)
+        for flag, value in zip(options, [*options[1:], "--"], strict=True)
+        if flag.startswith("--")
+    }
+    config = TrainConfig(**run_parity.vse_ray_config(tmp_path, tmp_path, 5, args))
+    assert command[command.index("--seed") + 1] == "5" and config.seed == 5
+    assert float(official["learning_rate"]) == config.lr
+    assert int(official["lr_update"]) == config.lr_update
+    assert int(official["num_epochs"]) == config.epochs == 3
+    assert int(official["batch_size"]) == config.batch_size
+    assert int(official["embed_size"]) == config.embed_dim == 64
+    assert int(official["word_dim"]) == config.word_dim
+    assert float(official["margin"]) == config.loss_params["margin"]
+    assert float(official["grad_clip"]) == config.grad_clip
+    assert int(official["img_dim"]) == 24
+    assert official["max_violation"] is True and config.loss == "vsepp" and config.warmup_epochs == 0
+    assert config.model == system and config.negatives == "diagonal"
+    if system == "scan":
+        assert official["cross_attn"] == config.model_params["direction"] == "t2i"
+        assert official["agg_func"] == "LogSumExp" and config.model_params["aggregation"] == "lse"
+        assert float(official["lambda_lse"]) == config.model_params["lambda_lse"]
+        assert float(official["lambda_softmax"]) == config.model_params["lambda_softmax"]
+        assert official["bi_gru"] is True
+
+
+def test_data_names_and_result_folders(run_parity, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    assert _parsed(run_parity, monkeypatch).data_name == "scenes"  # VSE∞'s folders as before
+    assert _parsed(run_parity, monkeypatch).tag == "adam"
+    scan = _parsed(run_parity, monkeypatch, "--system", "scan", "--dataset", "objects")
+    assert (scan.data_name, scan.tag, scan.regions) == ("objects_r12", "scan", 12)
+    vsepp = _parsed(run_parity, monkeypatch, "--system", "vsepp", "--regions", "12")
+    assert vsepp.data_name == "scenes_r12_pooled"
+
+
+def test_pooled_features_are_each_images_mean_region(run_parity, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    regions, pooled = tmp_path / "regions", tmp_path / "pooled"
+    regions.mkdir()
+    rng = np.random.default_rng(0)
+    ims = {}
+    for split in ("train", "dev", "test"):
+        ims[split] = rng.normal(size=(3, 5, 4)).astype(np.float32)
+        np.save(regions / f"{split}_ims.npy", ims[split])
+        (regions / f"{split}_caps.txt").write_text("a b\n" * 15)
+    (regions / "vocab.json").write_text("{}")
+    run_parity.pool_regions(regions, pooled)
+    for split in ("train", "dev", "test"):
+        np.testing.assert_allclose(np.load(pooled / f"{split}_ims.npy"), ims[split].mean(1), rtol=1e-6)
+        assert (pooled / f"{split}_caps.txt").read_text() == "a b\n" * 15
+    assert (pooled / "vocab.json").read_text() == "{}"
