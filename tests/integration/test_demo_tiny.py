@@ -37,7 +37,8 @@ def test_tiny_demo_end_to_end(ray_session, tmp_path, capsys, empty_cwd):
         if run.info.run_name != "warmup-s0":  # the shared warm-up is epoch 1; each loss logs its epoch 2
             assert [m.step for m in client.get_metric_history(run.info.run_id, "val/rsum")] == [2]
             assert 0 <= run.data.metrics["test/R_at_1_t2i"] <= 100
-            assert "test/R_at_10_t2i" not in run.data.metrics  # in the report artifact, not a metric
+            assert "test/R_at_10_t2i" in run.data.metrics  # a study's keys (STUDY_KEYS)
+            assert "test/medr_t2i" not in run.data.metrics  # the rest: in the report artifact, not a metric
             report = client.list_artifacts(run.info.run_id, "evaluation")
             assert {a.path for a in report} == {"evaluation/test_full.json", "evaluation/test_full.csv"}
             checkpoint = client.list_artifacts(run.info.run_id, "checkpoint")  # for `evaluate --run`

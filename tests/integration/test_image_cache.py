@@ -48,13 +48,13 @@ def test_cache_holds_the_towers_embeddings_and_scores_alike(ray_session, tiny_pi
 def test_locked_image_training_computes_the_caches_it_reads(
     ray_session, tiny_pixel_dir, tiny_clip, tmp_path, mlflow_uri
 ):
-    """`fit` computes the train and val caches with the Ray Data stage before the workers start, under the
+    """`fit` computes the train and val caches with the Ray Data stage before the training starts, under the
     label zero-shot scoring reads (tests/unit/train/test_locked_image.py: a run from them equals one from
     the pixels)."""
     data = tmp_path / "data"
     shutil.copytree(tiny_pixel_dir, data)
     params = tiny_clip["hf"]
-    settings = {"num_workers": 1, "cpus_per_worker": 0.5, "tracking_uri": mlflow_uri, "epochs": 1}
+    settings = {"num_workers": 0, "tracking_uri": mlflow_uri, "epochs": 1}  # in this process: no Ray Train
     cfg = tiny_config(
         data,
         tmp_path / "out",
