@@ -36,7 +36,7 @@ from vse_ray.train.preflight import check_training
 from vse_ray.train.trainer import fit
 from vse_ray.tune.mlflow_trials import PARENT_TAG
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.faults]
 
 
 def _stop_at(args: list[str], cwd: Path, line: str, sig: signal.Signals) -> tuple[int, str]:

@@ -81,6 +81,7 @@ def test_ddp_fit_logs_mlflow_and_evaluate_cli(ray_session, tiny_dir, tmp_path, m
     assert stray_files(empty_cwd) == []  # train and evaluate wrote only under their output folders
 
 
+@pytest.mark.faults
 def test_killed_worker_resumes_and_matches_a_clean_run(
     ray_session, worker_faults, tiny_dir, tmp_path, mlflow_uri, capsys
 ):

@@ -124,6 +124,7 @@ def test_a_tracking_server_killed_mid_run_is_one_line_then_the_rerun_completes_i
     _every_epoch_once(client, run)
 
 
+@pytest.mark.faults
 def test_sigterm_stops_a_train_as_ctrl_c_does(tiny_data_dir, tmp_path):
     out = tmp_path / "out"
     driver = Driver(_train(tiny_data_dir, out), tmp_path, joins_ray=False)
