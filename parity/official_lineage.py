@@ -40,7 +40,14 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from official_code import COCO_API, no_cuda, parsed_options, patched_checkout, stub_modules
+from official_code import (
+    COCO_API,
+    no_cuda,
+    parsed_options,
+    patched_checkout,
+    real_lengths_and_listed_ids,
+    stub_modules,
+)
 
 UNUSED = ("tensorboard_logger", "imageio", "cv2", "torchtext", *COCO_API)
 
@@ -73,20 +80,7 @@ def build(args: argparse.Namespace) -> types.SimpleNamespace:
     nltk.tokenize.word_tokenize = str.split
     no_cuda()
     data, train, vocab_module = (importlib.import_module(n) for n in ("data", "train", "vocab"))
-    dataset_init = data.PrecompDataset.__init__
-
-    def real_length(self, *a, **k):  # type: ignore[no-untyped-def]
-        dataset_init(self, *a, **k)
-        self.length = len(self.captions)
-
-    data.PrecompDataset.__init__ = real_length
-    collate = data.collate_fn
-
-    def listed_ids(batch):  # type: ignore[no-untyped-def]
-        *rest, ids = collate(batch)
-        return (*rest, list(ids))
-
-    data.collate_fn = listed_ids
+    real_lengths_and_listed_ids(data, "PrecompDataset")
     sys.argv = [
         "train.py", "--data_path", args.data, "--data_name", "f30k_precomp", "--vocab_path", args.data,
         "--workers", "0", "--log_step", "1000000000", *args.options,

@@ -27,6 +27,7 @@ import types
 
 import numpy as np
 import torch
+from official_code import real_lengths_and_listed_ids
 
 
 def parse_args() -> argparse.Namespace:
@@ -72,20 +73,7 @@ def build(args: argparse.Namespace) -> types.SimpleNamespace:
     if not args.caption_aug:
         tokenise = image_caption.process_caption
         image_caption.process_caption = lambda vocab, caption, drop=False: tokenise(vocab, caption, False)
-    dataset_init = image_caption.PrecompRegionDataset.__init__
-
-    def real_length(self, *a, **k):  # type: ignore[no-untyped-def]
-        dataset_init(self, *a, **k)
-        self.length = len(self.captions)
-
-    image_caption.PrecompRegionDataset.__init__ = real_length
-    collate = image_caption.collate_fn
-
-    def listed_ids(data):  # type: ignore[no-untyped-def]
-        *rest, ids = collate(data)
-        return (*rest, list(ids))
-
-    image_caption.collate_fn = listed_ids
+    real_lengths_and_listed_ids(image_caption, "PrecompRegionDataset")
 
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
@@ -109,7 +97,7 @@ def build(args: argparse.Namespace) -> types.SimpleNamespace:
         vocab=vocab,
         train=official_train,
         image_caption=image_caption,
-        collate=listed_ids,
+        collate=image_caption.collate_fn,  # the listed-ids collate
         train_loader=train_loader,
         val_loader=val_loader,
         model=VSEModel(opt),

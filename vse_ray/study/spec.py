@@ -250,7 +250,7 @@ class StudySpec:
             raise ValueError(
                 f"{where}: data: expected exactly one of 'embedded: {{...}}' or 'data_dir: PATH'"
             )
-        if "data_dir" in self.data:  # the folder itself is checked by `check_data_dir` before Ray starts
+        if "data_dir" in self.data:  # the folder itself: `check_study_inputs`, before Ray starts
             return
         sizes = self.data["embedded"] or {}
         unknown = sorted(set(sizes) - set(EMBEDDED_KEYS))
