@@ -1,8 +1,8 @@
-"""Run the authors' VSE++ (fartashf/vsepp) or SCAN (kuanghuei/SCAN) training from a checkout on the CPU.
+"""Run the authors' VSE++ (fartashf/vsepp), SCAN (kuanghuei/SCAN) or SGRAF training from a checkout, on CPU.
 
-Used by `run_parity.py --system vsepp|scan`; nothing of the authors' code is copied here. The checkout given
-as `--official` is imported from a temporary copy with `official_code.EDITS` (the Python 3 spelling of its
-Python 2 idioms) and patched at run time only:
+Used by `run_parity.py --system vsepp|scan|sgr` (SGRAF: Paranioar/SGRAF, `--system sgraf` here); nothing of
+the authors' code is copied here. The checkout given as `--official` is imported from a temporary copy with
+`official_code.EDITS` (the Python 3 spelling of its Python 2 idioms) and patched at run time only:
 
 - `tensorboard_logger`, `imageio`, `cv2`, `torchtext` and the COCO API (imported, unused for precomputed
   features) are empty modules;
@@ -12,17 +12,19 @@ Python 2 idioms) and patched at run time only:
 - the dev split's fixed length of 5,000 captions (`PrecompDataset`) is the split's real length;
 - the batch ids reach `encode_data` as a list (NumPy 2 reads a tuple index as one index per axis);
 - VSE++'s vocabulary (a pickled `Vocabulary` in the released code) is the checkout's `Vocabulary` filled from
-  the dataset's `vocab.json` in its id order; SCAN reads that file as released (`deserialize_vocab`).
+  the dataset's `vocab.json` in its id order; SCAN and SGRAF read that file as released (`deserialize_vocab`);
+- SGRAF's visual self-attention has one batch-norm channel per region of the data (released: 36, written into
+  `EncoderSimilarity`; `norm_per_region`); a batch norm draws no random numbers, so the start is the same.
 
-The options are the checkout's own parser's (`train.py`'s `main` run up to `parse_args`) given the settings
-`run_parity.py` names on the command line after `--`. The run follows `train.py`'s `main` loop (learning-rate
-schedule, train with its in-epoch validation every `val_step` steps, validate), seeded with `--seed` (torch,
-NumPy and `random`, right before the loaders and the model are built; the released scripts seed nothing), and
-prints one JSON line: validation rsum per epoch and the last epoch's test rsum (the released `validate` on the
-test split). With `--weights`, the model starts from a vse_ray run's weights instead (with
-`--weights-vocab`, vse_ray's vocabulary file, each word's embedding row moves to its official id);
-with `--num_epochs 0` too, the record is the official validation (`val_rsum`, one value) and test rsum of that
-run's model, to compare with vse_ray's own evaluation of it.
+The options are the checkout's own parser's (`train.py`'s `main` run up to `parse_args`; SGRAF's `main`
+parses in `opts.parse_opt`) given the settings `run_parity.py` names on the command line after `--`. The run
+follows `train.py`'s `main` loop (learning-rate schedule, train with its in-epoch validation every `val_step`
+steps, validate), seeded with `--seed` (torch, NumPy and `random`, right before the loaders and the model are
+built; the released scripts seed nothing), and prints one JSON line: validation rsum per epoch and the last
+epoch's test rsum (the released `validate` on the test split). With `--weights`, the model starts from a
+vse_ray run's weights instead (with `--weights-vocab`, vse_ray's vocabulary file, each word's embedding row
+moves to its official id); with `--num_epochs 0` too, the record is the official validation (`val_rsum`, one
+value) and test rsum of that run's model, to compare with vse_ray's own evaluation of it.
 
     python parity/official_lineage.py --system scan --official ~/src/SCAN --data <folder> --seed 0 -- \\
         --max_violation --bi_gru --agg_func LogSumExp --cross_attn t2i --lambda_lse 6 --lambda_softmax 9
@@ -50,12 +52,20 @@ from official_code import (
 )
 
 UNUSED = ("tensorboard_logger", "imageio", "cv2", "torchtext", *COCO_API)
+# The parts of each official model that its checkpoints store (`official_names`' prefixes)
+PARTS = {
+    "vsepp": ("img_enc", "txt_enc"),
+    "scan": ("img_enc", "txt_enc"),
+    "sgraf": ("img_enc", "txt_enc", "sim_enc"),
+}
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--system", choices=("vsepp", "scan"), required=True)
-    parser.add_argument("--official", required=True, help="checkout of fartashf/vsepp or kuanghuei/SCAN")
+    parser.add_argument("--system", choices=tuple(PARTS), required=True)
+    parser.add_argument(
+        "--official", required=True, help="checkout of fartashf/vsepp, kuanghuei/SCAN or SGRAF"
+    )
     parser.add_argument("--data", required=True, help="folder holding f30k_precomp/ (with its vocab.json)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -87,7 +97,7 @@ def build(args: argparse.Namespace) -> types.SimpleNamespace:
     ]  # fmt: skip
     opt = parsed_options(train)
     words = json.loads((Path(args.data) / "f30k_precomp" / "vocab.json").read_text())
-    if args.system == "scan":
+    if args.system != "vsepp":
         vocab = vocab_module.deserialize_vocab(str(Path(args.data) / "f30k_precomp" / "vocab.json"))
     else:
         vocab = vocab_module.Vocabulary()
@@ -97,9 +107,11 @@ def build(args: argparse.Namespace) -> types.SimpleNamespace:
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
     random.seed(args.seed)
-    if args.system == "scan":
+    if args.system != "vsepp":
         loaders = data.get_loaders(opt.data_name, vocab, opt.batch_size, opt.workers, opt)
-        model = train.SCAN(opt)
+        model = train.SCAN(opt) if args.system == "scan" else train.SGRAF(opt)
+        if args.system == "sgraf":
+            norm_per_region(model, np.load(Path(args.data) / "f30k_precomp" / "train_ims.npy", mmap_mode="r"))
     else:
         loaders = data.get_loaders(opt.data_name, vocab, opt.crop_size, opt.batch_size, opt.workers, opt)
         model = train.VSE(opt)
@@ -116,15 +128,27 @@ def build(args: argparse.Namespace) -> types.SimpleNamespace:
     )  # fmt: skip
 
 
+def norm_per_region(model: object, train_ims: np.ndarray) -> None:
+    """SGRAF's visual self-attention with one batch-norm channel per region of the images `train_ims` (the
+    released `EncoderSimilarity` builds 36): its tensors are constants (weight 1, bias 0, mean 0, variance 1),
+    so cutting them gives the batch norm built for this count, and the optimiser keeps the same parameters."""
+    norm = model.sim_enc.v_global_w.embedding_local[1]  # type: ignore[attr-defined]
+    norm.num_features = regions = train_ims.shape[1]
+    for name in ("weight", "bias", "running_mean", "running_var"):
+        getattr(norm, name).data = getattr(norm, name).data[:regions].clone()
+
+
 def load_vse_ray_weights(model: object, system: str, weights: dict[str, np.ndarray]) -> None:
-    """vse_ray's weights (by its names, `official_names`) into the official model's two encoders."""
+    """vse_ray's weights (by its names, `official_names`) into the official model's parts (`PARTS`)."""
     from vse_ray.models import official_names
 
-    names = {"vsepp": official_names.VSEPP, "scan": official_names.SCAN}[system]
-    for prefix in ("img_enc.", "txt_enc."):
-        part = getattr(model, prefix[:-1])
+    names = {"vsepp": official_names.VSEPP, "scan": official_names.SCAN, "sgraf": official_names.SGRAF}[
+        system
+    ]
+    for name in PARTS[system]:
+        part = getattr(model, name)
         state = part.state_dict()
-        part.load_state_dict({n: torch.from_numpy(weights[str(names.ours(prefix + n))]) for n in state})
+        part.load_state_dict({n: torch.from_numpy(weights[str(names.ours(f"{name}.{n}"))]) for n in state})
 
 
 def train_epoch(run: types.SimpleNamespace, epoch: int) -> float:
@@ -137,7 +161,7 @@ def train_epoch(run: types.SimpleNamespace, epoch: int) -> float:
 def final_test_rsum(run: types.SimpleNamespace) -> float:
     """The released `validate` on the test split."""
     opt = run.opt
-    sizes = (opt.batch_size, 0) if run.system == "scan" else (opt.crop_size, opt.batch_size, 0)
+    sizes = (opt.crop_size, opt.batch_size, 0) if run.system == "vsepp" else (opt.batch_size, 0)
     test_loader = run.data.get_test_loader("test", opt.data_name, run.vocab, *sizes, opt)
     return float(run.train.validate(opt, test_loader, run.model))
 

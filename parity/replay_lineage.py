@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 from official_lineage import build, final_test_rsum, train_epoch
-from run_parity import make_data, official_command, vse_ray_config
+from run_parity import LINEAGE, make_data, official_command, vse_ray_config
 from run_parity import parse_args as parity_args
 
 from vse_ray.checkpoint_files import load_checkpoint
@@ -84,7 +84,7 @@ def official_run(
     command = official_command(data, args.seed, parity)
     options = command[command.index("--") + 1 :]
     lineage = argparse.Namespace(
-        system=parity.system, official=parity.official, data=str(data), seed=args.seed, weights=None,
+        system=LINEAGE[parity.system], official=parity.official, data=str(data), seed=args.seed, weights=None,
         weights_vocab=None, options=options,
     )  # fmt: skip
     run = build(lineage)

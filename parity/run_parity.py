@@ -1,10 +1,10 @@
 """Run parity: whole runs of vse_ray against the authors' code, seed for seed, on one dataset.
 
 `--system` names the model and its official code: VSE∞ BiGRU (woodfrog/vse_infty, branch ``bigru``; the
-default), VSE++ (fartashf/vsepp) or SCAN (kuanghuei/SCAN). Both sides train on the same precomp folder
-(`make_region_dataset.py`, `make_objects_dataset.py`; VSE++ reads each image's regions averaged into one
-pooled feature), with the settings both codes express; validation rsum after every epoch, test rsum of the
-last epoch's model, no learning-rate decay within the run.
+default), VSE++ (fartashf/vsepp), SCAN (kuanghuei/SCAN) or SGRAF's SGR (Paranioar/SGRAF). Both sides train
+on the same precomp folder (`make_region_dataset.py`, `make_objects_dataset.py`; VSE++ reads each image's
+regions averaged into one pooled feature), with the settings both codes express; validation rsum after every
+epoch, test rsum of the last epoch's model, no learning-rate decay within the run.
 
 - VSE∞ (`official_vse_inf.py`): batch 128, lr 5e-4, embedding 256, word embedding 300, margin 0.2, clip 2, one
   VSE0 warm-up epoch then VSE++, region drop 0.2, same-image captions as negatives (`negatives: diagonal`).
@@ -19,6 +19,9 @@ last epoch's model, no learning-rate decay within the run.
   its header says to compare (`--set loss=vsepp`): t2i, LogSumExp (λ_lse 6, λ_softmax 9), Bi-GRU, clipped L2
   norm of the words, max of hinges (margin 0.2), Adam at 5e-4, decay every 10 epochs, batch 128, word
   embedding 300, clip 2; the joint space `--embed-dim`.
+- SGRAF SGR (`official_lineage.py`): the settings of `recipes/sgraf_sgr_f30k.yaml`: the SGR module of 3
+  reasoning steps, Bi-GRU, max of hinges (margin 0.2), Adam at 2e-4, decay every 30 epochs, batch 128, word
+  embedding 300, clip 2, dropout 0.4; the joint space `--embed-dim`, the similarity vectors `--sim-dim`.
 
 The official side runs its runner on a checkout given as `--official`; vse_ray's side runs `run_training`
 (the engine `vse-ray train` runs in each worker) in a process per seed on the folder `vse-ray precompute
@@ -67,7 +70,10 @@ SYSTEMS = {
     "vse_inf": ("VSE∞ BiGRU", 36, False),
     "vsepp": ("VSE++", 36, True),
     "scan": ("SCAN t2i LogSumExp", 12, False),
+    "sgr": ("SGRAF SGR", 12, False),
 }
+# The official runner's name of each system of `official_lineage.py`
+LINEAGE = {"vsepp": "vsepp", "scan": "scan", "sgr": "sgraf"}
 # Datasets of different kinds (name: maker script and its options), each made once under `--out`.
 DATASETS = {
     # rendered-scene attributes in every signal region, captions of five attributes, width 256
@@ -92,7 +98,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--settings", choices=("adam", "released"), default="adam", help="VSE∞ only")
     parser.add_argument("--dataset", choices=sorted(DATASETS), default="scenes", help="see DATASETS")
     parser.add_argument("--regions", type=int, help="regions per image (default: the system's, SYSTEMS)")
-    parser.add_argument("--embed-dim", type=int, default=256, help="joint space of VSE++ and SCAN")
+    parser.add_argument("--embed-dim", type=int, default=256, help="joint space of VSE++, SCAN and SGRAF")
+    parser.add_argument("--sim-dim", type=int, default=64, help="SGRAF's similarity vectors (released: 256)")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each)")
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES))
     args = parser.parse_args()
@@ -199,6 +206,15 @@ def vse_ray_config(store: Path, out: Path, seed: int, args: argparse.Namespace) 
     if args.system == "scan":
         scan = {"direction": "t2i", "aggregation": "lse", "lambda_softmax": 9.0, "lambda_lse": 6.0}
         return {**common, "model": "scan", "model_params": scan, "lr": 5e-4, "lr_update": 10}
+    if args.system == "sgr":
+        sgr = {
+            "module": "sgr",
+            "sim_dim": args.sim_dim,
+            "sgr_steps": 3,
+            "n_regions": args.regions,
+            "dropout": 0.4,
+        }
+        return {**common, "model": "sgraf", "model_params": sgr, "lr": 2e-4, "lr_update": 30}
     released = args.settings == "released"
     return {
         "data_dir": str(store),
@@ -237,18 +253,24 @@ def official_command(official: Path, seed: int, args: argparse.Namespace) -> lis
     dim = np.load(official / "f30k_precomp" / "train_ims.npy", mmap_mode="r").shape[-1]
     common = [
         *("--batch_size", "128", "--num_epochs", str(args.epochs), "--margin", "0.2", "--grad_clip", "2"),
-        *("--word_dim", "300", "--embed_size", str(args.embed_dim), "--img_dim", str(dim), "--max_violation"),
+        *("--word_dim", "300", "--embed_size", str(args.embed_dim), "--img_dim", str(dim)),
     ]
     settings = {
-        "vsepp": ["--learning_rate", "2e-4", "--lr_update", "15"],
+        "vsepp": ["--learning_rate", "2e-4", "--lr_update", "15", "--max_violation"],
         "scan": [
-            *("--learning_rate", "5e-4", "--lr_update", "10", "--bi_gru", "--cross_attn", "t2i"),
+            *("--learning_rate", "5e-4", "--lr_update", "10", "--max_violation", "--bi_gru"),
+            *("--cross_attn", "t2i"),
             *("--agg_func", "LogSumExp", "--lambda_lse", "6", "--lambda_softmax", "9"),
             *("--raw_feature_norm", "clipped_l2norm", "--precomp_enc_type", "basic"),
         ],
+        # SGRAF's opts.py: max of hinges and the Bi-GRU are on unless their flags are given (store_false)
+        "sgr": [
+            *("--learning_rate", "2e-4", "--lr_update", "30", "--module_name", "SGR"),
+            *("--sim_dim", str(args.sim_dim), "--sgr_step", "3"),
+        ],
     }
     return [
-        *(sys.executable, str(HERE / "official_lineage.py"), "--system", args.system),
+        *(sys.executable, str(HERE / "official_lineage.py"), "--system", LINEAGE[args.system]),
         *("--official", args.official, "--data", str(official), "--seed", str(seed), "--"),
         *common,
         *settings[args.system],

@@ -1,4 +1,5 @@
-"""`parity/run_parity.py`: both sides of a run get the same settings; VSE++ reads pooled regions."""
+"""`parity/run_parity.py`: both sides of a run get the same settings (VSE++, SCAN, SGRAF SGR); VSE++ reads
+pooled regions."""
 
 from __future__ import annotations
 
@@ -28,9 +29,11 @@ def _parsed(run_parity, monkeypatch, *argv: str):  # type: ignore[no-untyped-def
     return run_parity.parse_args()
 
 
-@pytest.mark.parametrize("system", ["vsepp", "scan"])
+@pytest.mark.parametrize("system", ["vsepp", "scan", "sgr"])
 def test_both_sides_of_a_system_get_the_same_settings(run_parity, monkeypatch, tmp_path, system) -> None:  # type: ignore[no-untyped-def]
-    args = _parsed(run_parity, monkeypatch, "--system", system, "--epochs", "3", "--embed-dim", "64")
+    args = _parsed(
+        run_parity, monkeypatch, "--system", system, "--epochs", "3", "--embed-dim", "64", "--sim-dim", "16"
+    )
     (tmp_path / "f30k_precomp").mkdir()
     layout = (7, 24) if system == "vsepp" else (7, 12, 24)
     np.save(tmp_path / "f30k_precomp" / "train_ims.npy", np.zeros(layout, np.float32))
@@ -52,8 +55,16 @@ def test_both_sides_of_a_system_get_the_same_settings(run_parity, monkeypatch, t
     assert float(official["margin"]) == config.loss_params["margin"]
     assert float(official["grad_clip"]) == config.grad_clip
     assert int(official["img_dim"]) == 24
-    assert official["max_violation"] is True and config.loss == "vsepp" and config.warmup_epochs == 0
-    assert config.model == system and config.negatives == "diagonal"
+    assert config.loss == "vsepp" and config.warmup_epochs == 0 and config.negatives == "diagonal"
+    assert command[command.index("--system") + 1] == run_parity.LINEAGE[system]
+    if system == "sgr":  # SGRAF's opts.py: max of hinges and the Bi-GRU are on unless their flags are given
+        assert "max_violation" not in official and "bi_gru" not in official
+        assert config.model == "sgraf" and config.model_params["module"] == official["module_name"].lower()
+        assert int(official["sim_dim"]) == config.model_params["sim_dim"] == 16
+        assert int(official["sgr_step"]) == config.model_params["sgr_steps"]
+        assert config.model_params["n_regions"] == 12 and config.model_params["dropout"] == 0.4
+        return
+    assert official["max_violation"] is True and config.model == system
     if system == "scan":
         assert official["cross_attn"] == config.model_params["direction"] == "t2i"
         assert official["agg_func"] == "LogSumExp" and config.model_params["aggregation"] == "lse"
@@ -69,6 +80,8 @@ def test_data_names_and_result_folders(run_parity, monkeypatch) -> None:  # type
     assert (scan.data_name, scan.tag, scan.regions) == ("objects_r12", "scan", 12)
     vsepp = _parsed(run_parity, monkeypatch, "--system", "vsepp", "--regions", "12")
     assert vsepp.data_name == "scenes_r12_pooled"
+    sgr = _parsed(run_parity, monkeypatch, "--system", "sgr")
+    assert (sgr.data_name, sgr.tag, sgr.regions) == ("scenes_r12", "sgr", 12)
 
 
 def test_pooled_features_are_each_images_mean_region(run_parity, tmp_path) -> None:  # type: ignore[no-untyped-def]
