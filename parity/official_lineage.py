@@ -1,8 +1,9 @@
-"""Run the authors' VSE++ (fartashf/vsepp) or SCAN (kuanghuei/SCAN) training from a checkout on the CPU.
+"""Run the authors' VSE++ (fartashf/vsepp), SCAN (kuanghuei/SCAN) or GSMN (CrossmodalGroup/GSMN) training
+from a checkout on the CPU.
 
-Used by `run_parity.py --system vsepp|scan`; nothing of the authors' code is copied here. The checkout given
-as `--official` is imported from a temporary copy with `official_code.EDITS` (the Python 3 spelling of its
-Python 2 idioms) and patched at run time only:
+Used by `run_parity.py --system vsepp|scan|gsmn`; nothing of the authors' code is copied here. The checkout
+given as `--official` is imported from a temporary copy with `official_code.EDITS` (the Python 3 spelling of
+its Python 2 idioms) and patched at run time only:
 
 - `tensorboard_logger`, `imageio`, `cv2`, `torchtext` and the COCO API (imported, unused for precomputed
   features) are empty modules;
@@ -12,7 +13,8 @@ Python 2 idioms) and patched at run time only:
 - the dev split's fixed length of 5,000 captions (`PrecompDataset`) is the split's real length;
 - the batch ids reach `encode_data` as a list (NumPy 2 reads a tuple index as one index per axis);
 - VSE++'s vocabulary (a pickled `Vocabulary` in the released code) is the checkout's `Vocabulary` filled from
-  the dataset's `vocab.json` in its id order; SCAN reads that file as released (`deserialize_vocab`).
+  the dataset's `vocab.json` in its id order; SCAN and GSMN read that file as released (`deserialize_vocab`;
+  GSMN's loader reads the captions' ids from `_precaps_stan.txt` and only counts the vocabulary).
 
 The options are the checkout's own parser's (`train.py`'s `main` run up to `parse_args`) given the settings
 `run_parity.py` names on the command line after `--`. The run follows `train.py`'s `main` loop (learning-rate
@@ -50,12 +52,18 @@ from official_code import (
 )
 
 UNUSED = ("tensorboard_logger", "imageio", "cv2", "torchtext", *COCO_API)
+# per system: the model class of its train.py and the parts vse_ray's weights fill
+MODELS = {
+    "vsepp": ("VSE", ("img_enc", "txt_enc")),
+    "scan": ("SCAN", ("img_enc", "txt_enc")),
+    "gsmn": ("GSMN", ("img_enc", "txt_enc", "i2t_match_G", "t2i_match_G")),
+}
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--system", choices=("vsepp", "scan"), required=True)
-    parser.add_argument("--official", required=True, help="checkout of fartashf/vsepp or kuanghuei/SCAN")
+    parser.add_argument("--system", choices=tuple(MODELS), required=True)
+    parser.add_argument("--official", required=True, help="checkout of the system's code (MODELS)")
     parser.add_argument("--data", required=True, help="folder holding f30k_precomp/ (with its vocab.json)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -87,7 +95,7 @@ def build(args: argparse.Namespace) -> types.SimpleNamespace:
     ]  # fmt: skip
     opt = parsed_options(train)
     words = json.loads((Path(args.data) / "f30k_precomp" / "vocab.json").read_text())
-    if args.system == "scan":
+    if args.system != "vsepp":
         vocab = vocab_module.deserialize_vocab(str(Path(args.data) / "f30k_precomp" / "vocab.json"))
     else:
         vocab = vocab_module.Vocabulary()
@@ -97,12 +105,11 @@ def build(args: argparse.Namespace) -> types.SimpleNamespace:
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
     random.seed(args.seed)
-    if args.system == "scan":
+    if args.system != "vsepp":
         loaders = data.get_loaders(opt.data_name, vocab, opt.batch_size, opt.workers, opt)
-        model = train.SCAN(opt)
     else:
         loaders = data.get_loaders(opt.data_name, vocab, opt.crop_size, opt.batch_size, opt.workers, opt)
-        model = train.VSE(opt)
+    model = getattr(train, MODELS[args.system][0])(opt)
     if args.weights:
         weights = dict(np.load(args.weights))
         if args.weights_vocab:  # each word's row where the official vocabulary numbers it
@@ -117,14 +124,14 @@ def build(args: argparse.Namespace) -> types.SimpleNamespace:
 
 
 def load_vse_ray_weights(model: object, system: str, weights: dict[str, np.ndarray]) -> None:
-    """vse_ray's weights (by its names, `official_names`) into the official model's two encoders."""
+    """vse_ray's weights (by its names, `official_names`) into the official model's parts."""
     from vse_ray.models import official_names
 
-    names = {"vsepp": official_names.VSEPP, "scan": official_names.SCAN}[system]
-    for prefix in ("img_enc.", "txt_enc."):
-        part = getattr(model, prefix[:-1])
+    names = getattr(official_names, system.upper())
+    for prefix in MODELS[system][1]:
+        part = getattr(model, prefix)
         state = part.state_dict()
-        part.load_state_dict({n: torch.from_numpy(weights[str(names.ours(prefix + n))]) for n in state})
+        part.load_state_dict({n: torch.from_numpy(weights[str(names.ours(f"{prefix}.{n}"))]) for n in state})
 
 
 def train_epoch(run: types.SimpleNamespace, epoch: int) -> float:
@@ -137,7 +144,7 @@ def train_epoch(run: types.SimpleNamespace, epoch: int) -> float:
 def final_test_rsum(run: types.SimpleNamespace) -> float:
     """The released `validate` on the test split."""
     opt = run.opt
-    sizes = (opt.batch_size, 0) if run.system == "scan" else (opt.crop_size, opt.batch_size, 0)
+    sizes = (opt.batch_size, 0) if run.system != "vsepp" else (opt.crop_size, opt.batch_size, 0)
     test_loader = run.data.get_test_loader("test", opt.data_name, run.vocab, *sizes, opt)
     return float(run.train.validate(opt, test_loader, run.model))
 
