@@ -11,8 +11,10 @@ training step:
   not it sees one;
 - `patched_checkout`: a temporary copy of a checkout's Python files in which the Python 2 idioms that Python 3
   reads otherwise are replaced by their Python 3 spelling (`EDITS`: integer division, bytes captions,
-  `iteritems`, `loss.data[0]` of a 0-dim loss, NumPy's removed `np.int`, ...). Each edit must match the
-  file, so a checkout at another commit fails in one line instead of running other code.
+  `iteritems`, `loss.data[0]` of a 0-dim loss, NumPy's removed `np.int`, ...), and GSMN's loader reads its
+  object array of image sizes with pickle allowed (NumPy's default since 1.16.3) and any number of regions
+  (it asserts 36). Each edit must match the file, so a checkout at another commit fails in one line instead
+  of running other code.
 
 `parsed_options` reads a script's options from its own parser, which the VSE++ lineage builds inside `main`.
 """
@@ -76,6 +78,20 @@ EDITS: dict[str, Edits] = {
             ("bidirectional=opt.bidirectional", "bidirectional=bool(opt.bidirectional)"),  # nn.GRU: no int
         ],
         "evaluation.py": [*_ITERITEMS, ("npts = images.shape[0] / 5", "npts = images.shape[0] // 5")],
+    },
+    "gsmn": {
+        "data.py": [
+            ("img_id = index / self.im_div", "img_id = index // self.im_div"),
+            ("caption.split(',')", "caption.split(b',')"),
+            ("caps = map(int, caps)", "caps = list(map(int, caps))"),
+            # NumPy reads the released object array of image sizes only with pickle allowed (since 1.16.3)
+            ("'%s_ims_size.npy' % data_split)", "'%s_ims_size.npy' % data_split, allow_pickle=True)"),
+            # the released loader takes 36 regions an image only; the parity runs read fewer, each boxed
+            ("assert k == 36", "assert k == len(bboxes)"),
+        ],
+        "model.py": [("size(2) / 2", "size(2) // 2")],  # averaging the Bi-GRU's two directions
+        "graph_model.py": [("dtype=np.int)", "dtype=int)")],
+        "evaluation.py": [*_ITERITEMS, (") / shard_size", ") // shard_size")],
     },
     "cvse": {"util/util_C_GCN.py": [("np.identity(num_classes, np.int)", "np.identity(num_classes, int)")]},
 }

@@ -1,8 +1,9 @@
-"""Run the authors' VSE++ (fartashf/vsepp), SCAN (kuanghuei/SCAN) or SGRAF training from a checkout, on CPU.
+"""Run the authors' VSE++, SCAN, SGRAF or GSMN training from a checkout, on the CPU.
 
-Used by `run_parity.py --system vsepp|scan|sgr` (SGRAF: Paranioar/SGRAF, `--system sgraf` here); nothing of
-the authors' code is copied here. The checkout given as `--official` is imported from a temporary copy with
-`official_code.EDITS` (the Python 3 spelling of its Python 2 idioms) and patched at run time only:
+Used by `run_parity.py --system vsepp|scan|sgr|gsmn` (fartashf/vsepp, kuanghuei/SCAN, Paranioar/SGRAF as
+`--system sgraf` here, CrossmodalGroup/GSMN); nothing of the authors' code is copied here. The checkout
+given as `--official` is imported from a temporary copy with `official_code.EDITS` (the Python 3 spelling of
+its Python 2 idioms) and patched at run time only:
 
 - `tensorboard_logger`, `imageio`, `cv2`, `torchtext` and the COCO API (imported, unused for precomputed
   features) are empty modules;
@@ -12,7 +13,8 @@ the authors' code is copied here. The checkout given as `--official` is imported
 - the dev split's fixed length of 5,000 captions (`PrecompDataset`) is the split's real length;
 - the batch ids reach `encode_data` as a list (NumPy 2 reads a tuple index as one index per axis);
 - VSE++'s vocabulary (a pickled `Vocabulary` in the released code) is the checkout's `Vocabulary` filled from
-  the dataset's `vocab.json` in its id order; SCAN and SGRAF read that file as released (`deserialize_vocab`);
+  the dataset's `vocab.json` in its id order; SCAN, SGRAF and GSMN read that file as released
+  (`deserialize_vocab`; GSMN's loader reads the captions' ids from `_precaps_stan.txt` and only counts it);
 - SGRAF's visual self-attention has one batch-norm channel per region of the data (released: 36, written into
   `EncoderSimilarity`; `norm_per_region`); a batch norm draws no random numbers, so the start is the same.
 
@@ -52,20 +54,20 @@ from official_code import (
 )
 
 UNUSED = ("tensorboard_logger", "imageio", "cv2", "torchtext", *COCO_API)
-# The parts of each official model that its checkpoints store (`official_names`' prefixes)
-PARTS = {
-    "vsepp": ("img_enc", "txt_enc"),
-    "scan": ("img_enc", "txt_enc"),
-    "sgraf": ("img_enc", "txt_enc", "sim_enc"),
+# Per system: the model class of its train.py and the parts its checkpoints store, which vse_ray's weights
+# fill (`official_names`' prefixes)
+MODELS = {
+    "vsepp": ("VSE", ("img_enc", "txt_enc")),
+    "scan": ("SCAN", ("img_enc", "txt_enc")),
+    "sgraf": ("SGRAF", ("img_enc", "txt_enc", "sim_enc")),
+    "gsmn": ("GSMN", ("img_enc", "txt_enc", "i2t_match_G", "t2i_match_G")),
 }
 
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--system", choices=tuple(PARTS), required=True)
-    parser.add_argument(
-        "--official", required=True, help="checkout of fartashf/vsepp, kuanghuei/SCAN or SGRAF"
-    )
+    parser.add_argument("--system", choices=tuple(MODELS), required=True)
+    parser.add_argument("--official", required=True, help="checkout of the system's code (the docstring)")
     parser.add_argument("--data", required=True, help="folder holding f30k_precomp/ (with its vocab.json)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -109,12 +111,11 @@ def build(args: argparse.Namespace) -> types.SimpleNamespace:
     random.seed(args.seed)
     if args.system != "vsepp":
         loaders = data.get_loaders(opt.data_name, vocab, opt.batch_size, opt.workers, opt)
-        model = train.SCAN(opt) if args.system == "scan" else train.SGRAF(opt)
-        if args.system == "sgraf":
-            norm_per_region(model, np.load(Path(args.data) / "f30k_precomp" / "train_ims.npy", mmap_mode="r"))
     else:
         loaders = data.get_loaders(opt.data_name, vocab, opt.crop_size, opt.batch_size, opt.workers, opt)
-        model = train.VSE(opt)
+    model = getattr(train, MODELS[args.system][0])(opt)
+    if args.system == "sgraf":
+        norm_per_region(model, np.load(Path(args.data) / "f30k_precomp" / "train_ims.npy", mmap_mode="r"))
     if args.weights:
         weights = dict(np.load(args.weights))
         if args.weights_vocab:  # each word's row where the official vocabulary numbers it
@@ -139,13 +140,11 @@ def norm_per_region(model: object, train_ims: np.ndarray) -> None:
 
 
 def load_vse_ray_weights(model: object, system: str, weights: dict[str, np.ndarray]) -> None:
-    """vse_ray's weights (by its names, `official_names`) into the official model's parts (`PARTS`)."""
+    """vse_ray's weights (by its names, `official_names`) into the official model's parts (`MODELS`)."""
     from vse_ray.models import official_names
 
-    names = {"vsepp": official_names.VSEPP, "scan": official_names.SCAN, "sgraf": official_names.SGRAF}[
-        system
-    ]
-    for name in PARTS[system]:
+    names = getattr(official_names, system.upper())
+    for name in MODELS[system][1]:
         part = getattr(model, name)
         state = part.state_dict()
         part.load_state_dict({n: torch.from_numpy(weights[str(names.ours(f"{name}.{n}"))]) for n in state})

@@ -1,10 +1,11 @@
 """Run parity: whole runs of vse_ray against the authors' code, seed for seed, on one dataset.
 
 `--system` names the model and its official code: VSE∞ BiGRU (woodfrog/vse_infty, branch ``bigru``; the
-default), VSE++ (fartashf/vsepp), SCAN (kuanghuei/SCAN) or SGRAF's SGR (Paranioar/SGRAF). Both sides train
-on the same precomp folder (`make_region_dataset.py`, `make_objects_dataset.py`; VSE++ reads each image's
-regions averaged into one pooled feature), with the settings both codes express; validation rsum after every
-epoch, test rsum of the last epoch's model, no learning-rate decay within the run.
+default), VSE++ (fartashf/vsepp), SCAN (kuanghuei/SCAN), SGRAF's SGR (Paranioar/SGRAF) or GSMN
+(CrossmodalGroup/GSMN). Both sides train on the same precomp folder (`make_region_dataset.py`,
+`make_objects_dataset.py`; VSE++ reads each image's regions averaged into one pooled feature, GSMN the regions
+with the boxes and caption graphs of `gsmn_files.py`), with the settings both codes express; validation rsum
+after every epoch, test rsum of the last epoch's model, no learning-rate decay within the run.
 
 - VSE∞ (`official_vse_inf.py`): batch 128, lr 5e-4, embedding 256, word embedding 300, margin 0.2, clip 2, one
   VSE0 warm-up epoch then VSE++, region drop 0.2, same-image captions as negatives (`negatives: diagonal`).
@@ -22,6 +23,11 @@ epoch, test rsum of the last epoch's model, no learning-rate decay within the ru
 - SGRAF SGR (`official_lineage.py`): the settings of `recipes/sgraf_sgr_f30k.yaml`: the SGR module of 3
   reasoning steps, Bi-GRU, max of hinges (margin 0.2), Adam at 2e-4, decay every 30 epochs, batch 128, word
   embedding 300, clip 2, dropout 0.4; the joint space `--embed-dim`, the similarity vectors `--sim-dim`.
+- GSMN (`official_lineage.py`): the settings of `recipes/gsmn_sparse_f30k.yaml`: the sparse model (the
+  textual graph over the caption's dependency edges), λ_softmax 20, Bi-GRU, `num_block` 16, `hid_dim` 32,
+  8 kernels, max of hinges (margin 0.2), Adam at 2e-4, decay every 15 epochs, batch 64, word embedding 300,
+  clip 2; the joint space `--embed-dim`. vse_ray reads the folder `vse-ray gsmn-data` writes from GSMN's
+  files (box columns, `graphs.json`).
 
 The official side runs its runner on a checkout given as `--official`; vse_ray's side runs `run_training`
 (the engine `vse-ray train` runs in each worker) in a process per seed on the folder `vse-ray precompute
@@ -61,19 +67,26 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from gsmn_files import write_gsmn_folder
 from scipy import stats
+
+from vse_ray.official.gsmn_data import GRAPH_FILE
 
 HERE = Path(__file__).resolve().parent
 SIDES = ("official", "vse_ray")
-# Per system: the report's name, its regions per image by default and whether it reads them pooled (VSE++)
+# Per system: the report's name, its regions per image by default and the suffix of the folder it reads
+# (READERS: VSE++ the regions pooled, GSMN with boxes and caption graphs; none: the regions as made)
 SYSTEMS = {
-    "vse_inf": ("VSE∞ BiGRU", 36, False),
-    "vsepp": ("VSE++", 36, True),
-    "scan": ("SCAN t2i LogSumExp", 12, False),
-    "sgr": ("SGRAF SGR", 12, False),
+    "vse_inf": ("VSE∞ BiGRU", 36, ""),
+    "vsepp": ("VSE++", 36, "_pooled"),
+    "scan": ("SCAN t2i LogSumExp", 12, ""),
+    "sgr": ("SGRAF SGR", 12, ""),
+    "gsmn": ("GSMN sparse", 12, "_gsmn"),
 }
 # The official runner's name of each system of `official_lineage.py`
-LINEAGE = {"vsepp": "vsepp", "scan": "scan", "sgr": "sgraf"}
+LINEAGE = {"vsepp": "vsepp", "scan": "scan", "sgr": "sgraf", "gsmn": "gsmn"}
+BATCH = {"vse_inf": 128, "vsepp": 128, "scan": 128, "sgr": 128, "gsmn": 64}  # the recipes' batch sizes
+GSMN_SIZES = {"num_block": 16, "hid_dim": 32}  # the graphs' sizes (GSMN's defaults); 8 kernels (fixed there)
 # Datasets of different kinds (name: maker script and its options), each made once under `--out`.
 DATASETS = {
     # rendered-scene attributes in every signal region, captions of five attributes, width 256
@@ -98,14 +111,14 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--settings", choices=("adam", "released"), default="adam", help="VSE∞ only")
     parser.add_argument("--dataset", choices=sorted(DATASETS), default="scenes", help="see DATASETS")
     parser.add_argument("--regions", type=int, help="regions per image (default: the system's, SYSTEMS)")
-    parser.add_argument("--embed-dim", type=int, default=256, help="joint space of VSE++, SCAN and SGRAF")
+    parser.add_argument("--embed-dim", type=int, default=256, help="joint space (VSE++, SCAN, SGRAF, GSMN)")
     parser.add_argument("--sim-dim", type=int, default=64, help="SGRAF's similarity vectors (released: 256)")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each)")
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES))
     args = parser.parse_args()
     args.regions = args.regions or SYSTEMS[args.system][1]
     args.data_name = args.dataset + ("" if args.regions == 36 else f"_r{args.regions}")
-    args.data_name += "_pooled" if SYSTEMS[args.system][2] else ""
+    args.data_name += SYSTEMS[args.system][2]
     args.tag = args.settings if args.system == "vse_inf" else args.system  # the results' folder
     return args
 
@@ -113,15 +126,16 @@ def parse_args() -> argparse.Namespace:
 def make_data(out: Path, args: argparse.Namespace) -> tuple[Path, Path]:
     """The precomp folder (`args.data_name`; the official codes read it as `<official>/precomp` and
     `<official>/f30k_precomp`, with its vocabulary file) and vse_ray's folder, precomputed from the same files
-    as a new user would: `precompute --dataset precomp`, vse_ray's own vocabulary."""
-    regions = out / args.data_name.removesuffix("_pooled")
+    as a new user would: `precompute --dataset precomp`, vse_ray's own vocabulary (GSMN: from the folder
+    `gsmn-data` writes, `vse_ray_graph_folder`)."""
+    regions = out / args.data_name.removesuffix(SYSTEMS[args.system][2])
     if not (regions / "vocab.json").exists():
         script, options = DATASETS[args.dataset]
         maker = [sys.executable, str(HERE / script), "--out", str(regions), "--regions", str(args.regions)]
         subprocess.run([*maker, *options], check=True)
     precomp = out / args.data_name
     if precomp != regions:
-        pool_regions(regions, precomp)
+        READERS[SYSTEMS[args.system][2]](regions, precomp)
     official = out / f"official_{args.data_name}"
     (official / "precomp").mkdir(parents=True, exist_ok=True)
     if not (official / "f30k_precomp").exists():
@@ -133,10 +147,16 @@ def make_data(out: Path, args: argparse.Namespace) -> tuple[Path, Path]:
     if not (official / "vocab.json").exists():
         (official / "vocab.json").symlink_to(precomp / "vocab.json")
     store = out / f"vse_ray_{args.data_name}"
+    source = precomp
+    if args.system == "gsmn":
+        source = vse_ray_graph_folder(out, args)
+        if not (source / GRAPH_FILE).exists():
+            gsmn_data = ["--precomp-dir", str(precomp), "--out", str(source)]
+            subprocess.run(["vse-ray", "gsmn-data", *gsmn_data], check=True)
     if not (store / "manifest.json").exists():
         subprocess.run(
             [
-                *("vse-ray", "precompute", "--dataset", "precomp", "--precomp-dir", str(precomp)),
+                *("vse-ray", "precompute", "--dataset", "precomp", "--precomp-dir", str(source)),
                 *("--relevance", "svd", "--out", str(store)),
             ],
             check=True,
@@ -155,6 +175,14 @@ def pool_regions(regions: Path, pooled: Path) -> None:
             (pooled / f"{split}_caps.txt").symlink_to(regions / f"{split}_caps.txt")
     if not (pooled / "vocab.json").exists():
         (pooled / "vocab.json").symlink_to(regions / "vocab.json")
+
+
+READERS = {"_pooled": pool_regions, "_gsmn": write_gsmn_folder}
+
+
+def vse_ray_graph_folder(out: Path, args: argparse.Namespace) -> Path:
+    """GSMN's folder as `vse-ray gsmn-data` rewrites it: regions with box columns, and `graphs.json`."""
+    return out / f"{args.data_name}_vse_ray"
 
 
 VSE_RAY_RUN = """
@@ -193,7 +221,7 @@ def vse_ray_config(store: Path, out: Path, seed: int, args: argparse.Namespace) 
         "loss": "vsepp",
         "loss_params": {"margin": 0.2},
         "epochs": args.epochs,
-        "batch_size": 128,
+        "batch_size": BATCH[args.system],
         "grad_clip": 2.0,
         "negatives": "diagonal",
         "word_dim": 300,
@@ -215,6 +243,10 @@ def vse_ray_config(store: Path, out: Path, seed: int, args: argparse.Namespace) 
             "dropout": 0.4,
         }
         return {**common, "model": "sgraf", "model_params": sgr, "lr": 2e-4, "lr_update": 30}
+    if args.system == "gsmn":
+        graphs = str(vse_ray_graph_folder(out, args) / GRAPH_FILE)
+        gsmn = {"sparse": True, "graph_path": graphs, "lambda_softmax": 20.0, "n_kernels": 8, **GSMN_SIZES}
+        return {**common, "model": "gsmn", "model_params": gsmn, "lr": 2e-4, "lr_update": 15}
     released = args.settings == "released"
     return {
         "data_dir": str(store),
@@ -226,7 +258,7 @@ def vse_ray_config(store: Path, out: Path, seed: int, args: argparse.Namespace) 
         "warmup_params": {"margin": 0.2},
         "warmup_epochs": 1,
         "epochs": args.epochs,
-        "batch_size": 128,
+        "batch_size": BATCH[args.system],
         "optimizer": "adamw" if released else "adam",
         "weight_decay": 0.01 if released else 0.0,
         "lr": 5e-4,
@@ -252,7 +284,8 @@ def official_command(official: Path, seed: int, args: argparse.Namespace) -> lis
         ]
     dim = np.load(official / "f30k_precomp" / "train_ims.npy", mmap_mode="r").shape[-1]
     common = [
-        *("--batch_size", "128", "--num_epochs", str(args.epochs), "--margin", "0.2", "--grad_clip", "2"),
+        *("--batch_size", str(BATCH[args.system]), "--num_epochs", str(args.epochs), "--margin", "0.2"),
+        *("--grad_clip", "2"),
         *("--word_dim", "300", "--embed_size", str(args.embed_dim), "--img_dim", str(dim)),
     ]
     settings = {
@@ -267,6 +300,11 @@ def official_command(official: Path, seed: int, args: argparse.Namespace) -> lis
         "sgr": [
             *("--learning_rate", "2e-4", "--lr_update", "30", "--module_name", "SGR"),
             *("--sim_dim", str(args.sim_dim), "--sgr_step", "3"),
+        ],
+        "gsmn": [
+            *("--learning_rate", "2e-4", "--lr_update", "15", "--max_violation", "--bi_gru", "--is_sparse"),
+            *("--lambda_softmax", "20", "--feat_dim", str(GSMN_SIZES["num_block"])),
+            *("--num_block", str(GSMN_SIZES["num_block"]), "--hid_dim", str(GSMN_SIZES["hid_dim"])),
         ],
     }
     return [
@@ -283,6 +321,7 @@ def run_one(side: str, seed: int, args: argparse.Namespace, official: Path, stor
     result = out / args.data_name / args.tag / f"{side}_s{seed}.json"
     if result.exists():
         return json.loads(result.read_text())
+    result.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     if side == "official":
         cmd = official_command(official, seed, args)
@@ -299,7 +338,6 @@ def run_one(side: str, seed: int, args: argparse.Namespace, official: Path, stor
         "cpu_s": _children_cpu() - cpu,
         "load": [load, os.getloadavg()[0]],
     }
-    result.parent.mkdir(parents=True, exist_ok=True)
     result.write_text(json.dumps(record))
     print(f"{side} seed {seed}: test rsum {record['test_rsum']:.1f}", flush=True)
     return record

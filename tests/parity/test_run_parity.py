@@ -1,15 +1,19 @@
-"""`parity/run_parity.py`: both sides of a run get the same settings (VSE++, SCAN, SGRAF SGR); VSE++ reads
-pooled regions."""
+"""`parity/run_parity.py`: both sides of a run get the same settings (VSE++, SCAN, SGRAF SGR, GSMN); VSE++
+reads pooled regions, GSMN the regions with `gsmn_files.py`'s boxes and caption graphs, which vse_ray's
+`gsmn-data` reads as GSMN's own."""
 
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from vse_ray.models.gsmn import governors
+from vse_ray.official.gsmn_data import write_gsmn_data
 from vse_ray.train.config import TrainConfig
 
 PARITY = Path(__file__).resolve().parents[2] / "parity"
@@ -29,7 +33,7 @@ def _parsed(run_parity, monkeypatch, *argv: str):  # type: ignore[no-untyped-def
     return run_parity.parse_args()
 
 
-@pytest.mark.parametrize("system", ["vsepp", "scan", "sgr"])
+@pytest.mark.parametrize("system", ["vsepp", "scan", "sgr", "gsmn"])
 def test_both_sides_of_a_system_get_the_same_settings(run_parity, monkeypatch, tmp_path, system) -> None:  # type: ignore[no-untyped-def]
     args = _parsed(
         run_parity, monkeypatch, "--system", system, "--epochs", "3", "--embed-dim", "64", "--sim-dim", "16"
@@ -71,6 +75,15 @@ def test_both_sides_of_a_system_get_the_same_settings(run_parity, monkeypatch, t
         assert float(official["lambda_lse"]) == config.model_params["lambda_lse"]
         assert float(official["lambda_softmax"]) == config.model_params["lambda_softmax"]
         assert official["bi_gru"] is True
+    if system == "gsmn":
+        assert official["is_sparse"] is True and config.model_params["sparse"] is True
+        assert config.model_params["graph_path"] == str(tmp_path / "scenes_r12_gsmn_vse_ray" / "graphs.json")
+        assert float(official["lambda_softmax"]) == config.model_params["lambda_softmax"] == 20
+        assert official["bi_gru"] is True and config.batch_size == 64
+        for name in ("num_block", "hid_dim"):
+            assert int(official[name]) == config.model_params[name]
+        assert int(official["feat_dim"]) == config.model_params["num_block"]
+        assert config.model_params["n_kernels"] == 8
 
 
 def test_data_names_and_result_folders(run_parity, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -82,6 +95,8 @@ def test_data_names_and_result_folders(run_parity, monkeypatch) -> None:  # type
     assert vsepp.data_name == "scenes_r12_pooled"
     sgr = _parsed(run_parity, monkeypatch, "--system", "sgr")
     assert (sgr.data_name, sgr.tag, sgr.regions) == ("scenes_r12", "sgr", 12)
+    gsmn = _parsed(run_parity, monkeypatch, "--system", "gsmn", "--dataset", "objects")
+    assert (gsmn.data_name, gsmn.tag, gsmn.regions) == ("objects_r12_gsmn", "gsmn", 12)
 
 
 def test_pooled_features_are_each_images_mean_region(run_parity, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -99,3 +114,32 @@ def test_pooled_features_are_each_images_mean_region(run_parity, tmp_path) -> No
         np.testing.assert_allclose(np.load(pooled / f"{split}_ims.npy"), ims[split].mean(1), rtol=1e-6)
         assert (pooled / f"{split}_caps.txt").read_text() == "a b\n" * 15
     assert (pooled / "vocab.json").read_text() == "{}"
+
+
+def test_gsmn_files_read_by_vse_ray_as_gsmns_own(run_parity, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The grid boxes reach vse_ray's box columns unchanged (image size 1); each word's governor is the next
+    word, the last word the root; the official caption ids are `<start>`, the words (`<unk>` if unknown),
+    `<end>`."""
+    import gsmn_files
+
+    regions, gsmn, boxed = tmp_path / "regions", tmp_path / "gsmn", tmp_path / "boxed"
+    regions.mkdir()
+    words = ["<pad>", "<start>", "<end>", "<unk>", "a", "red", "ball"]
+    word2idx = {w: i for i, w in enumerate(words)}
+    (regions / "vocab.json").write_text(json.dumps({"word2idx": word2idx}))
+    captions = ["a red ball", "a blue ball", "ball", "red ball", "a ball"] * 2
+    for split in ("train", "dev", "test"):
+        np.save(regions / f"{split}_ims.npy", np.ones((2, 6, 3), np.float32))
+        (regions / f"{split}_caps.txt").write_text("\n".join(captions) + "\n")
+    gsmn_files.write_gsmn_folder(regions, gsmn)
+    assert (gsmn / "dev_precaps_stan.txt").read_text().splitlines()[:2] == ["1,4,5,6,2", "1,4,3,6,2"]
+    write_gsmn_data(gsmn, boxed)
+    ims = np.load(boxed / "test_ims.npy")
+    assert ims.shape == (2, 6, 7)
+    np.testing.assert_array_equal(ims[1, :, 3:], gsmn_files.grid_boxes(6))
+    boxes = gsmn_files.grid_boxes(6)
+    assert len({tuple(c) for c in boxes[:, :2]}) == 6 and boxes.min() >= 0 and boxes.max() <= 1
+    graphs = json.loads((boxed / "graphs.json").read_text())
+    # positions: 0 <start>, words 1..3, 4 <end>; the root (word 3) has no governor
+    assert governors(graphs["a red ball"], 5).tolist() == [-1, 2, 3, -1, -1]
+    assert governors(graphs["ball"], 3).tolist() == [-1, -1, -1]
