@@ -35,6 +35,8 @@ import torch
 Edits = dict[str, list[tuple[str, str]]]  # file in the checkout -> (text, its replacement), in order
 # fartashf/vsepp's data.py imports the COCO API for its raw-image loaders, unused for precomputed features
 COCO_API = ("pycocotools", "pycocotools.coco")
+# VSRN's model.py imports its CIDER-D scorer (for the self-critical reward, unused in its training)
+CIDER = ("pyciderevalcap", "pyciderevalcap.ciderD", "pyciderevalcap.ciderD.ciderD")
 
 _DATA_PY2 = [  # the precomp loaders of the VSE++ lineage (VSE++, SCAN, SGRAF, VSRN)
     ("img_id = index/self.im_div", "img_id = index//self.im_div"),
@@ -125,10 +127,11 @@ def no_cuda() -> None:
     torch.cuda.synchronize = lambda *a, **k: None
 
 
-def real_lengths_and_listed_ids(module: types.ModuleType, dataset: str) -> None:
+def real_lengths_and_listed_ids(module: types.ModuleType, dataset: str, ids_at: int = -1) -> None:
     """The released precomputed-feature loader of `module` as these runs need it: the dataset class
     `dataset` has its split's real length (the released dev split claims a fixed 5,000 captions), and
-    `module.collate_fn` gives the batch ids as a list (NumPy 2 reads a tuple index as one index per axis)."""
+    `module.collate_fn` gives the batch ids (its item `ids_at`) as a list (NumPy 2 reads a tuple index as one
+    index per axis)."""
     cls = getattr(module, dataset)
     dataset_init, collate = cls.__init__, module.collate_fn
 
@@ -137,8 +140,9 @@ def real_lengths_and_listed_ids(module: types.ModuleType, dataset: str) -> None:
         self.length = len(self.captions)
 
     def listed_ids(batch):  # type: ignore[no-untyped-def]
-        *rest, ids = collate(batch)
-        return (*rest, list(ids))
+        items = list(collate(batch))
+        items[ids_at] = list(items[ids_at])
+        return tuple(items)
 
     cls.__init__ = real_length
     module.collate_fn = listed_ids

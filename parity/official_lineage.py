@@ -1,19 +1,20 @@
-"""Run the authors' VSE++, SCAN, SGRAF or GSMN training from a checkout, on the CPU.
+"""Run the authors' VSE++, SCAN, SGRAF, GSMN or VSRN training from a checkout, on the CPU.
 
-Used by `run_parity.py --system vsepp|scan|sgr|gsmn` (fartashf/vsepp, kuanghuei/SCAN, Paranioar/SGRAF as
-`--system sgraf` here, CrossmodalGroup/GSMN); nothing of the authors' code is copied here. The checkout
-given as `--official` is imported from a temporary copy with `official_code.EDITS` (the Python 3 spelling of
-its Python 2 idioms) and patched at run time only:
+Used by `run_parity.py --system vsepp|scan|sgr|gsmn|vsrn` (fartashf/vsepp, kuanghuei/SCAN, Paranioar/SGRAF
+as `--system sgraf` here, CrossmodalGroup/GSMN, KunpengLi1994/VSRN); nothing of the authors' code is copied
+here. The checkout given as `--official` is imported from a temporary copy with `official_code.EDITS` (the
+Python 3 spelling of its Python 2 idioms) and patched at run time only:
 
-- `tensorboard_logger`, `imageio`, `cv2`, `torchtext` and the COCO API (imported, unused for precomputed
-  features) are empty modules;
+- `tensorboard_logger`, `imageio`, `cv2`, `torchtext`, the COCO API (imported, unused for precomputed
+  features) and VSRN's CIDEr-D scorer (imported for a self-critical reward its training never computes) are
+  empty modules;
 - `nltk.tokenize.word_tokenize` is `str.split`: the captions of the parity datasets are lower-case words
   without punctuation, which the two tokenise alike (nltk's punkt data is not needed);
 - `torch.Tensor.cuda` is a no-op; the loaders run in-process (the released loaders start none);
 - the dev split's fixed length of 5,000 captions (`PrecompDataset`) is the split's real length;
 - the batch ids reach `encode_data` as a list (NumPy 2 reads a tuple index as one index per axis);
-- VSE++'s vocabulary (a pickled `Vocabulary` in the released code) is the checkout's `Vocabulary` filled from
-  the dataset's `vocab.json` in its id order; SCAN, SGRAF and GSMN read that file as released
+- VSE++'s and VSRN's vocabulary (a pickled `Vocabulary` in the released code) is the checkout's `Vocabulary`
+  filled from the dataset's `vocab.json` in its id order; SCAN, SGRAF and GSMN read that file as released
   (`deserialize_vocab`; GSMN's loader reads the captions' ids from `_precaps_stan.txt` and only counts it);
 - SGRAF's visual self-attention has one batch-norm channel per region of the data (released: 36, written into
   `EncoderSimilarity`; `norm_per_region`); a batch norm draws no random numbers, so the start is the same.
@@ -23,7 +24,10 @@ parses in `opts.parse_opt`) given the settings `run_parity.py` names on the comm
 follows `train.py`'s `main` loop (learning-rate schedule, train with its in-epoch validation every `val_step`
 steps, validate), seeded with `--seed` (torch, NumPy and `random`, right before the loaders and the model are
 built; the released scripts seed nothing), and prints one JSON line: validation rsum per epoch and the last
-epoch's test rsum (the released `validate` on the test split). With `--weights`, the model starts from a
+epoch's test rsum (the released `validate` on the test split). VSRN's `validate` returns R@1 + R@5 of both
+directions (its snapshot selection); its rsum here is the sum of the six recalls its `i2t` and `t2i` compute
+on the embeddings of its `encode_data`, as the others'. VSRN's optimiser is the released one: it lists the
+caption decoder's parameters twice (updated twice a step). With `--weights`, the model starts from a
 vse_ray run's weights instead (with `--weights-vocab`, vse_ray's vocabulary file, each word's embedding row
 moves to its official id); with `--num_epochs 0` too, the record is the official validation (`val_rsum`, one
 value) and test rsum of that run's model, to compare with vse_ray's own evaluation of it.
@@ -45,6 +49,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from official_code import (
+    CIDER,
     COCO_API,
     no_cuda,
     parsed_options,
@@ -61,7 +66,9 @@ MODELS = {
     "scan": ("SCAN", ("img_enc", "txt_enc")),
     "sgraf": ("SGRAF", ("img_enc", "txt_enc", "sim_enc")),
     "gsmn": ("GSMN", ("img_enc", "txt_enc", "i2t_match_G", "t2i_match_G")),
+    "vsrn": ("VSRN", ("img_enc", "txt_enc")),
 }
+VSE_DATA = ("vsepp", "vsrn")  # VSE++'s loader signature (with a crop size) and pickled vocabulary
 
 
 def parse_args() -> argparse.Namespace:
@@ -86,20 +93,20 @@ def build(args: argparse.Namespace) -> types.SimpleNamespace:
     docstring says."""
     code = patched_checkout(Path(args.official), args.system)
     sys.path.insert(0, str(code))
-    stub_modules(UNUSED)
+    stub_modules(UNUSED + CIDER)
     import nltk
 
     nltk.tokenize.word_tokenize = str.split
     no_cuda()
     data, train, vocab_module = (importlib.import_module(n) for n in ("data", "train", "vocab"))
-    real_lengths_and_listed_ids(data, "PrecompDataset")
+    real_lengths_and_listed_ids(data, "PrecompDataset", ids_at=3 if args.system == "vsrn" else -1)
     sys.argv = [
         "train.py", "--data_path", args.data, "--data_name", "f30k_precomp", "--vocab_path", args.data,
         "--workers", "0", "--log_step", "1000000000", *args.options,
     ]  # fmt: skip
     opt = parsed_options(train)
     words = json.loads((Path(args.data) / "f30k_precomp" / "vocab.json").read_text())
-    if args.system != "vsepp":
+    if args.system not in VSE_DATA:
         vocab = vocab_module.deserialize_vocab(str(Path(args.data) / "f30k_precomp" / "vocab.json"))
     else:
         vocab = vocab_module.Vocabulary()
@@ -109,7 +116,7 @@ def build(args: argparse.Namespace) -> types.SimpleNamespace:
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
     random.seed(args.seed)
-    if args.system != "vsepp":
+    if args.system not in VSE_DATA:
         loaders = data.get_loaders(opt.data_name, vocab, opt.batch_size, opt.workers, opt)
     else:
         loaders = data.get_loaders(opt.data_name, vocab, opt.crop_size, opt.batch_size, opt.workers, opt)
@@ -140,29 +147,41 @@ def norm_per_region(model: object, train_ims: np.ndarray) -> None:
 
 
 def load_vse_ray_weights(model: object, system: str, weights: dict[str, np.ndarray]) -> None:
-    """vse_ray's weights (by its names, `official_names`) into the official model's parts (`MODELS`)."""
+    """vse_ray's weights (by its names, `official_names`) into the official model's parts (`MODELS`), each in
+    the official tensor's shape (VSRN's reasoning layers are 1×1 convolutions where vse_ray has linears)."""
     from vse_ray.models import official_names
 
     names = getattr(official_names, system.upper())
     for name in MODELS[system][1]:
         part = getattr(model, name)
         state = part.state_dict()
-        part.load_state_dict({n: torch.from_numpy(weights[str(names.ours(f"{name}.{n}"))]) for n in state})
+        ours = {n: weights[str(names.ours(f"{name}.{n}"))] for n in state}
+        part.load_state_dict({n: torch.from_numpy(v.reshape(state[n].shape)) for n, v in ours.items()})
 
 
 def train_epoch(run: types.SimpleNamespace, epoch: int) -> float:
     """`train.py`'s `main` loop for one (0-based) epoch: schedule, train, validate; the validation rsum."""
     run.train.adjust_learning_rate(run.opt, run.model.optimizer, epoch)
-    run.train.train(run.opt, run.train_loader, run.model, epoch, run.val_loader)
-    return float(run.train.validate(run.opt, run.val_loader, run.model))
+    best = (0.0,) if run.system == "vsrn" else ()  # VSRN's `train` keeps the best score of its validations
+    run.train.train(run.opt, run.train_loader, run.model, epoch, run.val_loader, *best)
+    return rsum(run, run.val_loader)
+
+
+def rsum(run: types.SimpleNamespace, loader: object) -> float:
+    """The released `validate`'s rsum on `loader`'s split (VSRN's: its six recalls, the module docstring)."""
+    if run.system != "vsrn":
+        return float(run.train.validate(run.opt, loader, run.model))
+    images, captions = run.train.encode_data(run.model, loader, run.opt.log_step, lambda *_: None)
+    recalls = (run.train.i2t, run.train.t2i)
+    return float(sum(sum(f(images, captions, measure=run.opt.measure)[:3]) for f in recalls))
 
 
 def final_test_rsum(run: types.SimpleNamespace) -> float:
-    """The released `validate` on the test split."""
+    """The released `validate`'s rsum on the test split."""
     opt = run.opt
-    sizes = (opt.crop_size, opt.batch_size, 0) if run.system == "vsepp" else (opt.batch_size, 0)
+    sizes = (opt.crop_size, opt.batch_size, 0) if run.system in VSE_DATA else (opt.batch_size, 0)
     test_loader = run.data.get_test_loader("test", opt.data_name, run.vocab, *sizes, opt)
-    return float(run.train.validate(opt, test_loader, run.model))
+    return rsum(run, test_loader)
 
 
 def main() -> None:
@@ -170,7 +189,7 @@ def main() -> None:
     run = build(args)
     val_rsum = [train_epoch(run, epoch) for epoch in range(run.opt.num_epochs)]
     if not val_rsum:  # no epochs: the starting model's validation rsum
-        val_rsum = [float(run.train.validate(run.opt, run.val_loader, run.model))]
+        val_rsum = [rsum(run, run.val_loader)]
     record = {"seed": args.seed, "val_rsum": val_rsum, "test_rsum": final_test_rsum(run)}
     print(json.dumps(record), flush=True)
 

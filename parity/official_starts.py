@@ -31,12 +31,11 @@ from typing import Any
 
 import numpy as np
 import torch
-from official_code import no_cuda, parsed_options, patched_checkout, stub_modules
+from official_code import CIDER, no_cuda, parsed_options, patched_checkout, stub_modules
 
 IMG, EMBED, WORD, VOCAB = 12, 16, 10, 20
 CVSE_VOCAB, CVSE_CONCEPTS = 31, 8
 UNUSED = ("tensorboard_logger", "nltk", "cv2", "imageio", "torchtext")
-CIDER = ("pyciderevalcap", "pyciderevalcap.ciderD", "pyciderevalcap.ciderD.ciderD")
 LOCAL_MODULES = ("model", "model_CVSE", "opts", "layers", "graph_model", "train_f30k")
 LOCAL_PACKAGES = ("util", "GCN_lib", "models", "misc")
 

@@ -1,11 +1,12 @@
 """Run parity: whole runs of vse_ray against the authors' code, seed for seed, on one dataset.
 
 `--system` names the model and its official code: VSE∞ BiGRU (woodfrog/vse_infty, branch ``bigru``; the
-default), VSE++ (fartashf/vsepp), SCAN (kuanghuei/SCAN), SGRAF's SGR (Paranioar/SGRAF) or GSMN
-(CrossmodalGroup/GSMN). Both sides train on the same precomp folder (`make_region_dataset.py`,
-`make_objects_dataset.py`; VSE++ reads each image's regions averaged into one pooled feature, GSMN the regions
-with the boxes and caption graphs of `gsmn_files.py`), with the settings both codes express; validation rsum
-after every epoch, test rsum of the last epoch's model, no learning-rate decay within the run.
+default), VSE++ (fartashf/vsepp), SCAN (kuanghuei/SCAN), SGRAF's SGR (Paranioar/SGRAF), GSMN
+(CrossmodalGroup/GSMN) or VSRN (KunpengLi1994/VSRN). Both sides train on the same precomp folder
+(`make_region_dataset.py`, `make_objects_dataset.py`; VSE++ reads each image's regions averaged into one
+pooled feature, GSMN the regions with the boxes and caption graphs of `gsmn_files.py`), with the settings both
+codes express; validation rsum after every epoch, test rsum of the last epoch's model, no learning-rate decay
+within the run.
 
 - VSE∞ (`official_vse_inf.py`): batch 128, lr 5e-4, embedding 256, word embedding 300, margin 0.2, clip 2, one
   VSE0 warm-up epoch then VSE++, region drop 0.2, same-image captions as negatives (`negatives: diagonal`).
@@ -28,6 +29,14 @@ after every epoch, test rsum of the last epoch's model, no learning-rate decay w
   8 kernels, max of hinges (margin 0.2), Adam at 2e-4, decay every 15 epochs, batch 64, word embedding 300,
   clip 2; the joint space `--embed-dim`. vse_ray reads the folder `vse-ray gsmn-data` writes from GSMN's
   files (box columns, `graphs.json`).
+- VSRN (`official_lineage.py`): the settings of `recipes/vsrn_baseline_sam_f30k.yaml` (VSRN as released,
+  its Flickr30K command): the f30k image head (BatchNorm on the image embedding), VSE++ max of hinges (margin
+  0.2) plus the caption decoder's loss (weight 1, dropout 0.2), Adam at 2e-4 (decay after 30 epochs, the
+  length of the recipe's base run: none within these runs), batch 128, word embedding 300, clip 2; the joint
+  space `--embed-dim` (the reasoning layers' width and the decoder's region input follow it), the decoder's
+  sizes `VSRN_DECODER` and its `max_len` 3 more than the longest caption of the dataset (no caption cut; the
+  released decoder always runs `max_len` - 1 steps, vse_ray's up to the batch's longest caption, on the same
+  masked loss).
 
 The official side runs its runner on a checkout given as `--official`; vse_ray's side runs `run_training`
 (the engine `vse-ray train` runs in each worker) in a process per seed on the folder `vse-ray precompute
@@ -82,11 +91,14 @@ SYSTEMS = {
     "scan": ("SCAN t2i LogSumExp", 12, ""),
     "sgr": ("SGRAF SGR", 12, ""),
     "gsmn": ("GSMN sparse", 12, "_gsmn"),
+    "vsrn": ("VSRN", 12, ""),
 }
 # The official runner's name of each system of `official_lineage.py`
-LINEAGE = {"vsepp": "vsepp", "scan": "scan", "sgr": "sgraf", "gsmn": "gsmn"}
-BATCH = {"vse_inf": 128, "vsepp": 128, "scan": 128, "sgr": 128, "gsmn": 64}  # the recipes' batch sizes
+LINEAGE = {"vsepp": "vsepp", "scan": "scan", "sgr": "sgraf", "gsmn": "gsmn", "vsrn": "vsrn"}
+# the recipes' batch sizes
+BATCH = {"vse_inf": 128, "vsepp": 128, "scan": 128, "sgr": 128, "gsmn": 64, "vsrn": 128}
 GSMN_SIZES = {"num_block": 16, "hid_dim": 32}  # the graphs' sizes (GSMN's defaults); 8 kernels (fixed there)
+VSRN_DECODER = {"hidden": 64, "word": 64}  # the caption decoder's GRU and word sizes (recipe: 512, 300)
 # Datasets of different kinds (name: maker script and its options), each made once under `--out`.
 DATASETS = {
     # rendered-scene attributes in every signal region, captions of five attributes, width 256
@@ -247,6 +259,13 @@ def vse_ray_config(store: Path, out: Path, seed: int, args: argparse.Namespace) 
         graphs = str(vse_ray_graph_folder(out, args) / GRAPH_FILE)
         gsmn = {"sparse": True, "graph_path": graphs, "lambda_softmax": 20.0, "n_kernels": 8, **GSMN_SIZES}
         return {**common, "model": "gsmn", "model_params": gsmn, "lr": 2e-4, "lr_update": 15}
+    if args.system == "vsrn":
+        vsrn = {
+            "variant": "f30k", "caption_weight": 1.0, "caption_hidden": VSRN_DECODER["hidden"],
+            "caption_word_dim": VSRN_DECODER["word"], "caption_dropout": 0.2,
+            "max_len": caption_max_len(out / args.data_name),
+        }  # fmt: skip
+        return {**common, "model": "vsrn", "model_params": vsrn, "lr": 2e-4, "lr_update": 30}
     released = args.settings == "released"
     return {
         "data_dir": str(store),
@@ -307,12 +326,26 @@ def official_command(official: Path, seed: int, args: argparse.Namespace) -> lis
             *("--num_block", str(GSMN_SIZES["num_block"]), "--hid_dim", str(GSMN_SIZES["hid_dim"])),
         ],
     }
+    if args.system == "vsrn":  # the decoder's max_len reads the dataset's captions
+        settings["vsrn"] = [
+            *("--learning_rate", "2e-4", "--lr_update", "30", "--max_violation"),
+            *("--dim_vid", str(args.embed_dim), "--dim_hidden", str(VSRN_DECODER["hidden"])),
+            *("--dim_word", str(VSRN_DECODER["word"]), "--input_dropout_p", "0.2"),
+            *("--max_len", str(caption_max_len(official / "f30k_precomp"))),
+        ]
     return [
         *(sys.executable, str(HERE / "official_lineage.py"), "--system", LINEAGE[args.system]),
         *("--official", args.official, "--data", str(official), "--seed", str(seed), "--"),
         *common,
         *settings[args.system],
     ]
+
+
+def caption_max_len(folder: Path) -> int:
+    """VSRN's `max_len` for the precomp folder `folder`: 3 more than its longest caption in words, so that no
+    caption is cut (``<start>``, ``<end>`` and the one padding target the released loader adds)."""
+    captions = (folder / f"{split}_caps.txt" for split in ("train", "dev", "test"))
+    return 3 + max(len(line.split()) for file in captions for line in file.read_text().splitlines())
 
 
 def run_one(side: str, seed: int, args: argparse.Namespace, official: Path, store: Path, out: Path) -> dict:

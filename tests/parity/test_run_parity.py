@@ -1,5 +1,5 @@
-"""`parity/run_parity.py`: both sides of a run get the same settings (VSE++, SCAN, SGRAF SGR, GSMN); VSE++
-reads pooled regions, GSMN the regions with `gsmn_files.py`'s boxes and caption graphs, which vse_ray's
+"""`parity/run_parity.py`: both sides of a run get the same settings (VSE++, SCAN, SGRAF SGR, GSMN, VSRN);
+VSE++ reads pooled regions, GSMN the regions with `gsmn_files.py`'s boxes and caption graphs, which vse_ray's
 `gsmn-data` reads as GSMN's own."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def _parsed(run_parity, monkeypatch, *argv: str):  # type: ignore[no-untyped-def
     return run_parity.parse_args()
 
 
-@pytest.mark.parametrize("system", ["vsepp", "scan", "sgr", "gsmn"])
+@pytest.mark.parametrize("system", ["vsepp", "scan", "sgr", "gsmn", "vsrn"])
 def test_both_sides_of_a_system_get_the_same_settings(run_parity, monkeypatch, tmp_path, system) -> None:  # type: ignore[no-untyped-def]
     args = _parsed(
         run_parity, monkeypatch, "--system", system, "--epochs", "3", "--embed-dim", "64", "--sim-dim", "16"
@@ -41,6 +41,10 @@ def test_both_sides_of_a_system_get_the_same_settings(run_parity, monkeypatch, t
     (tmp_path / "f30k_precomp").mkdir()
     layout = (7, 24) if system == "vsepp" else (7, 12, 24)
     np.save(tmp_path / "f30k_precomp" / "train_ims.npy", np.zeros(layout, np.float32))
+    if system == "vsrn":  # its decoder's max_len follows the longest caption
+        for split, captions in (("train", "a b c\n"), ("dev", "a b c d e\n"), ("test", "a\n")):
+            (tmp_path / "f30k_precomp" / f"{split}_caps.txt").write_text(captions * 5)
+        (tmp_path / args.data_name).symlink_to(tmp_path / "f30k_precomp")
     command = run_parity.official_command(tmp_path, 5, args)
     options = command[command.index("--") + 1 :]
     official = {
@@ -84,6 +88,14 @@ def test_both_sides_of_a_system_get_the_same_settings(run_parity, monkeypatch, t
             assert int(official[name]) == config.model_params[name]
         assert int(official["feat_dim"]) == config.model_params["num_block"]
         assert config.model_params["n_kernels"] == 8
+    if system == "vsrn":
+        caption = config.model_params
+        assert int(official["dim_vid"]) == 64 and caption["variant"] == "f30k"
+        assert int(official["dim_hidden"]) == caption["caption_hidden"]
+        assert int(official["dim_word"]) == caption["caption_word_dim"]
+        assert int(official["max_len"]) == caption["max_len"] == 5 + 3  # the longest caption, no cut
+        assert float(official["input_dropout_p"]) == caption["caption_dropout"]
+        assert caption["caption_weight"] == 1.0
 
 
 def test_data_names_and_result_folders(run_parity, monkeypatch) -> None:  # type: ignore[no-untyped-def]
