@@ -350,17 +350,22 @@ def caption_max_len(folder: Path) -> int:
 
 def run_one(side: str, seed: int, args: argparse.Namespace, official: Path, store: Path, out: Path) -> dict:
     """One seed's run on one side, cached as `<out>/<data name>/<settings or system>/<side>_s<seed>.json`
-    (vse_ray's last weights beside it, `.npz`)."""
+    (vse_ray's last weights beside it, `.npz`) with the settings it ran with: a cached run of other settings
+    (epochs, sizes, ...) stops the comparison in one line instead of entering it."""
     result = out / args.data_name / args.tag / f"{side}_s{seed}.json"
-    if result.exists():
-        return json.loads(result.read_text())
-    result.parent.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     if side == "official":
         cmd = official_command(official, seed, args)
+        settings: Any = cmd[2:]  # after the interpreter and the runner
     else:
-        config = json.dumps(vse_ray_config(store, out, seed, args))
-        cmd = [sys.executable, "-c", VSE_RAY_RUN, config, str(result.with_suffix(".npz"))]
+        settings = vse_ray_config(store, out, seed, args)
+        cmd = [sys.executable, "-c", VSE_RAY_RUN, json.dumps(settings), str(result.with_suffix(".npz"))]
+    if result.exists():
+        cached = json.loads(result.read_text())
+        if cached.get("settings", settings) != settings or len(cached["val_rsum"]) != max(args.epochs, 1):
+            raise SystemExit(f"error: {result}: a run of other settings; give another --out or remove it")
+        return cached
+    result.parent.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     start, load, cpu = time.time(), os.getloadavg()[0], _children_cpu()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if done.returncode != 0:
@@ -370,6 +375,7 @@ def run_one(side: str, seed: int, args: argparse.Namespace, official: Path, stor
         "wall_s": time.time() - start,
         "cpu_s": _children_cpu() - cpu,
         "load": [load, os.getloadavg()[0]],
+        "settings": settings,
     }
     result.write_text(json.dumps(record))
     print(f"{side} seed {seed}: test rsum {record['test_rsum']:.1f}", flush=True)

@@ -155,3 +155,17 @@ def test_gsmn_files_read_by_vse_ray_as_gsmns_own(run_parity, tmp_path) -> None: 
     # positions: 0 <start>, words 1..3, 4 <end>; the root (word 3) has no governor
     assert governors(graphs["a red ball"], 5).tolist() == [-1, 2, 3, -1, -1]
     assert governors(graphs["ball"], 3).tolist() == [-1, -1, -1]
+
+
+def test_a_cached_run_of_other_settings_stops_the_comparison(run_parity, monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    args = _parsed(run_parity, monkeypatch, "--system", "scan", "--epochs", "2")
+    cached = tmp_path / args.data_name / args.tag / "vse_ray_s0.json"
+    cached.parent.mkdir(parents=True)
+    settings = run_parity.vse_ray_config(tmp_path, tmp_path, 0, args)
+    record = {"seed": 0, "val_rsum": [1.0, 2.0], "test_rsum": 3.0, "settings": settings}
+    cached.write_text(json.dumps(record))
+    assert run_parity.run_one("vse_ray", 0, args, tmp_path, tmp_path, tmp_path) == record
+    for other in ("--epochs", "3"), ("--embed-dim", "64"):
+        args = _parsed(run_parity, monkeypatch, "--system", "scan", "--epochs", "2", *other)
+        with pytest.raises(SystemExit, match="a run of other settings"):
+            run_parity.run_one("vse_ray", 0, args, tmp_path, tmp_path, tmp_path)
