@@ -124,10 +124,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--dataset", choices=sorted(DATASETS), default="scenes", help="see DATASETS")
     parser.add_argument("--regions", type=int, help="regions per image (default: the system's, SYSTEMS)")
     parser.add_argument("--embed-dim", type=int, default=256, help="joint space (VSE++, SCAN, SGRAF, GSMN)")
+    parser.add_argument("--lr", type=float, help="both sides' learning rate (default: the recipe's)")
     parser.add_argument("--sim-dim", type=int, default=64, help="SGRAF's similarity vectors (released: 256)")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each)")
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES))
     args = parser.parse_args()
+    if args.lr and args.system == "vse_inf":
+        parser.error("--lr: the systems of official_lineage.py only")
     args.regions = args.regions or SYSTEMS[args.system][1]
     args.data_name = args.dataset + ("" if args.regions == 36 else f"_r{args.regions}")
     args.data_name += SYSTEMS[args.system][2]
@@ -227,7 +230,13 @@ print(json.dumps({"seed": cfg.seed, "val_rsum": val, "test_rsum": test["rsum"]})
 
 
 def vse_ray_config(store: Path, out: Path, seed: int, args: argparse.Namespace) -> dict:
-    """vse_ray's TrainConfig of the system's settings (the module docstring)."""
+    """vse_ray's TrainConfig of the system's settings (the module docstring), at `--lr` when given."""
+    config = recipe_config(store, out, seed, args)
+    return {**config, "lr": args.lr} if args.lr else config
+
+
+def recipe_config(store: Path, out: Path, seed: int, args: argparse.Namespace) -> dict:
+    """vse_ray's TrainConfig of the system's recipe settings."""
     common = {
         "data_dir": str(store),
         "loss": "vsepp",
@@ -338,6 +347,7 @@ def official_command(official: Path, seed: int, args: argparse.Namespace) -> lis
         *("--official", args.official, "--data", str(official), "--seed", str(seed), "--"),
         *common,
         *settings[args.system],
+        *(["--learning_rate", str(args.lr)] if args.lr else []),  # the parser keeps the last value
     ]
 
 

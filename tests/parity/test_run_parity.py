@@ -169,3 +169,15 @@ def test_a_cached_run_of_other_settings_stops_the_comparison(run_parity, monkeyp
         args = _parsed(run_parity, monkeypatch, "--system", "scan", "--epochs", "2", *other)
         with pytest.raises(SystemExit, match="a run of other settings"):
             run_parity.run_one("vse_ray", 0, args, tmp_path, tmp_path, tmp_path)
+
+
+def test_lr_sets_both_sides_learning_rate(run_parity, monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    (tmp_path / "f30k_precomp").mkdir()
+    np.save(tmp_path / "f30k_precomp" / "train_ims.npy", np.zeros((7, 12, 24), np.float32))
+    for lr, expected in ((None, 2e-4), ("2e-3", 2e-3)):
+        extra = ("--lr", lr) if lr else ()
+        args = _parsed(run_parity, monkeypatch, "--system", "sgr", *extra)
+        command = run_parity.official_command(tmp_path, 0, args)
+        last = len(command) - 1 - command[::-1].index("--learning_rate")  # the official parser keeps the last
+        assert float(command[last + 1]) == expected
+        assert run_parity.vse_ray_config(tmp_path, tmp_path, 0, args)["lr"] == expected
