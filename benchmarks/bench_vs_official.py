@@ -81,7 +81,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 PARITY = HERE.parent / "parity"  # the authors' code run on a modern stack, and the region dataset maker
 sys.path.insert(0, str(PARITY))
-from official_code import COCO_API, EDITS, no_cuda, patched_checkout, stub_modules  # noqa: E402
+from official_code import COCO_API, EDITS, patched_checkout, run_offline_on_cpu  # noqa: E402
 
 HOOK = HERE / "timing_hook"
 F30K_IMAGES = (29000, 1014, 1000)  # train, dev, test
@@ -336,11 +336,7 @@ def run_official(args: argparse.Namespace) -> None:
     code = patched_checkout(checkout, system) if system in EDITS else checkout
     sys.path.insert(0, str(code))
     # misc.rewards (VSRN's self-critical training) needs a CIDEr-D package from the checkout; unused here
-    stub_modules(("tensorboard_logger", "imageio", "cv2", "torchtext", "misc.rewards", *COCO_API))
-    import nltk
-
-    nltk.tokenize.word_tokenize = str.split  # the captions are lower-case words without punctuation
-    no_cuda()
+    run_offline_on_cpu(("tensorboard_logger", "imageio", "cv2", "torchtext", "misc.rewards", *COCO_API))
     (run / "log").mkdir(parents=True, exist_ok=True)  # tensorboard_logger would make it
     sys.argv = [SCRIPTS.get(system, "train.py"), *official_argv(system, data_root, run, args)]
     if system == "vse_inf":

@@ -121,6 +121,17 @@ def _no_op(name: str) -> object:
     return lambda *a, **k: None
 
 
+def run_offline_on_cpu(unused: tuple[str, ...]) -> None:
+    """What every training run of the authors' code here needs: `unused` as empty modules (`stub_modules`),
+    nltk's `word_tokenize` as `str.split` (the parity and benchmark captions are lower-case words without
+    punctuation, which the two tokenise alike; nltk's punkt data is not needed) and `no_cuda`."""
+    stub_modules(unused)
+    import nltk
+
+    nltk.tokenize.word_tokenize = str.split
+    no_cuda()
+
+
 def no_cuda() -> None:
     """`Tensor.cuda` and `torch.cuda.synchronize` do nothing (the authors' CPU-less code calls both)."""
     torch.Tensor.cuda = lambda self, *a, **k: self  # type: ignore[method-assign]

@@ -51,11 +51,10 @@ import torch
 from official_code import (
     CIDER,
     COCO_API,
-    no_cuda,
     parsed_options,
     patched_checkout,
     real_lengths_and_listed_ids,
-    stub_modules,
+    run_offline_on_cpu,
 )
 
 UNUSED = ("tensorboard_logger", "imageio", "cv2", "torchtext", *COCO_API)
@@ -93,11 +92,7 @@ def build(args: argparse.Namespace) -> types.SimpleNamespace:
     docstring says."""
     code = patched_checkout(Path(args.official), args.system)
     sys.path.insert(0, str(code))
-    stub_modules(UNUSED + CIDER)
-    import nltk
-
-    nltk.tokenize.word_tokenize = str.split
-    no_cuda()
+    run_offline_on_cpu(UNUSED + CIDER)
     data, train, vocab_module = (importlib.import_module(n) for n in ("data", "train", "vocab"))
     real_lengths_and_listed_ids(data, "PrecompDataset", ids_at=3 if args.system == "vsrn" else -1)
     sys.argv = [

@@ -27,7 +27,7 @@ import types
 
 import numpy as np
 import torch
-from official_code import real_lengths_and_listed_ids
+from official_code import real_lengths_and_listed_ids, run_offline_on_cpu
 
 
 def parse_args() -> argparse.Namespace:
@@ -48,14 +48,7 @@ def parse_args() -> argparse.Namespace:
 def patch_imports(official: str) -> None:
     """Empty stand-ins for modules the training path imports but never calls here."""
     sys.path.insert(0, official)
-    for name in ("tensorboard_logger", "imageio", "cv2"):
-        module = types.ModuleType(name)
-        module.configure = module.log_value = module.imread = lambda *a, **k: None  # type: ignore[attr-defined]
-        sys.modules[name] = module
-    import nltk
-
-    nltk.tokenize.word_tokenize = str.split
-    torch.Tensor.cuda = lambda self, *a, **k: self  # type: ignore[method-assign]
+    run_offline_on_cpu(("tensorboard_logger", "imageio", "cv2"))
 
 
 def build(args: argparse.Namespace) -> types.SimpleNamespace:

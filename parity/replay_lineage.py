@@ -1,7 +1,8 @@
-"""Replay an official VSE++ or SCAN run's batches through vse_ray: with the same start and the same batches,
-does vse_ray's run land where the official run lands, and what does the official last, smaller batch change?
+"""Replay an official VSE++, SCAN or SGRAF run's batches through vse_ray: with the same start and the same
+batches, does vse_ray's run land where the official run lands, and what does the official last, smaller batch
+change?
 
-`run_parity.py --system vsepp|scan` compares the two codes over seeds, each with its own batch draws. This
+`run_parity.py --system vsepp|scan|sgr` compares the two codes over seeds, each with its own batch draws. This
 removes the draws for one seed of its setting:
 
 1. the official run (`official_lineage.py`'s `build`, seeded, its own loop and validation), recording the
@@ -44,6 +45,8 @@ from vse_ray.train.batches import train_columns
 from vse_ray.train.config import TrainConfig
 from vse_ray.train.epoch_loop import WorkerContext, run_training
 
+REPLAYABLE = ("vsepp", "scan", "sgr")  # their official loaders give each batch's caption indices last
+
 
 def parse_args() -> tuple[argparse.Namespace, argparse.Namespace]:
     """This script's options, and `run_parity.py`'s namespace for the same setting."""
@@ -57,7 +60,12 @@ def parse_args() -> tuple[argparse.Namespace, argparse.Namespace]:
     )  # fmt: skip
     ours, rest = parser.parse_known_args()
     sys.argv = [sys.argv[0], *rest]
-    return ours, parity_args()
+    parity = parity_args()
+    if parity.system not in REPLAYABLE:
+        parser.error(
+            f"--system {parity.system}: one of {', '.join(REPLAYABLE)} (their batches end with the ids)"
+        )
+    return ours, parity
 
 
 class Recorded:
