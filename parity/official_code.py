@@ -22,6 +22,7 @@ training step:
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
 import shutil
 import sys
@@ -160,12 +161,14 @@ def real_lengths_and_listed_ids(module: types.ModuleType, dataset: str, ids_at: 
 
 
 def patched_checkout(checkout: Path, system: str, files: tuple[str, ...] | None = None) -> Path:
-    """A temporary copy of `checkout`'s Python files (or only `files`) with `EDITS[system]` applied.
+    """A temporary copy of `checkout`'s Python files (or only `files`) with `EDITS[system]` applied, removed
+    when the process ends.
 
     Raises:
         SystemExit: one line naming the file and the text, where an edit finds nothing to replace.
     """
     folder = Path(tempfile.mkdtemp(prefix=f"official_{system}_"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)  # the copy lives as long as the process
     sources = [checkout / f for f in files] if files else sorted(checkout.rglob("*.py"))
     for source in sources:
         target = folder / source.relative_to(checkout)
