@@ -68,6 +68,7 @@ MODELS = {
     "vsrn": ("VSRN", ("img_enc", "txt_enc")),
 }
 VSE_DATA = ("vsepp", "vsrn")  # VSE++'s loader signature (with a crop size) and pickled vocabulary
+IDS_AT = {"vsrn": 3}  # where a training batch holds its caption indices, if not last
 
 
 def parse_args() -> argparse.Namespace:
@@ -94,7 +95,7 @@ def build(args: argparse.Namespace) -> types.SimpleNamespace:
     sys.path.insert(0, str(code))
     run_offline_on_cpu(UNUSED + CIDER)
     data, train, vocab_module = (importlib.import_module(n) for n in ("data", "train", "vocab"))
-    real_lengths_and_listed_ids(data, "PrecompDataset", ids_at=3 if args.system == "vsrn" else -1)
+    real_lengths_and_listed_ids(data, "PrecompDataset", ids_at=IDS_AT.get(args.system, -1))
     sys.argv = [
         "train.py", "--data_path", args.data, "--data_name", "f30k_precomp", "--vocab_path", args.data,
         "--workers", "0", "--log_step", "1000000000", *args.options,

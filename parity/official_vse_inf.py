@@ -46,7 +46,8 @@ def parse_args() -> argparse.Namespace:
 
 
 def patch_imports(official: str) -> None:
-    """Empty stand-ins for modules the training path imports but never calls here."""
+    """The checkout first on the path; empty stand-ins for modules the training path imports but never calls
+    here, nltk's tokenizer and `Tensor.cuda` as `run_offline_on_cpu` sets them."""
     sys.path.insert(0, official)
     run_offline_on_cpu(("tensorboard_logger", "imageio", "cv2"))
 

@@ -76,7 +76,7 @@ def record_vse_ray(args: argparse.Namespace, out: Path) -> None:
     from vse_ray.train.config import TrainConfig
 
     settings = argparse.Namespace(
-        system="vse_inf", settings=args.settings, epochs=args.epochs, data_name="replay"
+        system="vse_inf", settings=args.settings, epochs=args.epochs, data_name="replay", lr=None
     )
     checked = TrainConfig(**vse_ray_config(Path(args.data_dir), out, args.seed, settings)).checked()
     cfg = checked.config

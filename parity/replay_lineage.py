@@ -1,9 +1,9 @@
-"""Replay an official VSE++, SCAN or SGRAF run's batches through vse_ray: with the same start and the same
-batches, does vse_ray's run land where the official run lands, and what does the official last, smaller batch
-change?
+"""Replay an official VSE++, SCAN, SGRAF or VSRN run's batches through vse_ray: with the same start and the
+same batches, does vse_ray's run land where the official run lands, and what does the official last, smaller
+batch change?
 
-`run_parity.py --system vsepp|scan|sgr` compares the two codes over seeds, each with its own batch draws. This
-removes the draws for one seed of its setting:
+`run_parity.py --system vsepp|scan|sgr|vsrn` compares the two codes over seeds, each with its own batch draws.
+This removes the draws for one seed of its setting:
 
 1. the official run (`official_lineage.py`'s `build`, seeded, its own loop and validation), recording the
    caption indices of every training batch (its loader keeps each epoch's last, smaller batch);
@@ -32,20 +32,16 @@ from typing import Any
 
 import numpy as np
 import torch
-from official_lineage import build, final_test_rsum, train_epoch
-from run_parity import LINEAGE, make_data, official_command, vse_ray_config
+from official_lineage import IDS_AT, build, final_test_rsum, train_epoch
+from run_parity import LINEAGE, make_data, official_command, train_and_test, vse_ray_config
 from run_parity import parse_args as parity_args
 
-from vse_ray.checkpoint_files import load_checkpoint
 from vse_ray.data.store.readers import load_captions
-from vse_ray.data.store.split_data import load_split
-from vse_ray.evaluation.embed import evaluate_split
-from vse_ray.models import rebuild_model
 from vse_ray.train.batches import train_columns
-from vse_ray.train.config import TrainConfig
-from vse_ray.train.epoch_loop import WorkerContext, run_training
+from vse_ray.train.epoch_loop import WorkerContext
 
-REPLAYABLE = ("vsepp", "scan", "sgr")  # their official loaders give each batch's caption indices last
+# GSMN's vse_ray folder is made by `gsmn-data` (boxes, graphs), which `official_vocab_store` does not remake
+REPLAYABLE = ("vsepp", "scan", "sgr", "vsrn")
 
 
 def parse_args() -> tuple[argparse.Namespace, argparse.Namespace]:
@@ -62,17 +58,15 @@ def parse_args() -> tuple[argparse.Namespace, argparse.Namespace]:
     sys.argv = [sys.argv[0], *rest]
     parity = parity_args()
     if parity.system not in REPLAYABLE:
-        parser.error(
-            f"--system {parity.system}: one of {', '.join(REPLAYABLE)} (their batches end with the ids)"
-        )
+        parser.error(f"--system {parity.system}: one of {', '.join(REPLAYABLE)}")
     return ours, parity
 
 
 class Recorded:
-    """The official training loader, recording each batch's caption indices (its last field)."""
+    """The official training loader, recording each batch's caption indices (its field `ids_at`)."""
 
-    def __init__(self, loader: Any) -> None:
-        self.loader, self.epochs = loader, []  # type: ignore[var-annotated]
+    def __init__(self, loader: Any, ids_at: int) -> None:
+        self.loader, self.ids_at, self.epochs = loader, ids_at, []  # type: ignore[var-annotated]
 
     def __len__(self) -> int:
         return len(self.loader)
@@ -80,7 +74,7 @@ class Recorded:
     def __iter__(self) -> Iterator[Any]:
         self.epochs.append([])
         for batch in self.loader:
-            self.epochs[-1].append(np.asarray(batch[-1], dtype=np.int64))
+            self.epochs[-1].append(np.asarray(batch[self.ids_at], dtype=np.int64))
             yield batch
 
 
@@ -101,7 +95,7 @@ def official_run(
         with torch.no_grad():
             for weight in run.model.params:
                 weight.mul_(1 + 1e-7 * torch.randn(weight.shape, generator=draw))
-    run.train_loader = recorded = Recorded(run.train_loader)
+    run.train_loader = recorded = Recorded(run.train_loader, IDS_AT.get(lineage.system, -1))
     val = [train_epoch(run, epoch) for epoch in range(run.opt.num_epochs)]
     return {"val_rsum": val, "test_rsum": final_test_rsum(run), "ids": recorded.epochs}
 
@@ -122,31 +116,17 @@ class OfficialBatches:
             yield {name: column[rows] for name, column in self.columns.items()}
 
 
-class Keep:
-    """The reporter of `run_training`: each epoch's metrics and checkpoint."""
-
-    def __init__(self) -> None:
-        self.history: list[tuple[dict, dict]] = []
-
-    def report(self, metrics: dict, checkpoint_dir: str) -> None:
-        self.history.append((metrics, load_checkpoint(checkpoint_dir)))
-
-
 def replay(config: dict, ids: list[list[np.ndarray]], drop: bool, caps: Path) -> dict[str, Any]:
     """vse_ray's run of `config` fed the official batches."""
-    cfg = TrainConfig(**config).checked()
-    table = load_captions(cfg.config.data_dir, "train", train_columns(None))
+    data_dir = config["data_dir"]
+    table = load_captions(data_dir, "train", train_columns(None))
     texts = caps.read_text().splitlines()
     if table.num_rows != len(texts) or table["text"].to_pylist() != [t.strip() for t in texts]:
-        raise SystemExit(f"error: {cfg.config.data_dir}: its train captions are not {caps}, line for line")
+        raise SystemExit(f"error: {data_dir}: its train captions are not {caps}, line for line")
     columns = {name: table[name].to_numpy(zero_copy_only=False) for name in table.column_names}
-    keep = Keep()
-    run_training(cfg, keep, None, WorkerContext(OfficialBatches(columns, ids, drop), torch.device("cpu")))
-    model = rebuild_model(keep.history[-1][1])
-    test = evaluate_split(
-        model, load_split(cfg.config.data_dir, "test", raw=False), 512, torch.device("cpu"), {}
-    )
-    return {"val_rsum": [m["rsum"] for m, _ in keep.history], "test_rsum": test["rsum"]}
+    batches = WorkerContext(OfficialBatches(columns, ids, drop), torch.device("cpu"))
+    record, _ = train_and_test(config, batches)
+    return {key: record[key] for key in ("val_rsum", "test_rsum")}
 
 
 def official_vocab_store(official: Path, store: Path) -> Path:
@@ -178,7 +158,7 @@ def main() -> None:
         runs["official, rounding copy"] = official_run(args, parity, official, rounding=True)
         runs["official, rounding copy"].pop("ids")
     store = official_vocab_store(official, store)
-    config = vse_ray_config(store, out / "replay", args.seed, parity)
+    config = {**vse_ray_config(store, out, args.seed, parity), "output_dir": str(out / "replay")}
     caps = official / "f30k_precomp" / "train_caps.txt"
     for last in ("keep", "drop") if args.last == "both" else (args.last,):
         runs[f"vse_ray, official batches, last {last}"] = replay(config, ids, last == "drop", caps)

@@ -203,30 +203,41 @@ def vse_ray_graph_folder(out: Path, args: argparse.Namespace) -> Path:
 VSE_RAY_RUN = """
 import json, sys
 import numpy as np
-import torch
-from vse_ray.evaluation.embed import evaluate_split
-from vse_ray.data.store.split_data import load_split
-from vse_ray.models import rebuild_model
-from vse_ray.checkpoint_files import load_checkpoint
-from vse_ray.train.config import TrainConfig
-from vse_ray.train.epoch_loop import run_training
-
-checked = TrainConfig(**json.loads(sys.argv[1])).checked()
-cfg = checked.config
-checkpoints = []
-
-class Keep:
-    def report(self, metrics, checkpoint_dir):
-        checkpoints.append((metrics, load_checkpoint(checkpoint_dir)))
-
-torch.set_num_threads(1)
-run_training(checked, Keep())
-model = rebuild_model(checkpoints[-1][1])  # val_every 0: the last epoch's own weights
-test = evaluate_split(model, load_split(cfg.data_dir, "test", raw=False), 512, torch.device("cpu"), {})
-val = [m["rsum"] for m, _ in checkpoints]
-np.savez(sys.argv[2], **{k: v.numpy() for k, v in checkpoints[-1][1]["model"].items()})
-print(json.dumps({"seed": cfg.seed, "val_rsum": val, "test_rsum": test["rsum"]}))
+sys.path.insert(0, sys.argv[3])
+from run_parity import train_and_test
+record, weights = train_and_test(json.loads(sys.argv[1]))
+np.savez(sys.argv[2], **{k: v.numpy() for k, v in weights.items()})
+print(json.dumps(record))
 """
+
+
+def train_and_test(config: dict, context: Any = None) -> tuple[dict, dict]:
+    """vse_ray's run of `config` (`run_training` on one thread; `context`: a `WorkerContext` dealing its
+    batches, else its own): the seed, the validation rsum of each epoch and the test rsum of the last epoch's
+    model (val_every 0: its own weights), and that model's weights."""
+    import torch
+
+    from vse_ray.checkpoint_files import load_checkpoint
+    from vse_ray.data.store.split_data import load_split
+    from vse_ray.evaluation.embed import evaluate_split
+    from vse_ray.models import rebuild_model
+    from vse_ray.train.config import TrainConfig
+    from vse_ray.train.epoch_loop import run_training
+
+    checked = TrainConfig(**config).checked()
+    history: list[tuple[dict, dict]] = []
+
+    class Keep:
+        def report(self, metrics: dict, checkpoint_dir: str) -> None:
+            history.append((metrics, load_checkpoint(checkpoint_dir)))
+
+    torch.set_num_threads(1)
+    run_training(checked, Keep(), None, context)
+    last = history[-1][1]
+    split = load_split(checked.config.data_dir, "test", raw=False)
+    test = evaluate_split(rebuild_model(last), split, 512, torch.device("cpu"), {})
+    val = [metrics["rsum"] for metrics, _ in history]
+    return {"seed": checked.config.seed, "val_rsum": val, "test_rsum": test["rsum"]}, last["model"]
 
 
 def vse_ray_config(store: Path, out: Path, seed: int, args: argparse.Namespace) -> dict:
@@ -237,6 +248,8 @@ def vse_ray_config(store: Path, out: Path, seed: int, args: argparse.Namespace) 
 
 def recipe_config(store: Path, out: Path, seed: int, args: argparse.Namespace) -> dict:
     """vse_ray's TrainConfig of the system's recipe settings."""
+    if args.system == "vse_inf":
+        return vse_inf_config(store, out, seed, args)
     common = {
         "data_dir": str(store),
         "loss": "vsepp",
@@ -268,13 +281,16 @@ def recipe_config(store: Path, out: Path, seed: int, args: argparse.Namespace) -
         graphs = str(vse_ray_graph_folder(out, args) / GRAPH_FILE)
         gsmn = {"sparse": True, "graph_path": graphs, "lambda_softmax": 20.0, "n_kernels": 8, **GSMN_SIZES}
         return {**common, "model": "gsmn", "model_params": gsmn, "lr": 2e-4, "lr_update": 15}
-    if args.system == "vsrn":
-        vsrn = {
-            "variant": "f30k", "caption_weight": 1.0, "caption_hidden": VSRN_DECODER["hidden"],
-            "caption_word_dim": VSRN_DECODER["word"], "caption_dropout": 0.2,
-            "max_len": caption_max_len(out / args.data_name),
-        }  # fmt: skip
-        return {**common, "model": "vsrn", "model_params": vsrn, "lr": 2e-4, "lr_update": 30}
+    vsrn = {  # the system left: VSRN
+        "variant": "f30k", "caption_weight": 1.0, "caption_hidden": VSRN_DECODER["hidden"],
+        "caption_word_dim": VSRN_DECODER["word"], "caption_dropout": 0.2,
+        "max_len": caption_max_len(out / args.data_name),
+    }  # fmt: skip
+    return {**common, "model": "vsrn", "model_params": vsrn, "lr": 2e-4, "lr_update": 30}
+
+
+def vse_inf_config(store: Path, out: Path, seed: int, args: argparse.Namespace) -> dict:
+    """VSE∞'s settings (`--settings adam|released`), which read no lineage option (`--embed-dim`, ...)."""
     released = args.settings == "released"
     return {
         "data_dir": str(store),
@@ -368,7 +384,8 @@ def run_one(side: str, seed: int, args: argparse.Namespace, official: Path, stor
         settings: Any = cmd[2:]  # after the interpreter and the runner
     else:
         settings = vse_ray_config(store, out, seed, args)
-        cmd = [sys.executable, "-c", VSE_RAY_RUN, json.dumps(settings), str(result.with_suffix(".npz"))]
+        npz = str(result.with_suffix(".npz"))
+        cmd = [sys.executable, "-c", VSE_RAY_RUN, json.dumps(settings), npz, str(HERE)]
     if result.exists():
         cached = json.loads(result.read_text())
         if cached.get("settings", settings) != settings or len(cached["val_rsum"]) != max(args.epochs, 1):
