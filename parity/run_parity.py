@@ -125,13 +125,15 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--regions", type=int, help="regions per image (default: the system's, SYSTEMS)")
     parser.add_argument("--embed-dim", type=int, default=256, help="joint space (VSE++, SCAN, SGRAF, GSMN)")
     parser.add_argument("--lr", type=float, help="both sides' learning rate (default: the recipe's)")
+    parser.add_argument("--batch", type=int, help="both sides' batch size (default: the recipe's, BATCH)")
     parser.add_argument("--sim-dim", type=int, default=64, help="SGRAF's similarity vectors (released: 256)")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each)")
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES))
     args = parser.parse_args()
-    if args.lr and args.system == "vse_inf":
-        parser.error("--lr: the systems of official_lineage.py only")
+    if (args.lr or args.batch) and args.system == "vse_inf":
+        parser.error("--lr, --batch: the systems of official_lineage.py only")
     args.regions = args.regions or SYSTEMS[args.system][1]
+    args.batch = args.batch or BATCH[args.system]
     args.data_name = args.dataset + ("" if args.regions == 36 else f"_r{args.regions}")
     args.data_name += SYSTEMS[args.system][2]
     args.tag = args.settings if args.system == "vse_inf" else args.system  # the results' folder
@@ -255,7 +257,7 @@ def recipe_config(store: Path, out: Path, seed: int, args: argparse.Namespace) -
         "loss": "vsepp",
         "loss_params": {"margin": 0.2},
         "epochs": args.epochs,
-        "batch_size": BATCH[args.system],
+        "batch_size": args.batch,
         "grad_clip": 2.0,
         "negatives": "diagonal",
         "word_dim": 300,
@@ -328,7 +330,7 @@ def official_command(official: Path, seed: int, args: argparse.Namespace) -> lis
         ]
     dim = np.load(official / "f30k_precomp" / "train_ims.npy", mmap_mode="r").shape[-1]
     common = [
-        *("--batch_size", str(BATCH[args.system]), "--num_epochs", str(args.epochs), "--margin", "0.2"),
+        *("--batch_size", str(args.batch), "--num_epochs", str(args.epochs), "--margin", "0.2"),
         *("--grad_clip", "2"),
         *("--word_dim", "300", "--embed_size", str(args.embed_dim), "--img_dim", str(dim)),
     ]
