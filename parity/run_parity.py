@@ -38,6 +38,11 @@ within the run.
   released decoder always runs `max_len` - 1 steps, vse_ray's up to the batch's longest caption, on the same
   masked loss).
 
+`--batch` and `--hinges sum` change both sides alike (the lineage systems only). With the max of hinges from
+the first step, SGRAF's SGR and GSMN sit at chance longer than a run fits on 2 cores (SGRAF's authors: SGR's
+loss starts to fall about epoch 12-13 of Flickr30K, Paranioar/SGRAF issue 13); with the sum of hinges (VSE0:
+each official parser's `--max_violation` flag) both leave chance within a few hundred steps.
+
 The official side runs its runner on a checkout given as `--official`; vse_ray's side runs `run_training`
 (the engine `vse-ray train` runs in each worker) in a process per seed on the folder `vse-ray precompute
 --dataset precomp` made from the same files, with vse_ray's own vocabulary as a new user's. Each process uses
@@ -126,12 +131,19 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--embed-dim", type=int, default=256, help="joint space (VSE++, SCAN, SGRAF, GSMN)")
     parser.add_argument("--lr", type=float, help="both sides' learning rate (default: the recipe's)")
     parser.add_argument("--batch", type=int, help="both sides' batch size (default: the recipe's, BATCH)")
+    parser.add_argument(
+        "--hinges",
+        choices=("max", "sum"),
+        default="max",
+        help="both sides' triplet loss: max of hinges (the recipes') or sum of hinges (VSE0; each official "
+        "code's --max_violation flag)",
+    )
     parser.add_argument("--sim-dim", type=int, default=64, help="SGRAF's similarity vectors (released: 256)")
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (one thread each)")
     parser.add_argument("--sides", nargs="+", choices=SIDES, default=list(SIDES))
     args = parser.parse_args()
-    if (args.lr or args.batch) and args.system == "vse_inf":
-        parser.error("--lr, --batch: the systems of official_lineage.py only")
+    if (args.lr or args.batch or args.hinges == "sum") and args.system == "vse_inf":
+        parser.error("--lr, --batch, --hinges: the systems of official_lineage.py only")
     args.regions = args.regions or SYSTEMS[args.system][1]
     args.batch = args.batch or BATCH[args.system]
     args.data_name = args.dataset + ("" if args.regions == 36 else f"_r{args.regions}")
@@ -254,7 +266,7 @@ def recipe_config(store: Path, out: Path, seed: int, args: argparse.Namespace) -
         return vse_inf_config(store, out, seed, args)
     common = {
         "data_dir": str(store),
-        "loss": "vsepp",
+        "loss": "vse0" if args.hinges == "sum" else "vsepp",
         "loss_params": {"margin": 0.2},
         "epochs": args.epochs,
         "batch_size": args.batch,
@@ -360,11 +372,15 @@ def official_command(official: Path, seed: int, args: argparse.Namespace) -> lis
             *("--dim_word", str(VSRN_DECODER["word"]), "--input_dropout_p", "0.2"),
             *("--max_len", str(caption_max_len(official / "f30k_precomp"))),
         ]
+    options = [*common, *settings[args.system]]
+    if args.hinges == "sum" and args.system == "sgr":  # SGRAF's `--max_violation` is store_false
+        options.append("--max_violation")
+    elif args.hinges == "sum":  # the other parsers': store_true
+        options.remove("--max_violation")
     return [
         *(sys.executable, str(HERE / "official_lineage.py"), "--system", LINEAGE[args.system]),
         *("--official", args.official, "--data", str(official), "--seed", str(seed), "--"),
-        *common,
-        *settings[args.system],
+        *options,
         *(["--learning_rate", str(args.lr)] if args.lr else []),  # the parser keeps the last value
     ]
 

@@ -33,11 +33,25 @@ def _parsed(run_parity, monkeypatch, *argv: str):  # type: ignore[no-untyped-def
     return run_parity.parse_args()
 
 
+@pytest.mark.parametrize("extra", [(), ("--batch", "32", "--hinges", "sum")], ids=["recipe", "batch_sum"])
 @pytest.mark.parametrize("system", ["vsepp", "scan", "sgr", "gsmn", "vsrn"])
-def test_both_sides_of_a_system_get_the_same_settings(run_parity, monkeypatch, tmp_path, system) -> None:  # type: ignore[no-untyped-def]
+def test_both_sides_of_a_system_get_the_same_settings(
+    run_parity, monkeypatch, tmp_path, system, extra
+) -> None:  # type: ignore[no-untyped-def]
     args = _parsed(
-        run_parity, monkeypatch, "--system", system, "--epochs", "3", "--embed-dim", "64", "--sim-dim", "16"
+        run_parity,
+        monkeypatch,
+        "--system",
+        system,
+        "--epochs",
+        "3",
+        "--embed-dim",
+        "64",
+        "--sim-dim",
+        "16",
+        *extra,
     )
+    max_of_hinges = not extra
     (tmp_path / "f30k_precomp").mkdir()
     layout = (7, 24) if system == "vsepp" else (7, 12, 24)
     np.save(tmp_path / "f30k_precomp" / "train_ims.npy", np.zeros(layout, np.float32))
@@ -63,16 +77,18 @@ def test_both_sides_of_a_system_get_the_same_settings(run_parity, monkeypatch, t
     assert float(official["margin"]) == config.loss_params["margin"]
     assert float(official["grad_clip"]) == config.grad_clip
     assert int(official["img_dim"]) == 24
-    assert config.loss == "vsepp" and config.warmup_epochs == 0 and config.negatives == "diagonal"
+    assert int(official["batch_size"]) == (32 if extra else run_parity.BATCH[system])
+    assert config.loss == ("vsepp" if max_of_hinges else "vse0")
+    assert config.warmup_epochs == 0 and config.negatives == "diagonal"
     assert command[command.index("--system") + 1] == run_parity.LINEAGE[system]
     if system == "sgr":  # SGRAF's opts.py: max of hinges and the Bi-GRU are on unless their flags are given
-        assert "max_violation" not in official and "bi_gru" not in official
+        assert ("max_violation" in official) is not max_of_hinges and "bi_gru" not in official
         assert config.model == "sgraf" and config.model_params["module"] == official["module_name"].lower()
         assert int(official["sim_dim"]) == config.model_params["sim_dim"] == 16
         assert int(official["sgr_step"]) == config.model_params["sgr_steps"]
         assert config.model_params["n_regions"] == 12 and config.model_params["dropout"] == 0.4
         return
-    assert official["max_violation"] is True and config.model == system
+    assert ("max_violation" in official) is max_of_hinges and config.model == system
     if system == "scan":
         assert official["cross_attn"] == config.model_params["direction"] == "t2i"
         assert official["agg_func"] == "LogSumExp" and config.model_params["aggregation"] == "lse"
@@ -83,7 +99,7 @@ def test_both_sides_of_a_system_get_the_same_settings(run_parity, monkeypatch, t
         assert official["is_sparse"] is True and config.model_params["sparse"] is True
         assert config.model_params["graph_path"] == str(tmp_path / "scenes_r12_gsmn_vse_ray" / "graphs.json")
         assert float(official["lambda_softmax"]) == config.model_params["lambda_softmax"] == 20
-        assert official["bi_gru"] is True and config.batch_size == 64
+        assert official["bi_gru"] is True
         for name in ("num_block", "hid_dim"):
             assert int(official[name]) == config.model_params[name]
         assert int(official["feat_dim"]) == config.model_params["num_block"]
