@@ -72,9 +72,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -411,14 +411,14 @@ def run_one(side: str, seed: int, args: argparse.Namespace, official: Path, stor
         return cached
     result.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    start, load, cpu = time.time(), os.getloadavg()[0], _children_cpu()
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"{side} seed {seed} failed:\n{done.stderr[-3000:]}")
-    record = json.loads(done.stdout.strip().splitlines()[-1])
+    start, load = time.time(), os.getloadavg()[0]
+    code, stdout, stderr, cpu = run_timed(cmd, env)
+    if code != 0:
+        raise RuntimeError(f"{side} seed {seed} failed:\n{stderr[-3000:]}")
+    record = json.loads(stdout.strip().splitlines()[-1])
     record |= {
         "wall_s": time.time() - start,
-        "cpu_s": _children_cpu() - cpu,
+        "cpu_s": cpu,
         "load": [load, os.getloadavg()[0]],
         "settings": settings,
     }
@@ -427,10 +427,16 @@ def run_one(side: str, seed: int, args: argparse.Namespace, official: Path, stor
     return record
 
 
-def _children_cpu() -> float:
-    """CPU seconds of the ended child processes (with `--jobs 1`: the run's own)."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+def run_timed(cmd: list[str], env: dict[str, str]) -> tuple[int, str, str, float]:
+    """`cmd`'s exit code, output, error output and CPU seconds (user and system: its own and its ended
+    children's, read when it is reaped, so runs at once under `--jobs` each count their own)."""
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        process = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=stderr, text=True)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        stdout.seek(0)
+        stderr.seek(0)
+        return process.returncode, stdout.read(), stderr.read(), usage.ru_utime + usage.ru_stime
 
 
 def targets(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -197,3 +198,11 @@ def test_lr_sets_both_sides_learning_rate(run_parity, monkeypatch, tmp_path) -> 
         last = len(command) - 1 - command[::-1].index("--learning_rate")  # the official parser keeps the last
         assert float(command[last + 1]) == expected
         assert run_parity.vse_ray_config(tmp_path, tmp_path, 0, args)["lr"] == expected
+
+
+def test_a_run_counts_its_own_cpu_time(run_parity) -> None:  # type: ignore[no-untyped-def]
+    busy = "import sys, time; end = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
+    busy += "print('done'); print('oops', file=sys.stderr); sys.exit(3)"
+    code, stdout, stderr, cpu = run_parity.run_timed([sys.executable, "-c", busy], dict(os.environ))
+    assert (code, stdout, stderr) == (3, "done\n", "oops\n")
+    assert 0.3 <= cpu < 5
