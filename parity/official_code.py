@@ -96,7 +96,19 @@ EDITS: dict[str, Edits] = {
         "graph_model.py": [("dtype=np.int)", "dtype=int)")],
         "evaluation.py": [*_ITERITEMS, (") / shard_size", ") // shard_size")],
     },
-    "cvse": {"util/util_C_GCN.py": [("np.identity(num_classes, np.int)", "np.identity(num_classes, int)")]},
+    "cvse": {
+        "util/util_C_GCN.py": [("np.identity(num_classes, np.int)", "np.identity(num_classes, int)")],
+        # `str(caption)` of the caption's bytes reads "b'...'" on Python 3 (on Python 2, which the idiom is
+        # written for, the caption itself): the GRU would read `b'word` and a trailing quote as unknown words
+        # and the test labels miss them; decoded, both read the caption's words
+        "data.py": [
+            (
+                "sent = str(caption.strip())\n        sent = sent.lstrip('b')  # remove the beginning mark",
+                "sent = caption.strip().decode('utf-8')",
+            ),
+            ("str(caption).lower())", "caption.decode('utf-8').lower())"),
+        ],
+    },
 }
 
 

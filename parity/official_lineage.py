@@ -1,8 +1,8 @@
-"""Run the authors' VSE++, SCAN, SGRAF, GSMN or VSRN training from a checkout, on the CPU.
+"""Run the authors' VSE++, SCAN, SGRAF, GSMN, VSRN or CVSE training from a checkout, on the CPU.
 
-Used by `run_parity.py --system vsepp|scan|sgr|gsmn|vsrn` (fartashf/vsepp, kuanghuei/SCAN, Paranioar/SGRAF
-as `--system sgraf` here, CrossmodalGroup/GSMN, KunpengLi1994/VSRN); nothing of the authors' code is copied
-here. The checkout given as `--official` is imported from a temporary copy with `official_code.EDITS` (the
+Used by `run_parity.py --system vsepp|scan|sgr|gsmn|vsrn|cvse` (fartashf/vsepp, kuanghuei/SCAN,
+Paranioar/SGRAF as `--system sgraf` here, CrossmodalGroup/GSMN, KunpengLi1994/VSRN, BruceW91/CVSE with its
+`train_f30k.py` and Flickr30K loader); nothing of the authors' code is copied here. The checkout given as `--official` is imported from a temporary copy with `official_code.EDITS` (the
 Python 3 spelling of its Python 2 idioms) and patched at run time only:
 
 - `tensorboard_logger`, `imageio`, `cv2`, `torchtext`, the COCO API (imported, unused for precomputed
@@ -16,8 +16,13 @@ Python 3 spelling of its Python 2 idioms) and patched at run time only:
 - VSE++'s and VSRN's vocabulary (a pickled `Vocabulary` in the released code) is the checkout's `Vocabulary`
   filled from the dataset's `vocab.json` in its id order; SCAN, SGRAF and GSMN read that file as released
   (`deserialize_vocab`; GSMN's loader reads the captions' ids from `_precaps_stan.txt` and only counts it);
-- SGRAF's visual self-attention has one batch-norm channel per region of the data (released: 36, written into
-  `EncoderSimilarity`; `norm_per_region`); a batch norm draws no random numbers, so the start is the same.
+- SGRAF's and CVSE's visual self-attention have one batch-norm channel per region of the data (released: 36,
+  written into `EncoderSimilarity` and `CVSE`; `norm_per_region`); a batch norm draws no random numbers, so
+  the start is the same;
+- CVSE's loader reads its concept files from the paths its options name (`cvse_files.py` writes them) and
+  lemmatises test-caption words with nltk's `WordNetLemmatizer`, which reads the WordNet folder of the data
+  (`<data>/f30k_precomp/nltk_data`, first on nltk's data path); its model is built with the vocabulary's
+  `word2idx` (read by the GloVe start only: the runs start the words `--wemb_type random_init`).
 
 The options are the checkout's own parser's (`train.py`'s `main` run up to `parse_args`; SGRAF's `main`
 parses in `opts.parse_opt`) given the settings `run_parity.py` names on the command line after `--`. The run
@@ -66,9 +71,21 @@ MODELS = {
     "sgraf": ("SGRAF", ("img_enc", "txt_enc", "sim_enc")),
     "gsmn": ("GSMN", ("img_enc", "txt_enc", "i2t_match_G", "t2i_match_G")),
     "vsrn": ("VSRN", ("img_enc", "txt_enc")),
-}
+    "cvse": (
+        "CVSE",
+        (
+            "img_enc", "txt_enc", "V_self_atten_enhance", "T_self_atten_enhance", "V_consensus_level_embedding",
+            "T_consensus_level_embedding", "C_GCN", "Multi_feature_fusing",
+        ),
+    ),
+}  # fmt: skip
 VSE_DATA = ("vsepp", "vsrn")  # VSE++'s loader signature (with a crop size) and pickled vocabulary
 IDS_AT = {"vsrn": 3}  # where a training batch holds its caption indices, if not last
+TRAIN_SCRIPT = {"cvse": "train_f30k"}  # the training script's module, if not train.py
+DATASET = {"cvse": "PrecompDataset_Flickr30k"}  # the precomp dataset class, if not PrecompDataset
+# the batch norm with one channel per region (`norm_per_region`)
+REGION_NORM = {"sgraf": "sim_enc.v_global_w.embedding_local.1", "cvse": "V_self_atten_enhance.embedding_1.1"}
+WORDNET_DATA = {"cvse": "nltk_data"}  # nltk's data folder in the precomp folder (`cvse_files.py`)
 
 
 def parse_args() -> argparse.Namespace:
@@ -94,8 +111,14 @@ def build(args: argparse.Namespace) -> types.SimpleNamespace:
     code = patched_checkout(Path(args.official), args.system)
     sys.path.insert(0, str(code))
     run_offline_on_cpu(UNUSED + CIDER)
-    data, train, vocab_module = (importlib.import_module(n) for n in ("data", "train", "vocab"))
-    real_lengths_and_listed_ids(data, "PrecompDataset", ids_at=IDS_AT.get(args.system, -1))
+    if args.system in WORDNET_DATA:
+        import nltk
+
+        nltk.data.path.insert(0, str(Path(args.data) / "f30k_precomp" / WORDNET_DATA[args.system]))
+    modules = ("data", TRAIN_SCRIPT.get(args.system, "train"), "vocab")
+    data, train, vocab_module = (importlib.import_module(n) for n in modules)
+    dataset = DATASET.get(args.system, "PrecompDataset")
+    real_lengths_and_listed_ids(data, dataset, ids_at=IDS_AT.get(args.system, -1))
     sys.argv = [
         "train.py", "--data_path", args.data, "--data_name", "f30k_precomp", "--vocab_path", args.data,
         "--workers", "0", "--log_step", "1000000000", *args.options,
@@ -116,9 +139,11 @@ def build(args: argparse.Namespace) -> types.SimpleNamespace:
         loaders = data.get_loaders(opt.data_name, vocab, opt.batch_size, opt.workers, opt)
     else:
         loaders = data.get_loaders(opt.data_name, vocab, opt.crop_size, opt.batch_size, opt.workers, opt)
-    model = getattr(train, MODELS[args.system][0])(opt)
-    if args.system == "sgraf":
-        norm_per_region(model, np.load(Path(args.data) / "f30k_precomp" / "train_ims.npy", mmap_mode="r"))
+    model_class = getattr(train, MODELS[args.system][0])
+    model = model_class(vocab.word2idx, opt) if args.system == "cvse" else model_class(opt)
+    if args.system in REGION_NORM:
+        train_ims = np.load(Path(args.data) / "f30k_precomp" / "train_ims.npy", mmap_mode="r")
+        norm_per_region(model, REGION_NORM[args.system], train_ims.shape[1])
     if args.weights:
         weights = dict(np.load(args.weights))
         if args.weights_vocab:  # each word's row where the official vocabulary numbers it
@@ -132,27 +157,33 @@ def build(args: argparse.Namespace) -> types.SimpleNamespace:
     )  # fmt: skip
 
 
-def norm_per_region(model: object, train_ims: np.ndarray) -> None:
-    """SGRAF's visual self-attention with one batch-norm channel per region of the images `train_ims` (the
-    released `EncoderSimilarity` builds 36): its tensors are constants (weight 1, bias 0, mean 0, variance 1),
-    so cutting them gives the batch norm built for this count, and the optimiser keeps the same parameters."""
-    norm = model.sim_enc.v_global_w.embedding_local[1]  # type: ignore[attr-defined]
-    norm.num_features = regions = train_ims.shape[1]
+def norm_per_region(model: object, path: str, regions: int) -> None:
+    """The visual self-attention's batch norm at `path` (`REGION_NORM`) with one channel per region of the
+    data (SGRAF's `EncoderSimilarity` and CVSE's `CVSE` build 36): its tensors are constants (weight 1, bias 0,
+    mean 0, variance 1), so cutting them gives the batch norm built for this count, and the optimiser keeps
+    the same parameters."""
+    norm = model
+    for name in path.split("."):
+        norm = getattr(norm, name)
+    norm.num_features = regions  # type: ignore[attr-defined]
     for name in ("weight", "bias", "running_mean", "running_var"):
         getattr(norm, name).data = getattr(norm, name).data[:regions].clone()
 
 
 def load_vse_ray_weights(model: object, system: str, weights: dict[str, np.ndarray]) -> None:
     """vse_ray's weights (by its names, `official_names`) into the official model's parts (`MODELS`), each in
-    the official tensor's shape (VSRN's reasoning layers are 1×1 convolutions where vse_ray has linears)."""
+    the official tensor's shape (VSRN's reasoning layers are 1×1 convolutions where vse_ray has linears); the
+    tensors `official_names` lists as unused (CVSE's second names of its linear layers, its graphs) stay."""
     from vse_ray.models import official_names
 
     names = getattr(official_names, system.upper())
     for name in MODELS[system][1]:
         part = getattr(model, name)
         state = part.state_dict()
-        ours = {n: weights[str(names.ours(f"{name}.{n}"))] for n in state}
-        part.load_state_dict({n: torch.from_numpy(v.reshape(state[n].shape)) for n, v in ours.items()})
+        with torch.no_grad():  # into the tensors themselves (the state dict's share them)
+            for n, tensor in state.items():
+                if (key := names.ours(f"{name}.{n}")) is not None:
+                    tensor.copy_(torch.from_numpy(weights[key]).reshape(tensor.shape))
 
 
 def train_epoch(run: types.SimpleNamespace, epoch: int) -> float:
@@ -176,6 +207,8 @@ def final_test_rsum(run: types.SimpleNamespace) -> float:
     """The released `validate`'s rsum on the test split."""
     opt = run.opt
     sizes = (opt.crop_size, opt.batch_size, 0) if run.system in VSE_DATA else (opt.batch_size, 0)
+    if run.system == "cvse":
+        sizes = (opt.batch_size, 0, False)  # not its MS-COCO → Flickr30K transfer test
     test_loader = run.data.get_test_loader("test", opt.data_name, run.vocab, *sizes, opt)
     return rsum(run, test_loader)
 

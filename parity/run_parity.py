@@ -2,9 +2,10 @@
 
 `--system` names the model and its official code: VSE∞ BiGRU (woodfrog/vse_infty, branch ``bigru``; the
 default), VSE++ (fartashf/vsepp), SCAN (kuanghuei/SCAN), SGRAF's SGR (Paranioar/SGRAF), GSMN
-(CrossmodalGroup/GSMN) or VSRN (KunpengLi1994/VSRN). Both sides train on the same precomp folder
-(`make_region_dataset.py`, `make_objects_dataset.py`; VSE++ reads each image's regions averaged into one
-pooled feature, GSMN the regions with the boxes and caption graphs of `gsmn_files.py`), with the settings both
+(CrossmodalGroup/GSMN), VSRN (KunpengLi1994/VSRN) or CVSE (BruceW91/CVSE). Both sides train on the same
+precomp folder (`make_region_dataset.py`, `make_objects_dataset.py`; VSE++ reads each image's regions averaged
+into one pooled feature, GSMN the regions with the boxes and caption graphs of `gsmn_files.py`, CVSE the
+regions with the concept files and WordNet folder of `cvse_files.py`), with the settings both
 codes express; validation rsum after every epoch, test rsum of the last epoch's model, no learning-rate decay
 within the run.
 
@@ -37,6 +38,17 @@ within the run.
   sizes `VSRN_DECODER` and its `max_len` 3 more than the longest caption of the dataset (no caption cut; the
   released decoder always runs `max_len` - 1 steps, vse_ray's up to the batch's longest caption, on the same
   masked loss).
+- CVSE (`official_lineage.py`): the settings of `recipes/cvse_baseline_sam_f30k.yaml` (BruceW91/CVSE as
+  released, `train_f30k.py`; vse_ray's `reading: released`, `eval_dataset: f30k`): α 0.85 in training and
+  evaluation, evaluation by 0.95 × fused + 0.05 × consensus cosine with label completion, loss 3 × VSE++ max
+  of hinges (margin 0.2) on the fused level + 5 × instance + 1 × consensus + 2 × KL, concept label ratio
+  0.35, dropout 0.4, Bi-GRU, Adam at 2e-4 (the GCN's too; decay after 25 epochs: none within these runs),
+  batch 128, word embedding 300 started Xavier-uniform (`--wemb_type random_init`), clip 2 (every module);
+  the joint space `--embed-dim`. Both read `cvse_files.py`'s concepts (all the train captions' content
+  lemmas, `--num_attribute`; vse_ray: `model_params.concepts`), their synthetic 300-d input vectors
+  (vse_ray: `--concept-vectors`) and its WordNet folder (vse_ray: `model_params.wordnet`). A training
+  caption's concept labels are its image's (the released annotation file) in the official code, its own
+  concept words in vse_ray's (the recipe's deviation `labels`).
 
 `--batch` and `--hinges sum` change both sides alike (the lineage systems only). With the max of hinges from
 the first step, SGRAF's SGR and GSMN sit at chance longer than a run fits on 2 cores (SGRAF's authors: SGR's
@@ -81,6 +93,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from cvse_files import ADJ_FILE, CONCEPTS, NAMES_FILE, VECTORS_FILE, WORDNET, write_cvse_folder
 from gsmn_files import write_gsmn_folder
 from scipy import stats
 
@@ -97,11 +110,12 @@ SYSTEMS = {
     "sgr": ("SGRAF SGR", 12, ""),
     "gsmn": ("GSMN sparse", 12, "_gsmn"),
     "vsrn": ("VSRN", 12, ""),
+    "cvse": ("CVSE (released)", 12, "_cvse"),
 }
 # The official runner's name of each system of `official_lineage.py`
-LINEAGE = {"vsepp": "vsepp", "scan": "scan", "sgr": "sgraf", "gsmn": "gsmn", "vsrn": "vsrn"}
+LINEAGE = {"vsepp": "vsepp", "scan": "scan", "sgr": "sgraf", "gsmn": "gsmn", "vsrn": "vsrn", "cvse": "cvse"}
 # the recipes' batch sizes
-BATCH = {"vse_inf": 128, "vsepp": 128, "scan": 128, "sgr": 128, "gsmn": 64, "vsrn": 128}
+BATCH = {"vse_inf": 128, "vsepp": 128, "scan": 128, "sgr": 128, "gsmn": 64, "vsrn": 128, "cvse": 128}
 GSMN_SIZES = {"num_block": 16, "hid_dim": 32}  # the graphs' sizes (GSMN's defaults); 8 kernels (fixed there)
 VSRN_DECODER = {"hidden": 64, "word": 64}  # the caption decoder's GRU and word sizes (recipe: 512, 300)
 # Datasets of different kinds (name: maker script and its options), each made once under `--out`.
@@ -128,7 +142,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--settings", choices=("adam", "released"), default="adam", help="VSE∞ only")
     parser.add_argument("--dataset", choices=sorted(DATASETS), default="scenes", help="see DATASETS")
     parser.add_argument("--regions", type=int, help="regions per image (default: the system's, SYSTEMS)")
-    parser.add_argument("--embed-dim", type=int, default=256, help="joint space (VSE++, SCAN, SGRAF, GSMN)")
+    parser.add_argument("--embed-dim", type=int, default=256, help="joint space (all but VSE∞)")
     parser.add_argument("--lr", type=float, help="both sides' learning rate (default: the recipe's)")
     parser.add_argument("--batch", type=int, help="both sides' batch size (default: the recipe's, BATCH)")
     parser.add_argument(
@@ -206,7 +220,7 @@ def pool_regions(regions: Path, pooled: Path) -> None:
         (pooled / "vocab.json").symlink_to(regions / "vocab.json")
 
 
-READERS = {"_pooled": pool_regions, "_gsmn": write_gsmn_folder}
+READERS = {"_pooled": pool_regions, "_gsmn": write_gsmn_folder, "_cvse": write_cvse_folder}
 
 
 def vse_ray_graph_folder(out: Path, args: argparse.Namespace) -> Path:
@@ -295,12 +309,31 @@ def recipe_config(store: Path, out: Path, seed: int, args: argparse.Namespace) -
         graphs = str(vse_ray_graph_folder(out, args) / GRAPH_FILE)
         gsmn = {"sparse": True, "graph_path": graphs, "lambda_softmax": 20.0, "n_kernels": 8, **GSMN_SIZES}
         return {**common, "model": "gsmn", "model_params": gsmn, "lr": 2e-4, "lr_update": 15}
+    if args.system == "cvse":
+        return {**common, **cvse_config(out / args.data_name, args)}
     vsrn = {  # the system left: VSRN
         "variant": "f30k", "caption_weight": 1.0, "caption_hidden": VSRN_DECODER["hidden"],
         "caption_word_dim": VSRN_DECODER["word"], "caption_dropout": 0.2,
         "max_len": caption_max_len(out / args.data_name),
     }  # fmt: skip
     return {**common, "model": "vsrn", "model_params": vsrn, "lr": 2e-4, "lr_update": 30}
+
+
+def cvse_config(folder: Path, args: argparse.Namespace) -> dict:
+    """CVSE's recipe settings on the folder of `cvse_files.py` (its concepts, vectors and WordNet)."""
+    cvse = {
+        "n_concepts": concept_count(folder), "concept_dim": 300, "n_regions": args.regions, "dropout": 0.4,
+        "label_ratio": 0.35, "fused_weight": 3.0, "instance_weight": 5.0, "consensus_weight": 1.0,
+        "kl_weight": 2.0, "rank_margin": 0.2, "reading": "released", "eval_dataset": "f30k",
+        "concepts": str(folder / CONCEPTS), "wordnet": str(folder / WORDNET),
+    }  # fmt: skip
+    vectors = str(folder / CONCEPTS / VECTORS_FILE)
+    return {"model": "cvse", "model_params": cvse, "concept_vectors": vectors, "lr": 2e-4, "lr_update": 25}
+
+
+def concept_count(folder: Path) -> int:
+    """How many concepts `cvse_files.py` wrote in `folder`."""
+    return len(json.loads((folder / CONCEPTS / NAMES_FILE).read_text()))
 
 
 def vse_inf_config(store: Path, out: Path, seed: int, args: argparse.Namespace) -> dict:
@@ -365,6 +398,15 @@ def official_command(official: Path, seed: int, args: argparse.Namespace) -> lis
             *("--num_block", str(GSMN_SIZES["num_block"]), "--hid_dim", str(GSMN_SIZES["hid_dim"])),
         ],
     }
+    if args.system == "cvse":  # CVSE's store_false flags keep max of hinges and the Bi-GRU on
+        concepts = official / "f30k_precomp" / CONCEPTS
+        settings["cvse"] = [
+            *("--learning_rate", "2e-4", "--learning_rate_MLGCN", "2e-4", "--lr_update", "25"),
+            *("--num_attribute", str(concept_count(official / "f30k_precomp")), "--input_channel", "300"),
+            *("--wemb_type", "random_init", "--dropout_rate", "0.4", "--Concept_label_ratio", "0.35"),
+            *("--attribute_path", str(concepts), "--concept_name", str(concepts / NAMES_FILE)),
+            *("--inp_name", str(concepts / VECTORS_FILE), "--adj_file", str(concepts / ADJ_FILE)),
+        ]
     if args.system == "vsrn":  # the decoder's max_len reads the dataset's captions
         settings["vsrn"] = [
             *("--learning_rate", "2e-4", "--lr_update", "30", "--max_violation"),
@@ -382,6 +424,7 @@ def official_command(official: Path, seed: int, args: argparse.Namespace) -> lis
         *("--official", args.official, "--data", str(official), "--seed", str(seed), "--"),
         *options,
         *(["--learning_rate", str(args.lr)] if args.lr else []),  # the parser keeps the last value
+        *(["--learning_rate_MLGCN", str(args.lr)] if args.lr and args.system == "cvse" else []),
     ]
 
 
