@@ -2,8 +2,10 @@
 
 Used by `run_parity.py --system vsepp|scan|sgr|gsmn|vsrn|cvse` (fartashf/vsepp, kuanghuei/SCAN,
 Paranioar/SGRAF as `--system sgraf` here, CrossmodalGroup/GSMN, KunpengLi1994/VSRN, BruceW91/CVSE with its
-`train_f30k.py` and Flickr30K loader); nothing of the authors' code is copied here. The checkout given as `--official` is imported from a temporary copy with `official_code.EDITS` (the
-Python 3 spelling of its Python 2 idioms) and patched at run time only:
+`train_f30k.py` and Flickr30K loader); nothing of the authors' code is copied here. The checkout given as
+`--official` is imported from a temporary copy with `official_code.EDITS` (the Python 3 spelling of its
+Python 2 idioms; CVSE's loader decodes a caption's bytes instead of reading their `str`, "b'...'") and
+patched at run time only:
 
 - `tensorboard_logger`, `imageio`, `cv2`, `torchtext`, the COCO API (imported, unused for precomputed
   features) and VSRN's CIDEr-D scorer (imported for a self-critical reward its training never computes) are
@@ -74,8 +76,8 @@ MODELS = {
     "cvse": (
         "CVSE",
         (
-            "img_enc", "txt_enc", "V_self_atten_enhance", "T_self_atten_enhance", "V_consensus_level_embedding",
-            "T_consensus_level_embedding", "C_GCN", "Multi_feature_fusing",
+            "img_enc", "txt_enc", "V_self_atten_enhance", "T_self_atten_enhance",
+            "V_consensus_level_embedding", "T_consensus_level_embedding", "C_GCN", "Multi_feature_fusing",
         ),
     ),
 }  # fmt: skip
@@ -159,9 +161,9 @@ def build(args: argparse.Namespace) -> types.SimpleNamespace:
 
 def norm_per_region(model: object, path: str, regions: int) -> None:
     """The visual self-attention's batch norm at `path` (`REGION_NORM`) with one channel per region of the
-    data (SGRAF's `EncoderSimilarity` and CVSE's `CVSE` build 36): its tensors are constants (weight 1, bias 0,
-    mean 0, variance 1), so cutting them gives the batch norm built for this count, and the optimiser keeps
-    the same parameters."""
+    data (SGRAF's `EncoderSimilarity` and CVSE's `CVSE` build 36): its tensors are constants (weight 1, bias
+    0, mean 0, variance 1), so cutting them gives the batch norm built for this count, and the optimiser
+    keeps the same parameters."""
     norm = model
     for name in path.split("."):
         norm = getattr(norm, name)

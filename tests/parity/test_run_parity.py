@@ -1,6 +1,7 @@
-"""`parity/run_parity.py`: both sides of a run get the same settings (VSE++, SCAN, SGRAF SGR, GSMN, VSRN);
-VSE++ reads pooled regions, GSMN the regions with `gsmn_files.py`'s boxes and caption graphs, which vse_ray's
-`gsmn-data` reads as GSMN's own."""
+"""`parity/run_parity.py`: both sides of a run get the same settings (VSE++, SCAN, SGRAF SGR, GSMN, VSRN,
+CVSE); VSE++ reads pooled regions, GSMN the regions with `gsmn_files.py`'s boxes and caption graphs, which
+vse_ray's `gsmn-data` reads as GSMN's own, CVSE the concept files and WordNet folder of `cvse_files.py`, which
+both codes read."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from vse_ray.data.precompute.concepts import token_concept_index
+from vse_ray.data.precompute.lemmas import load_noun_lemmatizer
 from vse_ray.models.gsmn import governors
+from vse_ray.official.cvse_concepts import read_concept_vectors, read_numpy_pickle, read_official_concepts
 from vse_ray.official.gsmn_data import write_gsmn_data
 from vse_ray.train.config import TrainConfig
 
@@ -206,3 +210,79 @@ def test_a_run_counts_its_own_cpu_time(run_parity) -> None:  # type: ignore[no-u
     code, stdout, stderr, cpu = run_parity.run_timed([sys.executable, "-c", busy], dict(os.environ))
     assert (code, stdout, stderr) == (3, "done\n", "oops\n")
     assert 0.3 <= cpu < 5
+
+
+def test_cvse_sides_read_the_same_files(run_parity, monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Both sides of a CVSE run get the same settings and read the same concept files: vse_ray's readers give
+    the concepts, counts and vectors the released loader reads, and nltk's lemmatiser on the WordNet folder
+    labels a test caption's words as vse_ray's does; a train image's labels are its captions' concepts."""
+    import cvse_files
+    from nltk.stem import WordNetLemmatizer
+
+    args = _parsed(run_parity, monkeypatch, "--system", "cvse", "--epochs", "3", "--embed-dim", "64")
+    regions, official = tmp_path / "scenes_r12", tmp_path / "official"
+    regions.mkdir()
+    words = ["<pad>", "<start>", "<end>", "<unk>", "a", "red", "ball", "balls", "two", "and", "box", "boxes"]
+    (regions / "vocab.json").write_text(json.dumps({"word2idx": {w: i for i, w in enumerate(words)}}))
+    captions = ["a red ball", "two red balls", "a box", "a red box and a ball", "two boxes"] * 2
+    for split in ("train", "dev", "test"):
+        np.save(regions / f"{split}_ims.npy", np.zeros((2, 12, 24), np.float32))
+        (regions / f"{split}_caps.txt").write_text("\n".join(captions) + "\n")
+    cvse_files.write_cvse_folder(regions, tmp_path / args.data_name)
+    official.mkdir()
+    (official / "f30k_precomp").symlink_to(tmp_path / args.data_name)
+    command = run_parity.official_command(official, 5, args)
+    options = command[command.index("--") + 1 :]
+    flags = {f[2:]: v for f, v in zip(options, [*options[1:], "--"], strict=True) if f.startswith("--")}
+    config = TrainConfig(**run_parity.vse_ray_config(tmp_path, tmp_path, 5, args))
+    params = config.model_params
+    assert config.model == "cvse" and params["reading"] == "released" and params["eval_dataset"] == "f30k"
+    assert float(flags["learning_rate"]) == float(flags["learning_rate_MLGCN"]) == config.lr == 2e-4
+    assert int(flags["lr_update"]) == config.lr_update == 25 and int(flags["num_epochs"]) == config.epochs
+    assert int(flags["batch_size"]) == config.batch_size == 128 and int(flags["embed_size"]) == 64
+    assert int(flags["word_dim"]) == config.word_dim and flags["wemb_type"] == "random_init"
+    assert float(flags["dropout_rate"]) == params["dropout"] and params["n_regions"] == 12
+    assert float(flags["Concept_label_ratio"]) == params["label_ratio"]
+    assert int(flags["input_channel"]) == params["concept_dim"] == 300
+    assert "max_violation" not in flags and "bi_gru" not in flags  # store_false: on
+    # the same files: the concepts, their graph and vectors, the WordNet folder
+    concepts = Path(flags["attribute_path"])
+    assert concepts.resolve() == Path(params["concepts"]).resolve()
+    assert Path(flags["inp_name"]).resolve() == Path(config.concept_vectors).resolve()
+    graph = read_official_concepts(params["concepts"])
+    names = json.loads(Path(flags["concept_name"]).read_text())
+    # by the captions naming each concept, ties alphabetical; in the released file's order
+    assert graph.words == ("ball", "box", "red", "two") and tuple(names) == graph.words
+    assert int(flags["num_attribute"]) == params["n_concepts"] == 4
+    released = read_numpy_pickle(flags["adj_file"])
+    # captions naming each concept (balls → ball, boxes → box), and naming both
+    np.testing.assert_array_equal(graph.counts, [6, 6, 6, 4])
+    np.testing.assert_array_equal(released["adj_all"], graph.cooccurrence)
+    assert (
+        graph.cooccurrence[0, 2] == 6
+        and graph.cooccurrence[1, 3] == graph.cooccurrence[0, 1] == 2
+        and np.all(graph.cooccurrence.diagonal() == 0)
+    )
+    for copy in ("adj_O_P", "adj_O_M"):
+        np.testing.assert_array_equal(released[copy], released["adj_all"])
+    vectors = read_numpy_pickle(flags["inp_name"])
+    assert vectors.shape == (4, 300) and vectors.dtype == np.float64
+    np.testing.assert_array_equal(
+        read_concept_vectors(config.concept_vectors, graph.words), vectors.astype(np.float32)
+    )
+    monkeypatch.setattr("nltk.data.path", [str(Path(params["wordnet"]).parents[1])])
+    nltk_lemma = WordNetLemmatizer().lemmatize
+    lemmatizer = load_noun_lemmatizer(params["wordnet"])
+    assert [nltk_lemma(w) for w in words] == [lemmatizer.lemma(w) for w in words]
+    index = token_concept_index({w: i for i, w in enumerate(words)}, graph.words, len(words), lemmatizer)
+    released_labels = [
+        graph.words.index(nltk_lemma(w)) if nltk_lemma(w) in graph.words else -1 for w in words
+    ]
+    assert index.tolist() == released_labels == [-1] * 5 + [2, 0, 0, 3, -1, 1, 1]
+    # image 0 holds captions 0-4 (all four concepts), image 1 captions 5-9
+    labels = json.loads((concepts / cvse_files.LABELS_FILE).read_text())
+    assert labels == [
+        {"img_id": "0", "concept_labels": [0, 1, 2, 3]},
+        {"img_id": "1", "concept_labels": [0, 1, 2, 3]},
+    ]
+    assert (tmp_path / args.data_name / "train_ids.txt").read_text() == "0\n1\n"
