@@ -53,7 +53,8 @@ within the run.
 `--batch` and `--hinges sum` change both sides alike (the lineage systems only). With the max of hinges from
 the first step, SGRAF's SGR and GSMN sit at chance longer than a run fits on 2 cores (SGRAF's authors: SGR's
 loss starts to fall about epoch 12-13 of Flickr30K, Paranioar/SGRAF issue 13); with the sum of hinges (VSE0:
-each official parser's `--max_violation` flag) both leave chance within a few hundred steps.
+each official parser's `--max_violation` flag) both leave chance within a few hundred steps. Not CVSE: its
+released flag sets its three rank terms, vse_ray's `--loss` the fused one only.
 
 The official side runs its runner on a checkout given as `--official`; vse_ray's side runs `run_training`
 (the engine `vse-ray train` runs in each worker) in a process per seed on the folder `vse-ray precompute
@@ -158,6 +159,8 @@ def parse_args() -> argparse.Namespace:
     args = parser.parse_args()
     if (args.lr or args.batch or args.hinges == "sum") and args.system == "vse_inf":
         parser.error("--lr, --batch, --hinges: the systems of official_lineage.py only")
+    if args.hinges == "sum" and args.system == "cvse":  # the released flag sets all three rank terms
+        parser.error("--hinges sum: not CVSE (vse_ray's instance and consensus terms keep the max of hinges)")
     args.regions = args.regions or SYSTEMS[args.system][1]
     args.batch = args.batch or BATCH[args.system]
     args.data_name = args.dataset + ("" if args.regions == 36 else f"_r{args.regions}")
